@@ -1,0 +1,126 @@
+#include "common/event_loop.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace elastic {
+namespace {
+
+uint64_t Pack(int fd, uint32_t generation) {
+  return (uint64_t{generation} << 32) | static_cast<uint32_t>(fd);
+}
+
+}  // namespace
+
+EventLoop::EventLoop() : epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {}
+
+bool EventLoop::Add(int fd, uint32_t events, FdCallback cb, std::string* err) {
+  auto handler = std::make_shared<Handler>(Handler{next_generation_++, std::move(cb)});
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = Pack(fd, handler->generation);
+  int op = handlers_.count(fd) ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  if (epoll_ctl(epoll_fd_.get(), op, fd, &ev) != 0) {
+    if (err) *err = std::string("epoll_ctl(add fd ") + std::to_string(fd) + "): " + strerror(errno);
+    return false;
+  }
+  handlers_[fd] = std::move(handler);
+  return true;
+}
+
+bool EventLoop::Modify(int fd, uint32_t events, std::string* err) {
+  auto it = handlers_.find(fd);
+  if (it == handlers_.end()) {
+    if (err) *err = "fd " + std::to_string(fd) + " is not registered";
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = Pack(fd, it->second->generation);
+  if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, fd, &ev) != 0) {
+    if (err) *err = std::string("epoll_ctl(mod): ") + strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+void EventLoop::Remove(int fd) {
+  if (handlers_.erase(fd) == 0) return;
+  epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
+EventLoop::TimerId EventLoop::AddTimer(Millis delay, TimerCallback cb) {
+  TimerId id = next_timer_++;
+  auto due = MonoClock::now() + std::max(delay, Millis(0));
+  timers_.emplace(id, Timer{due, std::move(cb)});
+  timer_queue_.emplace(due, id);
+  return id;
+}
+
+void EventLoop::CancelTimer(TimerId id) {
+  auto it = timers_.find(id);
+  if (it == timers_.end()) return;
+  auto [lo, hi] = timer_queue_.equal_range(it->second.due);
+  for (auto q = lo; q != hi; ++q) {
+    if (q->second == id) {
+      timer_queue_.erase(q);
+      break;
+    }
+  }
+  timers_.erase(it);
+}
+
+int EventLoop::TimeoutMillis(Millis max_wait) const {
+  long long timeout = max_wait.count() < 0 ? -1 : max_wait.count();
+  if (!timer_queue_.empty()) {
+    long long until = std::chrono::ceil<Millis>(timer_queue_.begin()->first - MonoClock::now()).count();
+    until = std::max<long long>(until, 0);
+    timeout = timeout < 0 ? until : std::min(timeout, until);
+  }
+  return static_cast<int>(std::min<long long>(timeout, 1 << 30));
+}
+
+void EventLoop::RunDueTimers() {
+  auto now = MonoClock::now();
+  // Collect first: callbacks may add timers that are already due; those run next round.
+  std::vector<TimerId> due;
+  for (auto it = timer_queue_.begin(); it != timer_queue_.end() && it->first <= now; ++it) {
+    due.push_back(it->second);
+  }
+  for (TimerId id : due) {
+    auto it = timers_.find(id);
+    if (it == timers_.end()) continue;  // cancelled by an earlier callback
+    TimerCallback cb = std::move(it->second.cb);
+    CancelTimer(id);
+    cb();
+  }
+}
+
+bool EventLoop::RunOnce(Millis max_wait) {
+  epoll_event events[64];
+  int n = epoll_wait(epoll_fd_.get(), events, 64, TimeoutMillis(max_wait));
+  if (n < 0) return errno == EINTR;
+  for (int i = 0; i < n; ++i) {
+    int fd = static_cast<int>(events[i].data.u64 & 0xffffffffu);
+    uint32_t generation = static_cast<uint32_t>(events[i].data.u64 >> 32);
+    auto it = handlers_.find(fd);
+    // Skip fds removed (or removed and re-added) by an earlier callback of this batch.
+    if (it == handlers_.end() || it->second->generation != generation) continue;
+    auto handler = it->second;  // keeps the callback alive if it removes itself
+    handler->cb(events[i].events);
+  }
+  RunDueTimers();
+  return true;
+}
+
+void EventLoop::Run() {
+  stopped_ = false;
+  while (!stopped_) {
+    if (!RunOnce()) break;
+  }
+}
+
+}  // namespace elastic

@@ -1,0 +1,58 @@
+// hwloc_binding: which CPUs and memory nodes each local worker gets, and
+// applying that to a freshly forked worker. Contract shared with launcher/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace elastic {
+
+enum class BindMode { kAuto, kGpu, kGpuExclusive, kNuma, kNone };
+enum class MemBind { kPreferred, kStrict, kNone };
+
+struct BindingRequest {
+  BindMode mode = BindMode::kAuto;      // auto: gpu when the node has GPUs, else numa
+  MemBind membind = MemBind::kPreferred;
+  std::string topology_file;            // --topology, else $HWLOC_XMLFILE, else this machine
+  std::string cpus_allowed;             // --cpus-allowed LIST (simulate a restriction)
+  std::string gpu_vendor;               // "", "nvidia", "amd"
+  std::string cuda_visible_devices;     // $CUDA_VISIBLE_DEVICES, "" if unset
+  std::string slurm_step_gpus;          // $SLURM_STEP_GPUS (or SLURM_JOB_GPUS), "" if unset
+  int nproc = 1;                        // local workers
+};
+
+struct WorkerBinding {
+  int local_rank = 0;
+  std::optional<std::string> gpu_busid;  // "0000:18:00.0"
+  std::string cpus;                      // OS-index list "0-23,48-71"; "" = unbound
+  std::string mems;                      // NUMA OS-index list "0"; "" = no memory policy
+  int cores = 0;                         // cores in `cpus` (for OMP_NUM_THREADS)
+};
+
+struct BindingPlan {
+  BindMode mode = BindMode::kNone;      // the mode actually used (auto resolved)
+  MemBind membind = MemBind::kPreferred;
+  std::vector<WorkerBinding> workers;   // one per local rank
+  std::string note;                     // non-empty when a fallback applied (say it once)
+  bool this_system = true;              // false when loaded from another machine's XML
+};
+
+// Parses "gpu", "gpu-exclusive", "numa", "none", "auto" / "preferred", "strict", "none".
+bool ParseBindMode(const std::string& text, BindMode* mode, std::string* err);
+bool ParseMemBind(const std::string& text, MemBind* membind, std::string* err);
+
+// Number of GPUs this node may use (visible devices, else all GPU PCI devices
+// of the chosen vendor). For --nproc-per-node=gpu|auto.
+bool CountGpus(const BindingRequest& request, int* count, std::string* err);
+
+bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* err);
+
+// In the worker, between fork and exec (the agent is single-threaded): binds the
+// calling process's CPUs and memory policy. Returns false with *err on failure.
+bool ApplyBinding(const BindingPlan& plan, const WorkerBinding& worker, std::string* err);
+
+std::string PlanToJson(const BindingPlan& plan);   // [{"local_rank":0,"gpu":"...","cpus":"...","mems":"0"}]
+std::string PlanToTable(const BindingPlan& plan);  // human-readable, one line per rank
+
+}  // namespace elastic

@@ -1,0 +1,72 @@
+// RendezvousHandler: what the agent (launcher/) needs from a rendezvous.
+// Implementations: the single-node LocalRendezvous (launcher/, standalone) and
+// the C10d-style host/client rendezvous (rendezvous/). Event-driven: every
+// implementation runs on the agent's EventLoop and reports through Callbacks;
+// no call blocks.
+//
+// Agent life cycle against this interface:
+//   Join(n) -> on_round(info) -> start workers with info
+//     local worker fails      -> ReportWorkerFailure(f) -> (stop workers) -> Join(n) again
+//                                 or on_job_failed(f) when restarts are exhausted
+//     on_restart_required(r)  -> stop workers -> Join(n) again
+//     local workers succeed   -> ReportSucceeded() -> on_done() -> exit 0
+//     on_fatal(msg)           -> stop workers -> exit non-zero with msg
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace elastic {
+
+// One completed rendezvous round, as seen by one node.
+struct RoundInfo {
+  uint64_t round = 0;          // job-wide round number: TORCHELASTIC_RESTART_COUNT on every node
+  int group_rank = 0;          // this node's rank in the round: GROUP_RANK
+  int group_world_size = 1;    // nodes in the round: GROUP_WORLD_SIZE
+  int rank_offset = 0;         // sum of local world sizes of lower group ranks
+  int world_size = 1;          // total workers: WORLD_SIZE
+  std::string store_addr;      // MASTER_ADDR for the workers
+  int store_port = 0;          // MASTER_PORT for the workers
+  bool use_agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE
+  int restarts_used = 0;       // failures counted against --max-restarts so far (job-wide)
+};
+
+// The first failure of a worker, as reported in the end-of-run summary.
+struct WorkerFailure {
+  int global_rank = -1;
+  int local_rank = -1;
+  std::string host;
+  int exit_code = 0;           // valid when signal == 0
+  int signal = 0;              // terminating signal, 0 if it exited
+  int64_t time_unix_ms = 0;
+  std::string message;         // from TORCHELASTIC_ERROR_FILE, if written
+  std::string traceback;
+};
+
+class RendezvousHandler {
+ public:
+  struct Callbacks {
+    std::function<void(const RoundInfo&)> on_round;             // round complete: start workers
+    std::function<void(const std::string& reason)> on_restart_required;  // membership changed or a
+                                                                 // peer failed: stop workers, Join again
+    std::function<void(const WorkerFailure&)> on_job_failed;    // restarts exhausted anywhere
+    std::function<void()> on_done;                              // job finished: safe to exit 0
+    std::function<void(const std::string& message)> on_fatal;   // lost host, below min, timeout
+  };
+  virtual ~RendezvousHandler() = default;
+
+  virtual void SetCallbacks(Callbacks callbacks) = 0;
+  // Joins the next round with this node's number of workers.
+  virtual void Join(int local_world_size) = 0;
+  // A local worker failed (first failure of this attempt).
+  virtual void ReportWorkerFailure(const WorkerFailure& failure) = 0;
+  // All local workers of the current round succeeded.
+  virtual void ReportSucceeded() = 0;
+  // Leave (agent is exiting because of a signal); no callbacks after this.
+  virtual void Shutdown() = 0;
+  // Human-readable description for logs ("standalone", "c10d host 10.0.0.1:29400 ...").
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace elastic
