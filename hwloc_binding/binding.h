@@ -22,6 +22,9 @@ struct BindingRequest {
   int nproc = 1;                        // local workers
 };
 
+// cpus/mems are empty in --bind none, and mems is empty with --membind none.
+// gpu_busid is the rank's visible GPU in every mode when there is one (numa and
+// none modes included: informative there); with no GPU it is empty (JSON null).
 struct WorkerBinding {
   int local_rank = 0;
   std::optional<std::string> gpu_busid;  // "0000:18:00.0"
@@ -49,10 +52,25 @@ bool CountGpus(const BindingRequest& request, int* count, std::string* err);
 bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* err);
 
 // In the worker, between fork and exec (the agent is single-threaded): binds the
-// calling process's CPUs and memory policy. Returns false with *err on failure.
+// calling process's CPUs (sched_setaffinity) and memory policy (set_mempolicy:
+// MPOL_PREFERRED, or MPOL_PREFERRED_MANY for several nodes; MPOL_BIND for
+// strict). Empty cpus/mems leave that part alone. A plan made from another
+// machine's XML (this_system == false) is not applied: returns true, does nothing.
+// Returns false with *err on failure.
 bool ApplyBinding(const BindingPlan& plan, const WorkerBinding& worker, std::string* err);
+
+// A worker's environment ("NAME=value" entries, as for execve), adjusted for its
+// binding: HWLOC_XMLFILE removed (children would inherit another machine's
+// topology); OMP_NUM_THREADS=<cores> unless already set (or cores == 0: unbound);
+// CUDA_DEVICE_ORDER=PCI_BUS_ID unless already set when the worker has a GPU
+// (local rank i's GPU is the i-th in bus id order; CUDA's default order may differ).
+// Call it on the user's environment before adding the launcher's own variables.
+void AdjustWorkerEnvironment(const WorkerBinding& worker, std::vector<std::string>* env);
 
 std::string PlanToJson(const BindingPlan& plan);   // [{"local_rank":0,"gpu":"...","cpus":"...","mems":"0"}]
 std::string PlanToTable(const BindingPlan& plan);  // human-readable, one line per rank
+
+std::string BindModeName(BindMode mode);     // "gpu-exclusive", ...
+std::string MemBindName(MemBind membind);    // "preferred", ...
 
 }  // namespace elastic

@@ -1,0 +1,103 @@
+// Parsing of --bind/--membind and the two printed forms of a plan.
+#include <fmt/format.h>
+
+#include "hwloc_binding/binding.h"
+
+namespace elastic {
+namespace {
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+bool ParseBindMode(const std::string& text, BindMode* mode, std::string* err) {
+  if (text == "auto") {
+    *mode = BindMode::kAuto;
+  } else if (text == "gpu") {
+    *mode = BindMode::kGpu;
+  } else if (text == "gpu-exclusive") {
+    *mode = BindMode::kGpuExclusive;
+  } else if (text == "numa") {
+    *mode = BindMode::kNuma;
+  } else if (text == "none") {
+    *mode = BindMode::kNone;
+  } else {
+    *err = fmt::format("--bind: '{}' is not one of auto, gpu, gpu-exclusive, numa, none", text);
+    return false;
+  }
+  return true;
+}
+
+bool ParseMemBind(const std::string& text, MemBind* membind, std::string* err) {
+  if (text == "preferred") {
+    *membind = MemBind::kPreferred;
+  } else if (text == "strict") {
+    *membind = MemBind::kStrict;
+  } else if (text == "none") {
+    *membind = MemBind::kNone;
+  } else {
+    *err = fmt::format("--membind: '{}' is not one of preferred, strict, none", text);
+    return false;
+  }
+  return true;
+}
+
+std::string BindModeName(BindMode mode) {
+  switch (mode) {
+    case BindMode::kAuto: return "auto";
+    case BindMode::kGpu: return "gpu";
+    case BindMode::kGpuExclusive: return "gpu-exclusive";
+    case BindMode::kNuma: return "numa";
+    case BindMode::kNone: return "none";
+  }
+  return "?";
+}
+
+std::string MemBindName(MemBind membind) {
+  switch (membind) {
+    case MemBind::kPreferred: return "preferred";
+    case MemBind::kStrict: return "strict";
+    case MemBind::kNone: return "none";
+  }
+  return "?";
+}
+
+std::string PlanToJson(const BindingPlan& plan) {
+  std::string out = "[";
+  for (size_t i = 0; i < plan.workers.size(); ++i) {
+    const WorkerBinding& w = plan.workers[i];
+    out += fmt::format("{}{{\"local_rank\": {}, \"gpu\": {}, \"cpus\": {}, \"mems\": {}}}",
+                       i == 0 ? "" : ",\n ", w.local_rank,
+                       w.gpu_busid ? JsonString(*w.gpu_busid) : "null", JsonString(w.cpus),
+                       JsonString(w.mems));
+  }
+  return out + "]\n";
+}
+
+std::string PlanToTable(const BindingPlan& plan) {
+  std::string out = fmt::format("binding: --bind {} --membind {}{}\n", BindModeName(plan.mode),
+                                MemBindName(plan.membind),
+                                plan.this_system ? "" : " (topology of another machine: not applied)");
+  if (!plan.note.empty()) out += fmt::format("binding: note: {}\n", plan.note);
+  out += fmt::format("{:>10}  {:<14}  {:>5}  {:<24}  {}\n", "local_rank", "gpu", "cores", "cpus", "mems");
+  for (const WorkerBinding& w : plan.workers) {
+    out += fmt::format("{:>10}  {:<14}  {:>5}  {:<24}  {}\n", w.local_rank, w.gpu_busid.value_or("-"),
+                       w.cores, w.cpus.empty() ? "(unbound)" : w.cpus, w.mems.empty() ? "-" : w.mems);
+  }
+  return out;
+}
+
+}  // namespace elastic

@@ -1,0 +1,238 @@
+#include "hwloc_binding/gpus.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "common/parse.h"
+
+namespace elastic {
+namespace {
+
+bool IsGpuPciDevice(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
+  unsigned base_class = pci.class_id >> 8;
+  bool gpu_class = base_class == 0x03 || base_class == 0x12;  // display/3D, accelerator
+  return gpu_class && (pci.vendor_id == kVendorNvidia || pci.vendor_id == kVendorAmd);
+}
+
+std::string BusId(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
+  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", pci.domain, pci.bus, pci.dev, pci.func);
+}
+
+auto BusKey(const Gpu& gpu) {
+  const auto& pci = gpu.pci->attr->pcidev;
+  return std::make_tuple(pci.domain, pci.bus, pci.dev, pci.func);
+}
+
+std::string VendorName(unsigned vendor) { return vendor == kVendorAmd ? "AMD" : "NVIDIA"; }
+
+std::string Trim(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t");
+  if (begin == std::string::npos) return "";
+  size_t end = text.find_last_not_of(" \t");
+  return text.substr(begin, end - begin + 1);
+}
+
+// The NVIDIA UUIDs hwloc's NVML backend recorded on the GPU's OS devices.
+std::vector<std::string> UuidsOf(const Gpu& gpu) {
+  std::vector<std::string> uuids;
+  for (hwloc_obj_t child = gpu.pci->io_first_child; child; child = child->next_sibling) {
+    if (const char* uuid = hwloc_obj_get_info_by_name(child, "NVIDIAUUID")) uuids.push_back(uuid);
+  }
+  return uuids;
+}
+
+// CUDA accepts any unique prefix of "GPU-<uuid>".
+bool FindByUuid(const std::string& entry, const std::vector<Gpu>& gpus, size_t* index,
+                std::string* err) {
+  std::vector<size_t> matches;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    for (const std::string& uuid : UuidsOf(gpus[i])) {
+      if (uuid.compare(0, entry.size(), entry) == 0) {
+        matches.push_back(i);
+        break;
+      }
+    }
+  }
+  if (matches.size() == 1) {
+    *index = matches[0];
+    return true;
+  }
+  if (matches.empty()) {
+    *err = fmt::format(
+        "CUDA_VISIBLE_DEVICES entry '{}' matches no GPU UUID known to the topology (Debian's "
+        "hwloc has no NVML backend to record UUIDs); set CUDA_VISIBLE_DEVICES to integer "
+        "indexes in PCI bus id order, or unset it and rely on SLURM_STEP_GPUS",
+        entry);
+  } else {
+    *err = fmt::format("CUDA_VISIBLE_DEVICES entry '{}' matches {} GPUs; give more of the UUID",
+                       entry, matches.size());
+  }
+  return false;
+}
+
+// Slurm's index list: "0,1,3" (ranges "0-3" accepted too).
+bool ParseIndexList(const std::string& what, const std::string& text, std::vector<long long>* out,
+                    std::string* err) {
+  for (const std::string& raw : Split(text, ',')) {
+    std::string entry = Trim(raw);
+    size_t dash = entry.find('-');
+    long long first = 0;
+    long long last = 0;
+    bool ok = dash == std::string::npos
+                  ? ParseInt(entry, 0, 1 << 20, &first) && (last = first, true)
+                  : ParseInt(entry.substr(0, dash), 0, 1 << 20, &first) &&
+                        ParseInt(entry.substr(dash + 1), 0, 1 << 20, &last) && first <= last;
+    if (!ok) {
+      *err = fmt::format("{}='{}': '{}' is not a GPU index", what, text, entry);
+      return false;
+    }
+    for (long long i = first; i <= last; ++i) out->push_back(i);
+  }
+  return true;
+}
+
+struct CudaEntry {
+  bool is_index = true;
+  long long index = 0;   // when is_index
+  size_t gpu = 0;        // when matched by UUID
+};
+
+// Parses CUDA_VISIBLE_DEVICES as the CUDA runtime does: integer indexes or
+// GPU-<uuid> prefixes; a negative index ends the list ("-1" = no GPU), and
+// Slurm writes "NoDevFiles" when the job has no GPU.
+bool ParseCudaVisible(const std::string& text, const std::vector<Gpu>& gpus,
+                      std::vector<CudaEntry>* out, std::string* err) {
+  if (Trim(text) == "NoDevFiles") return true;
+  for (const std::string& raw : Split(text, ',')) {
+    std::string entry = Trim(raw);
+    CudaEntry parsed;
+    if (entry.rfind("GPU-", 0) == 0) {
+      parsed.is_index = false;
+      if (!FindByUuid(entry, gpus, &parsed.gpu, err)) return false;
+    } else if (entry.rfind("MIG-", 0) == 0) {
+      *err = fmt::format(
+          "CUDA_VISIBLE_DEVICES entry '{}' is a MIG instance; binding needs whole GPUs "
+          "(use --bind numa or none with MIG)",
+          entry);
+      return false;
+    } else if (!entry.empty() && entry[0] == '-' && ParseInt(entry.substr(1), 0, 1 << 20, &parsed.index)) {
+      break;  // CUDA ignores everything from a negative index on
+    } else if (!ParseInt(entry, 0, 1 << 20, &parsed.index)) {
+      *err = fmt::format(
+          "CUDA_VISIBLE_DEVICES='{}': '{}' is neither a GPU index nor a GPU-<uuid>", text, entry);
+      return false;
+    }
+    out->push_back(parsed);
+  }
+  return true;
+}
+
+bool IndexToGpu(const std::string& what, long long index, const std::vector<Gpu>& gpus,
+                size_t* out, std::string* err) {
+  if (index < 0 || static_cast<size_t>(index) >= gpus.size()) {
+    std::string vendor = gpus.empty() ? "" : VendorName(gpus[0].vendor) + " ";
+    *err = fmt::format("{}: GPU index {}, but this node has {} {}GPU(s) (indexes follow PCI bus id order)",
+                       what, index, gpus.size(), vendor);
+    return false;
+  }
+  *out = static_cast<size_t>(index);
+  return true;
+}
+
+}  // namespace
+
+std::vector<Gpu> FindGpus(const Topology& topology) {
+  std::vector<Gpu> gpus;
+  std::set<std::string> seen;
+  for (hwloc_obj_t obj = hwloc_get_next_pcidev(topology.get(), nullptr); obj;
+       obj = hwloc_get_next_pcidev(topology.get(), obj)) {
+    const auto& pci = obj->attr->pcidev;
+    if (!IsGpuPciDevice(pci)) continue;
+    Gpu gpu{BusId(pci), pci.vendor_id, obj};
+    if (seen.insert(gpu.busid).second) gpus.push_back(std::move(gpu));
+  }
+  std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return BusKey(a) < BusKey(b); });
+  return gpus;
+}
+
+bool SelectVendor(const std::string& vendor, std::vector<Gpu>* gpus, std::string* err) {
+  unsigned wanted = 0;
+  if (vendor == "nvidia") {
+    wanted = kVendorNvidia;
+  } else if (vendor == "amd") {
+    wanted = kVendorAmd;
+  } else if (vendor.empty()) {
+    bool any_nvidia = std::any_of(gpus->begin(), gpus->end(),
+                                  [](const Gpu& gpu) { return gpu.vendor == kVendorNvidia; });
+    wanted = any_nvidia ? kVendorNvidia : kVendorAmd;
+  } else {
+    *err = fmt::format("--gpu-vendor: '{}' is not one of nvidia, amd", vendor);
+    return false;
+  }
+  std::erase_if(*gpus, [wanted](const Gpu& gpu) { return gpu.vendor != wanted; });
+  return true;
+}
+
+bool SelectVisibleGpus(const std::string& cuda_visible_devices, const std::string& slurm_step_gpus,
+                       std::vector<Gpu>* gpus, std::string* err) {
+  std::vector<long long> step;
+  if (!slurm_step_gpus.empty() &&
+      !ParseIndexList("SLURM_STEP_GPUS", slurm_step_gpus, &step, err)) {
+    return false;
+  }
+  std::vector<size_t> chosen;
+  if (!cuda_visible_devices.empty()) {
+    std::vector<CudaEntry> entries;
+    if (!ParseCudaVisible(cuda_visible_devices, *gpus, &entries, err)) return false;
+    // ConstrainDevices renumbers CUDA_VISIBLE_DEVICES from 0 within the step's GPUs.
+    std::set<long long> step_set(step.begin(), step.end());
+    bool relative = !step.empty() && std::any_of(entries.begin(), entries.end(), [&](const CudaEntry& e) {
+                      return e.is_index && step_set.count(e.index) == 0;
+                    });
+    std::vector<long long> step_sorted(step_set.begin(), step_set.end());
+    for (const CudaEntry& entry : entries) {
+      size_t gpu = entry.gpu;
+      if (entry.is_index) {
+        long long index = entry.index;
+        if (relative) {
+          if (static_cast<size_t>(index) >= step_sorted.size()) {
+            *err = fmt::format(
+                "CUDA_VISIBLE_DEVICES='{}' names GPU {}, which is neither one of "
+                "SLURM_STEP_GPUS='{}' nor an index into them",
+                cuda_visible_devices, index, slurm_step_gpus);
+            return false;
+          }
+          index = step_sorted[static_cast<size_t>(index)];
+        }
+        if (!IndexToGpu("CUDA_VISIBLE_DEVICES=" + cuda_visible_devices, index, *gpus, &gpu, err)) {
+          return false;
+        }
+      }
+      chosen.push_back(gpu);
+    }
+  } else if (!slurm_step_gpus.empty()) {
+    for (long long index : step) {
+      size_t gpu = 0;
+      if (!IndexToGpu("SLURM_STEP_GPUS=" + slurm_step_gpus, index, *gpus, &gpu, err)) return false;
+      chosen.push_back(gpu);
+    }
+  } else {
+    return true;  // all GPUs, in bus id order
+  }
+  std::set<size_t> unique(chosen.begin(), chosen.end());
+  if (unique.size() != chosen.size()) {
+    *err = fmt::format("{} lists the same GPU twice",
+                       cuda_visible_devices.empty() ? "SLURM_STEP_GPUS=" + slurm_step_gpus
+                                                    : "CUDA_VISIBLE_DEVICES=" + cuda_visible_devices);
+    return false;
+  }
+  std::vector<Gpu> visible;
+  for (size_t index : chosen) visible.push_back((*gpus)[index]);
+  *gpus = std::move(visible);
+  return true;
+}
+
+}  // namespace elastic
