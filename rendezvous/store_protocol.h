@@ -1,0 +1,114 @@
+// The TCPStore wire protocol (REFERENCE.md section 3): framing, the two
+// dialects, and an incremental frame parser.
+//
+// The parser is a pure function over bytes: given what a connection has
+// buffered it returns one complete request, "need more bytes", or a protocol
+// error with a reason. It depends on nothing but the standard library so the
+// libFuzzer target can build it alone with clang.
+//
+// Framing: 1-byte opcode, then arguments. Integers are native little-endian;
+// strings are uint64 length + bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace elastic {
+
+struct StoreLimits {
+  size_t max_key = 8 * 1024;
+  size_t max_value = 8 << 20;
+  size_t max_multi_keys = 128 * 1024;
+};
+
+// Which client generation a connection speaks; fixed by its first bytes.
+enum class StoreDialect {
+  kUnknown,  // nothing decided yet
+  kLegacy,   // PyTorch <= 1.13: SET=0 ... WATCH_KEY=7, DELETE_KEY=8
+  kV2,       // PyTorch 2.x: VALIDATE=0, SET=1 ... DELETE_KEY=8, APPEND=9 ... QUEUE_LEN=16
+};
+
+// Dialect-independent operations.
+enum class StoreOp : uint8_t {
+  kValidate,
+  kSet,
+  kCompareSet,
+  kGet,
+  kAdd,
+  kCheck,
+  kWait,
+  kNumKeys,
+  kWatchKey,
+  kDeleteKey,
+  kAppend,
+  kMultiGet,
+  kMultiSet,
+  kCancelWait,
+  kPing,
+  kQueuePush,
+  kQueuePop,
+  kQueueLen,
+};
+const char* StoreOpName(StoreOp op);
+
+// Wire constants.
+inline constexpr uint32_t kStoreValidateMagic = 0x3C85F7CE;
+namespace legacy_op {
+inline constexpr uint8_t kSet = 0, kCompareSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5,
+                         kGetNumKeys = 6, kWatchKey = 7, kDeleteKey = 8;
+}
+namespace v2_op {
+inline constexpr uint8_t kValidate = 0, kSet = 1, kCompareSet = 2, kGet = 3, kAdd = 4, kCheck = 5,
+                         kWait = 6, kGetNumKeys = 7, kDeleteKey = 8, kAppend = 9, kMultiGet = 10,
+                         kMultiSet = 11, kCancelWait = 12, kPing = 13, kQueuePush = 14,
+                         kQueuePop = 15, kQueueLen = 16;
+}
+// Reply bytes.
+inline constexpr uint8_t kCheckReady = 0, kCheckNotReady = 1;
+inline constexpr uint8_t kWaitStopWaiting = 0, kWaitCanceled = 1;
+inline constexpr uint8_t kWatchKeyUpdated = 0, kWatchKeyCreated = 1, kWatchKeyDeleted = 2,
+                         kWatchCallbackRegistered = 3;
+
+// One parsed request. Views point into the buffer given to ParseStoreRequest
+// and are valid until that buffer changes.
+struct StoreRequest {
+  StoreOp op = StoreOp::kPing;
+  // kSet/kAppend/kQueuePush: key, value. kCompareSet: key, expected, desired.
+  // kGet/kAdd/kWatchKey/kDeleteKey/kQueuePop/kQueueLen: key.
+  // kCheck/kWait/kMultiGet: the keys. kMultiSet: key, value, key, value, ...
+  std::vector<std::string_view> args;
+  int64_t delta = 0;     // kAdd
+  uint32_t number = 0;   // kValidate: magic; kPing: nonce
+};
+
+// The largest request a connection may buffer (a MULTI_SET can be larger
+// than one value; PyTorch sets no bound): 64 MiB or two values, if larger.
+size_t MaxFrameBytes(const StoreLimits& limits);
+
+enum class ParseStatus { kRequest, kNeedMore, kError };
+
+struct ParseResult {
+  ParseStatus status = ParseStatus::kNeedMore;
+  size_t consumed = 0;  // kRequest: bytes of this frame
+  size_t need = 0;      // kNeedMore: total buffered bytes needed before trying again
+  std::string error;    // kError: why, for the log
+};
+
+// Parses the first frame in `buf`. While *dialect is kUnknown it is decided
+// from the first 5 bytes (a 2.x client always starts with VALIDATE
+// `00 CE F7 85 3C`; a legacy SET's uint64 key length can never start so).
+// `req` is overwritten (its vector's capacity is reused).
+ParseResult ParseStoreRequest(std::string_view buf, const StoreLimits& limits,
+                              StoreDialect* dialect, StoreRequest* req);
+
+// Encoding helpers, shared by the server's replies, the client and the tests.
+void PutU8(std::string* out, uint8_t v);
+void PutU32(std::string* out, uint32_t v);
+void PutU64(std::string* out, uint64_t v);
+void PutI64(std::string* out, int64_t v);
+void PutString(std::string* out, std::string_view s);  // uint64 length + bytes
+
+}  // namespace elastic

@@ -1,0 +1,102 @@
+// StoreState: the store's keyspace, queues, waiters and watchers, with no
+// sockets. The server maps wire requests onto it; the hosting agent uses it
+// in-process through StoreServer. Semantics follow PyTorch's TCPStore servers
+// (1.13 daemon and 2.x libuv backend); quirks are noted where they apply.
+//
+// Waiters are indexed by key: a SET touches only the waiters of that key, never
+// all connections. Events (a WAIT satisfied, a watched key changed) are
+// reported synchronously through the callbacks given at construction.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace elastic {
+
+using StoreConnId = uint64_t;
+
+struct StoreStringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using StoreMap = std::unordered_map<std::string, V, StoreStringHash, std::equal_to<>>;
+
+class StoreState {
+ public:
+  struct Events {
+    // One WAIT of `conn` has all its keys: send it STOP_WAITING.
+    std::function<void(StoreConnId conn)> wait_done;
+    // A key watched by `conn` (1.13 WATCH_KEY) changed; type is kWatchKey*.
+    std::function<void(StoreConnId conn, uint8_t type, std::string_view key, std::string_view old_value,
+                       std::string_view new_value)>
+        watch;
+  };
+  explicit StoreState(Events events) : events_(std::move(events)) {}
+
+  const std::string* Find(std::string_view key) const;
+  size_t NumKeys() const { return kv_.size(); }
+
+  // Each mutation wakes the key's waiters and notifies its watchers.
+  void Set(std::string_view key, std::string_view value);
+  // PyTorch's COMPARE_SET, quirk included: a missing key with a non-empty
+  // `expected` stores nothing and answers `expected`; a missing key with an
+  // empty `expected` is set to `desired`. Otherwise it swaps on equality.
+  // Returns the value to send back (the value after the operation).
+  std::string CompareSet(std::string_view key, std::string_view expected, std::string_view desired);
+  // ADD: values are decimal ASCII text. Fails (no change) if the stored value
+  // is not an integer or the sum overflows.
+  bool Add(std::string_view key, int64_t delta, int64_t* result, std::string* err);
+  void Append(std::string_view key, std::string_view value);
+  bool Delete(std::string_view key);
+
+  // True when every key exists (or names a non-empty queue).
+  bool Check(const std::vector<std::string_view>& keys) const;
+  // WAIT: true if ready now; otherwise registers a waiter that fires
+  // wait_done(conn) once every missing key has been set.
+  bool Wait(StoreConnId conn, const std::vector<std::string_view>& keys);
+  // CANCEL_WAIT: drops every pending WAIT of conn (no STOP_WAITING follows).
+  void CancelWaits(StoreConnId conn);
+  size_t NumWaiters() const { return waiters_.size(); }
+
+  void Watch(StoreConnId conn, std::string_view key);
+  // Connection gone: forget its waiters and watches.
+  void ForgetConnection(StoreConnId conn);
+
+  // Queues (2.x): a push wakes one waiter of the key.
+  void QueuePush(std::string_view key, std::string_view value);
+  // Returns the length before popping; *value gets the front if it was > 0.
+  int64_t QueuePop(std::string_view key, std::string* value);
+  int64_t QueueLen(std::string_view key) const;
+
+ private:
+  using WaiterId = uint64_t;
+  struct Waiter {
+    StoreConnId conn;
+    size_t remaining;
+    std::vector<std::string> keys;  // the missing keys it is listed under
+  };
+  void WakeAll(std::string_view key);
+  void WakeOne(std::string_view key);
+  void Fire(WaiterId id, Waiter& w);
+  void Unlist(WaiterId id, const std::string& key);
+  bool Watched(std::string_view key) const;
+  void Notify(std::string_view key, uint8_t type, std::string_view old_value, std::string_view new_value);
+
+  Events events_;
+  StoreMap<std::string> kv_;
+  StoreMap<std::deque<std::string>> queues_;
+  WaiterId next_waiter_ = 1;
+  std::unordered_map<WaiterId, Waiter> waiters_;
+  StoreMap<std::vector<WaiterId>> waiting_;  // key -> waiters listed under it
+  std::unordered_map<StoreConnId, std::vector<WaiterId>> conn_waiters_;
+  StoreMap<std::vector<StoreConnId>> watchers_;  // key -> watching connections
+  std::unordered_map<StoreConnId, std::vector<std::string>> conn_watches_;
+};
+
+}  // namespace elastic

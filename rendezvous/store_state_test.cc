@@ -1,0 +1,154 @@
+#include "rendezvous/store_state.h"
+
+#include <gtest/gtest.h>
+
+#include "rendezvous/store_protocol.h"
+
+namespace elastic {
+namespace {
+
+struct Recorder {
+  std::vector<StoreConnId> woken;
+  std::vector<std::string> watched;  // "conn type key old->new"
+  StoreState state{StoreState::Events{
+      [this](StoreConnId c) { woken.push_back(c); },
+      [this](StoreConnId c, uint8_t type, std::string_view key, std::string_view o, std::string_view n) {
+        watched.push_back(std::to_string(c) + " " + std::to_string(type) + " " + std::string(key) + " " +
+                          std::string(o) + "->" + std::string(n));
+      }}};
+};
+
+TEST(StoreState, CompareSetSwapsOnlyOnMatch) {
+  Recorder r;
+  r.state.Set("k", "a");
+  EXPECT_EQ(r.state.CompareSet("k", "x", "b"), "a");
+  EXPECT_EQ(*r.state.Find("k"), "a");
+  EXPECT_EQ(r.state.CompareSet("k", "a", "b"), "b");
+  EXPECT_EQ(*r.state.Find("k"), "b");
+}
+
+TEST(StoreState, CompareSetQuirkOnMissingKey) {
+  Recorder r;
+  // Missing key, non-empty expected: answers expected, stores nothing.
+  EXPECT_EQ(r.state.CompareSet("k", "exp", "new"), "exp");
+  EXPECT_EQ(r.state.Find("k"), nullptr);
+  // Missing key, empty expected: sets it.
+  EXPECT_EQ(r.state.CompareSet("k", "", "new"), "new");
+  EXPECT_EQ(*r.state.Find("k"), "new");
+}
+
+TEST(StoreState, AddStoresDecimalText) {
+  Recorder r;
+  int64_t v = 0;
+  std::string err;
+  ASSERT_TRUE(r.state.Add("n", 5, &v, &err));
+  EXPECT_EQ(v, 5);
+  ASSERT_TRUE(r.state.Add("n", -7, &v, &err));
+  EXPECT_EQ(v, -2);
+  EXPECT_EQ(*r.state.Find("n"), "-2");
+}
+
+TEST(StoreState, AddOnNonIntegerOrOverflowFailsWithoutChange) {
+  Recorder r;
+  r.state.Set("s", "abc");
+  int64_t v = 0;
+  std::string err;
+  EXPECT_FALSE(r.state.Add("s", 1, &v, &err));
+  EXPECT_EQ(*r.state.Find("s"), "abc");
+  r.state.Set("big", std::to_string(INT64_MAX));
+  EXPECT_FALSE(r.state.Add("big", 1, &v, &err));
+  EXPECT_NE(err.find("overflow"), std::string::npos);
+}
+
+TEST(StoreState, WaitFiresOnceAllMissingKeysAreSet) {
+  Recorder r;
+  r.state.Set("a", "1");
+  EXPECT_FALSE(r.state.Wait(7, {"a", "b", "c"}));
+  r.state.Set("b", "1");
+  EXPECT_TRUE(r.woken.empty());
+  r.state.Set("c", "1");
+  EXPECT_EQ(r.woken, std::vector<StoreConnId>{7});
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+  // Already present: ready at once, nothing registered.
+  EXPECT_TRUE(r.state.Wait(8, {"a", "c"}));
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+}
+
+TEST(StoreState, OneSetWakesEveryWaiterOfThatKeyOnly) {
+  Recorder r;
+  for (StoreConnId c = 1; c <= 1000; ++c) r.state.Wait(c, {"go"});
+  r.state.Wait(5000, {"other"});
+  r.state.Set("go", "now");
+  EXPECT_EQ(r.woken.size(), 1000u);
+  EXPECT_EQ(r.state.NumWaiters(), 1u);
+}
+
+TEST(StoreState, AddAndCompareSetAndAppendWakeWaiters) {
+  Recorder r;
+  r.state.Wait(1, {"n"});
+  r.state.Wait(2, {"c"});
+  r.state.Wait(3, {"p"});
+  int64_t v;
+  std::string err;
+  r.state.Add("n", 1, &v, &err);
+  r.state.CompareSet("c", "", "x");
+  r.state.Append("p", "x");
+  EXPECT_EQ(r.woken, (std::vector<StoreConnId>{1, 2, 3}));
+}
+
+TEST(StoreState, CancelAndForgetDropWaiters) {
+  Recorder r;
+  r.state.Wait(1, {"k"});
+  r.state.Wait(2, {"k", "j"});
+  r.state.CancelWaits(1);
+  r.state.ForgetConnection(2);
+  r.state.Set("k", "v");
+  r.state.Set("j", "v");
+  EXPECT_TRUE(r.woken.empty());
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+}
+
+TEST(StoreState, DeleteAndNumKeys) {
+  Recorder r;
+  r.state.Set("a", "1");
+  r.state.Set("b", "1");
+  EXPECT_EQ(r.state.NumKeys(), 2u);
+  EXPECT_TRUE(r.state.Delete("a"));
+  EXPECT_FALSE(r.state.Delete("a"));
+  EXPECT_EQ(r.state.NumKeys(), 1u);
+}
+
+TEST(StoreState, WatchersSeeCreateUpdateDelete) {
+  Recorder r;
+  r.state.Watch(9, "k");
+  r.state.Set("k", "1");
+  r.state.Set("k", "2");
+  r.state.Delete("k");
+  r.state.Set("other", "x");
+  EXPECT_EQ(r.watched, (std::vector<std::string>{"9 1 k ->1", "9 0 k 1->2", "9 2 k 2->"}));
+  r.state.ForgetConnection(9);
+  r.state.Set("k", "3");
+  EXPECT_EQ(r.watched.size(), 3u);
+}
+
+TEST(StoreState, QueuePushWakesOneWaiterAndPopReturnsFifo) {
+  Recorder r;
+  EXPECT_FALSE(r.state.Wait(1, {"q"}));
+  EXPECT_FALSE(r.state.Wait(2, {"q"}));
+  r.state.QueuePush("q", "first");
+  EXPECT_EQ(r.woken, std::vector<StoreConnId>{1});
+  r.state.QueuePush("q", "second");
+  EXPECT_EQ(r.woken, (std::vector<StoreConnId>{1, 2}));
+  EXPECT_TRUE(r.state.Check({"q"}));
+  EXPECT_EQ(r.state.QueueLen("q"), 2);
+  std::string v;
+  EXPECT_EQ(r.state.QueuePop("q", &v), 2);
+  EXPECT_EQ(v, "first");
+  EXPECT_EQ(r.state.QueuePop("q", &v), 1);
+  EXPECT_EQ(v, "second");
+  EXPECT_EQ(r.state.QueuePop("q", &v), 0);
+  EXPECT_FALSE(r.state.Check({"q"}));
+}
+
+}  // namespace
+}  // namespace elastic
