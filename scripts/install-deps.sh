@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libhwloc-dev hwloc
+  libssl-dev
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
   libpmix-dev libpmix-bin
   iproute2 util-linux procps psmisc

@@ -1,0 +1,134 @@
+#include "rendezvous/connection.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace elastic {
+
+Connection::Connection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks)
+    : loop_(loop), fd_(std::move(fd)), reader_(max_frame_bytes), callbacks_(std::move(callbacks)) {}
+
+Connection::~Connection() {
+  *alive_ = false;
+  if (fd_) loop_.Remove(fd_.get());
+}
+
+bool Connection::Start(std::string* err) {
+  return loop_.Add(fd_.get(), EPOLLIN, [this](uint32_t ev) { OnEvents(ev); }, err);
+}
+
+void Connection::SendFrame(const std::string& frame) {
+  if (!fd_ || closing_) return;
+  out_.append(frame);
+  counters_.bytes_out += frame.size();
+  counters_.messages_out += 1;
+  std::string reason;
+  if (!WriteQueued(&reason)) {
+    // Report the failure from the loop, not from inside the caller's Send().
+    auto alive = alive_;
+    loop_.AddTimer(Millis(0), [this, alive, reason] {
+      if (*alive && fd_) Fail(reason);
+    });
+    return;
+  }
+  UpdateInterest();
+}
+
+void Connection::Send(std::string_view type, nlohmann::json body) {
+  SendFrame(EncodeMessage(type, std::move(body)));
+}
+
+void Connection::CloseAfterFlush() {
+  if (!fd_) return;
+  closing_ = true;
+  if (flushed()) {
+    auto alive = alive_;
+    loop_.AddTimer(Millis(0), [this, alive] {
+      if (*alive && fd_) Fail("closed");
+    });
+    return;
+  }
+  UpdateInterest();
+}
+
+void Connection::OnEvents(uint32_t events) {
+  auto alive = alive_;
+  std::string reason;
+  if (events & EPOLLOUT) {
+    if (!WriteQueued(&reason)) return Fail(reason);
+    if (closing_ && flushed()) return Fail("closed");
+    UpdateInterest();
+  }
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    if (!ReadAvailable(&reason)) {
+      if (*alive && fd_) Fail(reason);
+      return;
+    }
+  }
+}
+
+bool Connection::ReadAvailable(std::string* reason) {
+  auto alive = alive_;
+  char buf[65536];
+  while (true) {
+    ssize_t n = recv(fd_.get(), buf, sizeof(buf), 0);
+    if (n == 0) return *reason = "connection closed by peer", false;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      return *reason = fmt::format("read: {}", std::strerror(errno)), false;
+    }
+    counters_.bytes_in += static_cast<uint64_t>(n);
+    if (closing_) continue;  // draining: nothing more is processed
+    reader_.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    std::string payload, err;
+    while (true) {
+      auto r = reader_.Next(&payload, &err);
+      if (r == FrameReader::Result::kNeedMore) break;
+      if (r == FrameReader::Result::kError) return *reason = "protocol error: " + err, false;
+      Message msg;
+      if (!DecodeMessage(payload, &msg, &err)) return *reason = "protocol error: " + err, false;
+      counters_.messages_in += 1;
+      auto on_message = callbacks_.on_message;  // the callback may destroy *this
+      if (on_message) on_message(msg);
+      if (!*alive || !fd_ || closing_) return true;
+    }
+  }
+}
+
+bool Connection::WriteQueued(std::string* reason) {
+  while (out_pos_ < out_.size()) {
+    ssize_t n = send(fd_.get(), out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      return *reason = fmt::format("write: {}", std::strerror(errno)), false;
+    }
+    out_pos_ += static_cast<size_t>(n);
+  }
+  out_.clear();
+  out_pos_ = 0;
+  return true;
+}
+
+void Connection::UpdateInterest() {
+  bool want = !flushed();
+  if (want == want_write_ || !fd_) return;
+  want_write_ = want;
+  loop_.Modify(fd_.get(), EPOLLIN | (want ? EPOLLOUT : 0u), nullptr);
+}
+
+void Connection::Fail(const std::string& reason) {
+  if (!fd_) return;
+  loop_.Remove(fd_.get());
+  fd_.Reset();
+  auto cb = std::move(callbacks_.on_close);
+  callbacks_ = {};
+  if (cb) cb(reason);
+}
+
+}  // namespace elastic

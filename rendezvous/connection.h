@@ -1,0 +1,68 @@
+// Connection: one framed rendezvous connection on the EventLoop. Owns its fd,
+// buffers writes (EPOLLOUT only while something is queued) and hands decoded
+// messages to its owner. on_close fires at most once: peer closed, I/O error,
+// protocol error, or CloseAfterFlush() finished; after it the connection is inert.
+// Callbacks may destroy the Connection.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/event_loop.h"
+#include "common/unique_fd.h"
+#include "rendezvous/frame.h"
+#include "rendezvous/messages.h"
+
+namespace elastic {
+
+struct TrafficCounters {
+  uint64_t bytes_in = 0, bytes_out = 0, messages_in = 0, messages_out = 0;
+};
+
+class Connection {
+ public:
+  struct Callbacks {
+    std::function<void(const Message&)> on_message;
+    std::function<void(const std::string& reason)> on_close;
+  };
+
+  Connection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  bool Start(std::string* err);
+  void Send(std::string_view type, nlohmann::json body = nlohmann::json::object());
+  void SendFrame(const std::string& frame);
+  // Stops reading and closes once the queue is written.
+  void CloseAfterFlush();
+  bool open() const { return fd_.valid(); }
+  bool flushed() const { return out_.size() == out_pos_; }
+  int fd() const { return fd_.get(); }
+  const TrafficCounters& counters() const { return counters_; }
+
+ private:
+  void OnEvents(uint32_t events);
+  bool ReadAvailable(std::string* reason);
+  bool WriteQueued(std::string* reason);
+  void UpdateInterest();
+  void Fail(const std::string& reason);
+
+  EventLoop& loop_;
+  UniqueFd fd_;
+  FrameReader reader_;
+  Callbacks callbacks_;
+  std::string out_;
+  size_t out_pos_ = 0;
+  bool closing_ = false;
+  bool want_write_ = false;
+  TrafficCounters counters_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace elastic

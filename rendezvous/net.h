@@ -1,0 +1,35 @@
+// Small TCP helpers for the rendezvous: resolve, listen, non-blocking connect,
+// peer/local addresses. Every fd comes back owned (UniqueFd), non-blocking,
+// close-on-exec, with TCP_NODELAY where it applies.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <string>
+
+#include "common/unique_fd.h"
+
+namespace elastic {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+};
+
+bool ResolveTcp(const std::string& host, int port, SocketAddress* out, std::string* err);
+// Binds and listens. *bind_errno is the errno of a failed bind (EADDRINUSE...).
+UniqueFd ListenTcp(const SocketAddress& addr, int* bind_errno, std::string* err);
+// Starts a non-blocking connect; completion is signalled by EPOLLOUT (check ConnectError).
+UniqueFd ConnectTcp(const SocketAddress& addr, std::string* err);
+int ConnectError(int fd);  // SO_ERROR
+UniqueFd AcceptTcp(int listen_fd);  // invalid when nothing to accept
+int LocalPort(int fd);
+std::string AddressText(const sockaddr_storage& addr);  // numeric IP, no port
+std::string PeerAddress(int fd);
+std::string LocalAddress(int fd);
+bool IsLoopback(const sockaddr_storage& addr);
+// "host[:port]" (also "[v6]:port"); port defaults to default_port.
+bool SplitHostPort(const std::string& endpoint, int default_port, std::string* host, int* port,
+                   std::string* err);
+
+}  // namespace elastic

@@ -1,0 +1,139 @@
+#include "rendezvous/rendezvous_settings.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+#include "common/parse.h"
+
+namespace elastic {
+namespace {
+
+using Setter = std::function<bool(const std::string& key, const std::string& value,
+                                  RendezvousSettings* s, std::string* err)>;
+
+struct ConfKey {
+  Setter set;
+  const char* help;
+};
+
+Setter Seconds(int64_t RendezvousSettings::*field) {
+  return [field](const std::string& key, const std::string& value, RendezvousSettings* s,
+                 std::string* err) {
+    long long ms = 0;
+    if (!ParseSeconds(fmt::format("--rdzv-conf {}", key), value, &ms, err)) return false;
+    s->*field = ms;
+    return true;
+  };
+}
+
+Setter Integer(int RendezvousSettings::*field, long long min, long long max) {
+  return [=](const std::string& key, const std::string& value, RendezvousSettings* s,
+             std::string* err) {
+    long long v = 0;
+    if (!ParseIntNamed(fmt::format("--rdzv-conf {}", key), value, min, max, &v, err)) return false;
+    s->*field = static_cast<int>(v);
+    return true;
+  };
+}
+
+bool SetBool(const std::string& key, const std::string& value, bool* out, std::string* err) {
+  if (value == "1" || value == "true" || value == "True") return *out = true, true;
+  if (value == "0" || value == "false" || value == "False") return *out = false, true;
+  if (err) *err = fmt::format("--rdzv-conf {}: '{}' is not 0/1/true/false", key, value);
+  return false;
+}
+
+const std::map<std::string, ConfKey>& Keys() {
+  static const std::map<std::string, ConfKey> keys = {
+      {"join_timeout", {Seconds(&RendezvousSettings::join_timeout_ms),
+                        "seconds to wait for min nodes (600)"}},
+      {"last_call_timeout", {Seconds(&RendezvousSettings::last_call_timeout_ms),
+                             "seconds to wait for more never-seen nodes once min joined (30)"}},
+      {"close_timeout", {Seconds(&RendezvousSettings::close_timeout_ms),
+                         "seconds the host waits for peers to receive the final message (30)"}},
+      {"heartbeat_interval", {Seconds(&RendezvousSettings::heartbeat_interval_ms),
+                              "seconds between heartbeats (2)"}},
+      {"heartbeat_timeout", {Seconds(&RendezvousSettings::heartbeat_timeout_ms),
+                             "seconds of silence after which a peer is gone (10)"}},
+      {"expected_nodes", {Integer(&RendezvousSettings::expected_nodes, 0, 1 << 20),
+                          "close the first round as soon as this many nodes joined (0: unknown)"}},
+      {"is_host", {[](const std::string& key, const std::string& value, RendezvousSettings* s,
+                      std::string* err) {
+                     bool host = false;
+                     if (!SetBool(key, value, &host, err)) return false;
+                     s->host_mode = host ? HostMode::kHost : HostMode::kClient;
+                     return true;
+                   },
+                   "1: this agent hosts, 0: it joins; unset: host if the endpoint is local"}},
+      {"token", {[](const std::string&, const std::string& value, RendezvousSettings* s,
+                    std::string*) {
+                   s->token = value;
+                   return true;
+                 },
+                 "shared secret for HMAC-SHA256 challenge-response (or ELASTIC_RDZV_TOKEN)"}},
+      {"munge", {[](const std::string& key, const std::string& value, RendezvousSettings* s,
+                    std::string* err) { return SetBool(key, value, &s->use_munge, err); },
+                 "0: do not authenticate with munge even where munged runs (1)"}},
+      {"munge_socket", {[](const std::string&, const std::string& value, RendezvousSettings* s,
+                           std::string*) {
+                          s->munge_socket = value;
+                          return true;
+                        },
+                        "path of munged's socket (library default)"}},
+      {"max_frame_bytes", {[](const std::string& key, const std::string& value,
+                              RendezvousSettings* s, std::string* err) {
+                             long long v = 0;
+                             if (!ParseIntNamed("--rdzv-conf " + key, value, 1024, 64 << 20, &v,
+                                                err))
+                               return false;
+                             s->max_frame_bytes = static_cast<uint32_t>(v);
+                             return true;
+                           },
+                           "largest rendezvous message in bytes (1048576)"}},
+  };
+  return keys;
+}
+
+}  // namespace
+
+bool ApplyRendezvousConf(const std::vector<std::pair<std::string, std::string>>& conf,
+                         RendezvousSettings* settings, std::string* err) {
+  for (const auto& [key, value] : conf) {
+    auto it = Keys().find(key);
+    if (it == Keys().end()) {
+      std::string known;
+      for (const auto& entry : Keys()) known += (known.empty() ? "" : ", ") + entry.first;
+      if (err) *err = fmt::format("--rdzv-conf: unknown key '{}' (known: {})", key, known);
+      return false;
+    }
+    if (!it->second.set(key, value, settings, err)) return false;
+  }
+  return true;
+}
+
+bool ValidateRendezvousSettings(const RendezvousSettings& s, std::string* err) {
+  auto fail = [err](std::string message) {
+    if (err) *err = std::move(message);
+    return false;
+  };
+  if (s.min_nodes < 1 || s.max_nodes < s.min_nodes)
+    return fail(fmt::format("--nnodes: need 1 <= MIN <= MAX, got {}:{}", s.min_nodes, s.max_nodes));
+  if (s.expected_nodes > s.max_nodes)
+    return fail(fmt::format("--rdzv-conf expected_nodes={} exceeds --nnodes MAX={}",
+                            s.expected_nodes, s.max_nodes));
+  if (s.heartbeat_interval_ms <= 0 || s.heartbeat_timeout_ms <= s.heartbeat_interval_ms)
+    return fail(fmt::format("--rdzv-conf: heartbeat_timeout ({} ms) must exceed "
+                            "heartbeat_interval ({} ms) > 0",
+                            s.heartbeat_timeout_ms, s.heartbeat_interval_ms));
+  return true;
+}
+
+std::string RendezvousConfHelp() {
+  std::string help;
+  for (const auto& [key, entry] : Keys()) help += fmt::format("  {:<20} {}\n", key, entry.help);
+  return help;
+}
+
+}  // namespace elastic

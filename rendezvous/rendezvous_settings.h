@@ -1,0 +1,44 @@
+// RendezvousSettings: every timeout and limit of the elastic rendezvous in one
+// place. Defaults follow torchrun's c10d backend where it has one; each field
+// can be set with --rdzv-conf key=value (ApplyRendezvousConf).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace elastic {
+
+enum class HostMode { kAuto, kHost, kClient };  // is_host unset / 1 / 0
+
+struct RendezvousSettings {
+  int min_nodes = 1;                   // --nnodes MIN
+  int max_nodes = 1;                   // --nnodes MAX
+  int expected_nodes = 0;              // close the first round when this many joined (0: unknown)
+  int64_t join_timeout_ms = 600'000;   // fatal if fewer than min_nodes joined by then
+  int64_t last_call_timeout_ms = 30'000;  // extra wait for never-seen nodes after min joined
+  int64_t close_timeout_ms = 30'000;   // host: how long to flush terminal messages before exiting
+  int64_t heartbeat_interval_ms = 2'000;
+  int64_t heartbeat_timeout_ms = 10'000;  // silent peer (either direction) is considered gone
+  int64_t connect_retry_ms = 100;      // client: first retry delay while the host is not up yet
+  int max_restarts = 0;                // job-wide budget of failure restarts
+  HostMode host_mode = HostMode::kAuto;
+  std::string token;                   // shared secret for HMAC challenge-response
+  std::string munge_socket;            // munged socket ("" = library default)
+  bool use_munge = true;               // munge=0 disables it
+  int preferred_rank = -1;             // --node-rank or SLURM_NODEID; -1: join order
+  uint32_t max_frame_bytes = 1 << 20;  // protocol frame limit
+};
+
+// Applies --rdzv-conf pairs. Unknown keys and bad values are errors naming them.
+bool ApplyRendezvousConf(const std::vector<std::pair<std::string, std::string>>& conf,
+                         RendezvousSettings* settings, std::string* err);
+
+// Checks cross-field consistency (min <= max, heartbeat interval < timeout, ...).
+bool ValidateRendezvousSettings(const RendezvousSettings& settings, std::string* err);
+
+// One line per key for --help.
+std::string RendezvousConfHelp();
+
+}  // namespace elastic

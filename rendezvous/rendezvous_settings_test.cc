@@ -1,0 +1,69 @@
+#include "rendezvous/rendezvous_settings.h"
+
+#include <gtest/gtest.h>
+
+namespace elastic {
+namespace {
+
+TEST(RendezvousSettingsTest, ConfKeysSetTheirFields) {
+  RendezvousSettings s;
+  std::string err;
+  ASSERT_TRUE(ApplyRendezvousConf({{"join_timeout", "12"},
+                                   {"last_call_timeout", "0.5"},
+                                   {"heartbeat_interval", "1"},
+                                   {"heartbeat_timeout", "4"},
+                                   {"expected_nodes", "3"},
+                                   {"is_host", "1"},
+                                   {"token", "s3cret"}},
+                                  &s, &err))
+      << err;
+  EXPECT_EQ(s.join_timeout_ms, 12'000);
+  EXPECT_EQ(s.last_call_timeout_ms, 500);
+  EXPECT_EQ(s.heartbeat_interval_ms, 1'000);
+  EXPECT_EQ(s.heartbeat_timeout_ms, 4'000);
+  EXPECT_EQ(s.expected_nodes, 3);
+  EXPECT_EQ(s.host_mode, HostMode::kHost);
+  EXPECT_EQ(s.token, "s3cret");
+}
+
+TEST(RendezvousSettingsTest, UnknownKeyIsAnErrorNamingIt) {
+  RendezvousSettings s;
+  std::string err;
+  EXPECT_FALSE(ApplyRendezvousConf({{"join_timeuot", "5"}}, &s, &err));
+  EXPECT_NE(err.find("unknown key 'join_timeuot'"), std::string::npos) << err;
+}
+
+TEST(RendezvousSettingsTest, BadValueIsAnErrorNamingTheKey) {
+  RendezvousSettings s;
+  std::string err;
+  EXPECT_FALSE(ApplyRendezvousConf({{"last_call_timeout", "soon"}}, &s, &err));
+  EXPECT_NE(err.find("last_call_timeout"), std::string::npos) << err;
+  EXPECT_FALSE(ApplyRendezvousConf({{"is_host", "maybe"}}, &s, &err));
+  EXPECT_NE(err.find("is_host"), std::string::npos) << err;
+}
+
+TEST(RendezvousSettingsTest, ValidationRejectsInconsistentSettings) {
+  RendezvousSettings s;
+  std::string err;
+  s.min_nodes = 3;
+  s.max_nodes = 2;
+  EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
+  s.max_nodes = 4;
+  s.expected_nodes = 5;
+  EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
+  s.expected_nodes = 4;
+  s.heartbeat_timeout_ms = s.heartbeat_interval_ms;
+  EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
+  EXPECT_NE(err.find("heartbeat_timeout"), std::string::npos);
+}
+
+TEST(RendezvousSettingsTest, HelpListsEveryKey) {
+  std::string help = RendezvousConfHelp();
+  for (const char* key : {"join_timeout", "last_call_timeout", "close_timeout",
+                          "heartbeat_interval", "heartbeat_timeout", "expected_nodes", "is_host",
+                          "token", "munge"})
+    EXPECT_NE(help.find(key), std::string::npos) << key;
+}
+
+}  // namespace
+}  // namespace elastic

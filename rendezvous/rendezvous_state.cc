@@ -1,0 +1,378 @@
+#include "rendezvous/rendezvous_state.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace elastic {
+namespace {
+
+using Actions = std::vector<RendezvousAction>;
+
+struct Ctx {
+  const RendezvousSettings& settings;
+  TimePoint now;
+  RendezvousState& s;
+  Actions& out;
+
+  void Emit(ActionKind kind, NodeId node, std::string message = {}) {
+    RendezvousAction a{kind, node, {}, std::move(message), {}};
+    out.push_back(std::move(a));
+  }
+  std::string Name(NodeId id) const {
+    auto it = s.nodes.find(id);
+    return it == s.nodes.end() ? fmt::format("node#{}", id) : it->second.desc.name;
+  }
+};
+
+bool IsMember(const RendezvousState& s, NodeId id) {
+  return std::find(s.members.begin(), s.members.end(), id) != s.members.end();
+}
+
+void EraseFrom(std::vector<NodeId>* v, NodeId id) { std::erase(*v, id); }
+
+// Every node that is still connected, in id order (for broadcasts).
+std::vector<NodeId> AllNodes(const RendezvousState& s) {
+  std::vector<NodeId> ids;
+  for (const auto& [id, rec] : s.nodes) ids.push_back(id);
+  return ids;
+}
+
+void Close(Ctx& c, ActionKind kind, const std::string& message, const WorkerFailure* failure) {
+  for (NodeId id : AllNodes(c.s)) {
+    RendezvousAction a{kind, id, {}, message, failure ? *failure : WorkerFailure{}};
+    c.out.push_back(std::move(a));
+  }
+  c.s.phase = Phase::kClosed;
+  c.s.last_call_deadline.reset();
+}
+
+void MarkJoined(Ctx& c, NodeRecord& rec, int local_world_size) {
+  rec.local_world_size = local_world_size;
+  if (!rec.joined) ++c.s.num_joined;
+  rec.joined = true;
+  c.s.pending_rejoin.erase(rec.desc.id);
+}
+
+// Rank order: preferred rank first (node_rank / Slurm node id), then first arrival.
+bool RankBefore(const NodeRecord& a, const NodeRecord& b) {
+  auto key = [](const NodeRecord& r) {
+    int pref = r.desc.preferred_rank >= 0 ? r.desc.preferred_rank : std::numeric_limits<int>::max();
+    return std::pair<int, uint64_t>(pref, r.seq);
+  };
+  return key(a) < key(b);
+}
+
+void CompleteRound(Ctx& c) {
+  std::vector<NodeRecord*> joined;
+  for (auto& [id, rec] : c.s.nodes)
+    if (rec.joined) joined.push_back(&rec);
+  std::sort(joined.begin(), joined.end(),
+            [](const NodeRecord* a, const NodeRecord* b) { return RankBefore(*a, *b); });
+  size_t size = std::min(joined.size(), static_cast<size_t>(c.settings.max_nodes));
+  c.s.members.clear();
+  c.s.wait_list.clear();
+  int world_size = 0;
+  for (size_t i = 0; i < joined.size(); ++i) {
+    joined[i]->joined = false;
+    joined[i]->succeeded = false;
+    if (i < size) {
+      c.s.members.push_back(joined[i]->desc.id);
+      world_size += joined[i]->local_world_size;
+    } else {
+      c.s.wait_list.push_back(joined[i]->desc.id);  // over max: next round
+    }
+  }
+  int offset = 0;
+  for (size_t i = 0; i < c.s.members.size(); ++i) {
+    const NodeRecord& rec = c.s.nodes.at(c.s.members[i]);
+    RendezvousAction a{ActionKind::kRoundComplete, rec.desc.id, {}, {}, {}};
+    a.round.round = c.s.round;
+    a.round.group_rank = static_cast<int>(i);
+    a.round.group_world_size = static_cast<int>(c.s.members.size());
+    a.round.rank_offset = offset;
+    a.round.world_size = world_size;
+    a.round.restarts_used = c.s.restarts_used;
+    c.out.push_back(std::move(a));
+    offset += rec.local_world_size;
+  }
+  c.s.num_joined = 0;
+  c.s.pending_rejoin.clear();
+  c.s.last_call_deadline.reset();
+  c.s.any_round_completed = true;
+  c.s.phase = Phase::kRunning;
+}
+
+// Closes the round being formed if a rule says so.
+void MaybeComplete(Ctx& c) {
+  if (c.s.phase != Phase::kJoining) return;
+  const auto& st = c.settings;
+  size_t n = c.s.num_joined;
+  if (n == 0) return;
+  bool at_max = n >= static_cast<size_t>(st.max_nodes);
+  bool at_expected = !c.s.any_round_completed && st.expected_nodes > 0 &&
+                     n >= static_cast<size_t>(st.expected_nodes);
+  bool enough = n >= static_cast<size_t>(st.min_nodes);
+  bool survivors_back = c.s.any_round_completed && c.s.pending_rejoin.empty() && enough;
+  bool last_call_over = enough && c.s.last_call_deadline && c.now >= *c.s.last_call_deadline;
+  if (at_max || at_expected || survivors_back || last_call_over) {
+    CompleteRound(c);
+    return;
+  }
+  if (enough && !c.s.last_call_deadline)
+    c.s.last_call_deadline = c.now + Millis(st.last_call_timeout_ms);
+}
+
+// Starts forming the next round: wait-listed nodes are already participants.
+void StartNextRound(Ctx& c, const std::string& reason, NodeId except) {
+  for (NodeId id : c.s.members)
+    if (id != except) c.Emit(ActionKind::kRestartRequired, id, reason);
+  c.s.pending_rejoin = std::set<NodeId>(c.s.members.begin(), c.s.members.end());
+  c.s.members.clear();
+  for (NodeId id : c.s.wait_list) {
+    NodeRecord& rec = c.s.nodes.at(id);
+    if (!rec.joined) MarkJoined(c, rec, rec.local_world_size);
+  }
+  c.s.wait_list.clear();
+  c.s.round += 1;
+  c.s.phase = Phase::kJoining;
+  c.s.join_deadline = c.now + Millis(c.settings.join_timeout_ms);
+  c.s.last_call_deadline.reset();
+  MaybeComplete(c);
+}
+
+// A failure-type restart: counted against max_restarts; over budget, the job fails.
+void RestartAfterFailure(Ctx& c, const std::string& reason, const WorkerFailure& failure,
+                         NodeId except) {
+  if (c.s.restarts_used >= c.settings.max_restarts) {
+    Close(c, ActionKind::kJobFailed,
+          fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", reason,
+                      c.s.restarts_used, c.settings.max_restarts),
+          &failure);
+    return;
+  }
+  c.s.restarts_used += 1;
+  StartNextRound(c, reason, except);
+}
+
+size_t SurvivorsAfterLoss(const RendezvousState& s) {
+  return s.members.size() + s.wait_list.size() + s.pending_rejoin.size() + s.num_joined;
+}
+
+void BelowMinCheck(Ctx& c, const std::string& why) {
+  // Everyone who may still take part: the round's members, survivors yet to
+  // rejoin, participants and the wait list (disjoint sets by construction).
+  size_t alive = SurvivorsAfterLoss(c.s);
+  if (alive >= static_cast<size_t>(c.settings.min_nodes)) return;
+  Close(c, ActionKind::kFatal,
+        fmt::format("{}; {} node(s) left, below the minimum of {} (--nnodes)", why, alive,
+                    c.settings.min_nodes),
+        nullptr);
+}
+
+void OnLeave(Ctx& c, const EvLeave& ev) {
+  auto it = c.s.nodes.find(ev.node);
+  if (it == c.s.nodes.end()) return;
+  std::string name = it->second.desc.name;
+  bool member = IsMember(c.s, ev.node);
+  bool was_pending = c.s.pending_rejoin.erase(ev.node) > 0;
+  if (it->second.joined) --c.s.num_joined;
+  c.s.nodes.erase(it);
+  EraseFrom(&c.s.members, ev.node);
+  EraseFrom(&c.s.wait_list, ev.node);
+  std::string why = fmt::format("node {} left ({})", name, ev.reason);
+  switch (c.s.phase) {
+    case Phase::kJoining:
+      if (c.s.any_round_completed) BelowMinCheck(c, why);
+      if (c.s.phase == Phase::kJoining && was_pending) MaybeComplete(c);
+      return;
+    case Phase::kRunning: {
+      if (!member) return;
+      BelowMinCheck(c, why);
+      if (c.s.phase != Phase::kRunning) return;
+      WorkerFailure failure;
+      failure.host = name;
+      failure.message = why;
+      RestartAfterFailure(c, why, failure, 0);
+      return;
+    }
+    case Phase::kFinishing:
+    case Phase::kClosed:
+      break;
+  }
+  if (c.s.phase == Phase::kFinishing && member) {
+    bool all = std::all_of(c.s.members.begin(), c.s.members.end(),
+                           [&](NodeId id) { return c.s.nodes.at(id).succeeded; });
+    if (all) Close(c, ActionKind::kDone, "every node finished", nullptr);
+  }
+}
+
+void OnJoin(Ctx& c, const EvJoin& ev) {
+  auto it = c.s.nodes.find(ev.node);
+  if (it == c.s.nodes.end()) return;
+  NodeRecord& rec = it->second;
+  rec.last_heard = c.now;
+  switch (c.s.phase) {
+    case Phase::kJoining:
+      MarkJoined(c, rec, ev.local_world_size);
+      MaybeComplete(c);
+      return;
+    case Phase::kRunning: {
+      rec.local_world_size = ev.local_world_size;
+      bool member = IsMember(c.s, ev.node);
+      if (!member && std::find(c.s.wait_list.begin(), c.s.wait_list.end(), ev.node) ==
+                         c.s.wait_list.end())
+        c.s.wait_list.push_back(ev.node);
+      if (!member && c.s.members.size() >= static_cast<size_t>(c.settings.max_nodes)) return;
+      // Growth (a new node while below max) or a member starting over: not a failure.
+      std::string reason = member ? fmt::format("node {} rejoined", rec.desc.name)
+                                  : fmt::format("node {} joined; growing the job", rec.desc.name);
+      if (member) {
+        EraseFrom(&c.s.members, ev.node);
+        c.s.wait_list.push_back(ev.node);
+      }
+      StartNextRound(c, reason, 0);
+      return;
+    }
+    case Phase::kFinishing:
+      rec.local_world_size = ev.local_world_size;
+      if (!IsMember(c.s, ev.node)) c.s.wait_list.push_back(ev.node);
+      return;
+    case Phase::kClosed:
+      c.Emit(ActionKind::kFatal, ev.node, "the job is already over");
+      return;
+  }
+}
+
+void OnWorkerFailed(Ctx& c, const EvWorkerFailed& ev) {
+  if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;  // stale: already restarting
+  std::string why = fmt::format("worker {} (local rank {}) on {} failed", ev.failure.global_rank,
+                                ev.failure.local_rank, c.Name(ev.node));
+  if (c.s.phase == Phase::kFinishing) {
+    Close(c, ActionKind::kJobFailed, why + " after other nodes had finished", &ev.failure);
+    return;
+  }
+  if (c.s.phase != Phase::kRunning) return;
+  RestartAfterFailure(c, why, ev.failure, ev.node);
+}
+
+void OnSucceeded(Ctx& c, const EvSucceeded& ev) {
+  if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;
+  if (c.s.phase != Phase::kRunning && c.s.phase != Phase::kFinishing) return;
+  NodeRecord& rec = c.s.nodes.at(ev.node);
+  rec.succeeded = true;
+  c.s.phase = Phase::kFinishing;
+  bool all = std::all_of(c.s.members.begin(), c.s.members.end(),
+                         [&](NodeId id) { return c.s.nodes.at(id).succeeded; });
+  if (all) {
+    Close(c, ActionKind::kDone, "every node finished", nullptr);
+    return;
+  }
+  // A remote node's workers are done: acknowledge so it can exit.
+  if (!rec.desc.local) c.Emit(ActionKind::kDone, ev.node, "success acknowledged");
+}
+
+void OnTick(Ctx& c) {
+  std::vector<NodeId> silent;
+  for (const auto& [id, rec] : c.s.nodes)
+    if (!rec.desc.local && c.now - rec.last_heard >= Millis(c.settings.heartbeat_timeout_ms))
+      silent.push_back(id);
+  for (NodeId id : silent) {
+    c.Emit(ActionKind::kDisconnect, id, "no heartbeat");
+    OnLeave(c, EvLeave{id, fmt::format("no heartbeat for {} s",
+                                       c.settings.heartbeat_timeout_ms / 1000.0)});
+  }
+  if (c.s.phase != Phase::kJoining) return;
+  if (c.now >= c.s.join_deadline &&
+      c.s.num_joined < static_cast<size_t>(c.settings.min_nodes)) {
+    Close(c, ActionKind::kFatal,
+          fmt::format("rendezvous timed out after {} s: {}", c.settings.join_timeout_ms / 1000.0,
+                      DescribeWaiting(c.settings, c.s)),
+          nullptr);
+    return;
+  }
+  MaybeComplete(c);
+}
+
+}  // namespace
+
+RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now) {
+  RendezvousState s;
+  s.join_deadline = now + Millis(settings.join_timeout_ms);
+  return s;
+}
+
+void Step(const RendezvousSettings& settings, const RendezvousEvent& event, TimePoint now,
+          RendezvousState* state, Actions* actions) {
+  Ctx c{settings, now, *state, *actions};
+  std::visit(
+      [&](const auto& ev) {
+        using T = std::decay_t<decltype(ev)>;
+        if constexpr (std::is_same_v<T, EvConnect>) {
+          NodeRecord rec;
+          rec.desc = ev.desc;
+          rec.seq = c.s.next_seq++;
+          rec.last_heard = now;
+          c.s.nodes[ev.desc.id] = std::move(rec);
+        } else if constexpr (std::is_same_v<T, EvHeartbeat>) {
+          auto it = c.s.nodes.find(ev.node);
+          if (it != c.s.nodes.end()) it->second.last_heard = now;
+        } else if constexpr (std::is_same_v<T, EvJoin>) {
+          OnJoin(c, ev);
+        } else if constexpr (std::is_same_v<T, EvLeave>) {
+          OnLeave(c, ev);
+        } else if constexpr (std::is_same_v<T, EvWorkerFailed>) {
+          OnWorkerFailed(c, ev);
+        } else if constexpr (std::is_same_v<T, EvSucceeded>) {
+          OnSucceeded(c, ev);
+        } else {
+          OnTick(c);
+        }
+      },
+      event);
+}
+
+std::optional<TimePoint> NextDeadline(const RendezvousState& s) {
+  if (s.phase != Phase::kJoining) return std::nullopt;
+  if (s.last_call_deadline) return std::min(*s.last_call_deadline, s.join_deadline);
+  return s.join_deadline;
+}
+
+std::string DescribeWaiting(const RendezvousSettings& settings, const RendezvousState& s) {
+  std::string text = fmt::format("round {}: {} node(s) joined (min {}, max {}", s.round,
+                                 s.num_joined, settings.min_nodes, settings.max_nodes);
+  if (settings.expected_nodes > 0) text += fmt::format(", expected {}", settings.expected_nodes);
+  text += ")";
+  std::vector<std::string> missing;
+  for (NodeId id : s.pending_rejoin) missing.push_back(s.nodes.at(id).desc.name);
+  if (!s.any_round_completed && settings.expected_nodes > 0) {
+    std::set<int> seen;
+    for (const auto& [id, rec] : s.nodes)
+      if (rec.joined) seen.insert(rec.desc.preferred_rank);
+    for (int r = 0; r < settings.expected_nodes && missing.size() < 16; ++r)
+      if (!seen.count(r)) missing.push_back(fmt::format("node rank {}", r));
+    if (seen.count(-1)) missing.clear();  // join-order ranks: only the count is known
+  }
+  if (!missing.empty()) {
+    text += "; missing: ";
+    for (size_t i = 0; i < missing.size() && i < 16; ++i) text += (i ? ", " : "") + missing[i];
+    if (missing.size() > 16) text += ", ...";
+  } else if (settings.expected_nodes > 0 && s.num_joined < static_cast<size_t>(settings.expected_nodes)) {
+    text += fmt::format("; waiting for {} more", settings.expected_nodes - s.num_joined);
+  }
+  if (s.last_call_deadline) text += "; last call for more nodes";
+  return text;
+}
+
+const char* PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kJoining: return "joining";
+    case Phase::kRunning: return "running";
+    case Phase::kFinishing: return "finishing";
+    case Phase::kClosed: return "closed";
+  }
+  return "?";
+}
+
+}  // namespace elastic

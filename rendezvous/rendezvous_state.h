@@ -1,0 +1,112 @@
+// The host's rendezvous as a pure state machine: Step(settings, event, now, state)
+// -> actions. No I/O and no clock reads: the shell (rendezvous_host.cc) feeds it
+// events from the network and the monotonic clock and carries out the actions.
+//
+// Phases and their transitions:
+//   kJoining   -> kRunning   round complete (max reached, expected_nodes reached, every
+//                            survivor of the previous round rejoined, or last call over)
+//              -> kClosed    join timeout, or survivors below min
+//   kRunning   -> kJoining   member lost, worker failure (both counted against
+//                            max_restarts), new node while below max (growth, not counted)
+//              -> kFinishing a member's workers all succeeded
+//              -> kClosed    restarts exhausted (job failed), survivors below min (fatal)
+//   kFinishing -> kClosed    every member succeeded or left (done), or a failure (job failed)
+//   kClosed: terminal; new nodes are told the job is over.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_settings.h"
+
+namespace elastic {
+
+using NodeId = uint64_t;
+using TimePoint = MonoClock::time_point;
+
+struct NodeDesc {
+  NodeId id = 0;
+  std::string name;         // for messages: "hostname" (plus ":pid" when several share a host)
+  std::string addr;         // peer IP address, for the store's peer filter
+  int preferred_rank = -1;  // node_rank / Slurm node id; -1: join order
+  bool local = false;       // the host's own agent: never times out, gets terminal actions last
+};
+
+struct NodeRecord {
+  NodeDesc desc;
+  uint64_t seq = 0;            // order of first arrival: the join-order tie breaker
+  TimePoint last_heard{};
+  int local_world_size = 0;
+  bool joined = false;         // a participant of the round being formed
+  bool succeeded = false;      // of the running round
+};
+
+enum class Phase { kJoining, kRunning, kFinishing, kClosed };
+
+struct RendezvousState {
+  Phase phase = Phase::kJoining;
+  uint64_t round = 0;                 // round being formed, or running
+  bool any_round_completed = false;
+  std::map<NodeId, NodeRecord> nodes; // every connected, authenticated node
+  size_t num_joined = 0;              // participants of the round being formed
+  std::vector<NodeId> members;        // of the running round, in group-rank order
+  std::set<NodeId> pending_rejoin;    // survivors of the last round that have not rejoined
+  std::vector<NodeId> wait_list;      // arrived while a round runs
+  std::optional<TimePoint> last_call_deadline;
+  TimePoint join_deadline{};
+  int restarts_used = 0;
+  uint64_t next_seq = 0;
+};
+
+// Events (from the network, the local agent, or the clock).
+struct EvConnect { NodeDesc desc; };
+struct EvJoin { NodeId node; int local_world_size; };
+struct EvLeave { NodeId node; std::string reason; };
+struct EvHeartbeat { NodeId node; };
+struct EvWorkerFailed { NodeId node; uint64_t round; WorkerFailure failure; };
+struct EvSucceeded { NodeId node; uint64_t round; };
+struct EvTick {};
+using RendezvousEvent =
+    std::variant<EvConnect, EvJoin, EvLeave, EvHeartbeat, EvWorkerFailed, EvSucceeded, EvTick>;
+
+enum class ActionKind {
+  kRoundComplete,    // node: start workers with `round`
+  kRestartRequired,  // node: stop workers and Join again (message: why)
+  kJobFailed,        // node: restarts exhausted (failure)
+  kDone,             // node: job finished (for a remote node: its success is acknowledged)
+  kFatal,            // node: cannot continue (message)
+  kDisconnect,       // node: close its connection (heartbeat timeout); a leave follows
+};
+
+struct RendezvousAction {
+  ActionKind kind;
+  NodeId node = 0;
+  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell)
+  std::string message;
+  WorkerFailure failure;
+};
+
+RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now);
+
+// Applies one event. Deterministic: same (settings, state, event, now) => same result.
+void Step(const RendezvousSettings& settings, const RendezvousEvent& event, TimePoint now,
+          RendezvousState* state, std::vector<RendezvousAction>* actions);
+
+// Earliest time a Tick can change anything besides heartbeats (last call, join
+// timeout); nullopt when nothing is due. Heartbeats are checked by periodic ticks.
+std::optional<TimePoint> NextDeadline(const RendezvousState& state);
+
+// "2/3 nodes joined; missing: node ranks 2" for the console while joining.
+std::string DescribeWaiting(const RendezvousSettings& settings, const RendezvousState& state);
+
+const char* PhaseName(Phase phase);
+
+}  // namespace elastic
