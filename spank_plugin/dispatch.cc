@@ -1,0 +1,81 @@
+// The only switch on the SPANK context.
+#include <fmt/format.h>
+
+#include "spank_plugin/plugin.h"
+
+#ifndef ELASTIC_DEFAULT_LAUNCHER
+#define ELASTIC_DEFAULT_LAUNCHER "/usr/bin/elasticrun"
+#endif
+
+namespace elastic::spank {
+
+PluginState& State() {
+  static PluginState state;
+  return state;
+}
+
+void ResetState() { State() = PluginState{}; }
+
+std::string DefaultLauncher() { return ELASTIC_DEFAULT_LAUNCHER; }
+
+int Init(SpankApi& api, const std::vector<std::string>& plugstack_args) {
+  PluginState& state = State();
+  state.context = api.GetContext();
+  switch (state.context) {
+    case Context::kLocal:
+    case Context::kAllocator:
+    case Context::kRemote:
+      break;
+    default:
+      return 0;  // slurmd itself, prolog/epilog: nothing to do
+  }
+  std::string err;
+  if (!ParsePluginArgs(plugstack_args, DefaultLauncher(), &state.config, &err)) {
+    state.config_error = err;
+    // srun/sbatch: report at once. slurmstepd: never fail init (22.05 may drain
+    // the node); task_init reports it.
+    if (state.context != Context::kRemote) {
+      api.Error(err);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int OptionCallback(OptionId id, const char* value, bool remote) {
+  PluginState& state = State();
+  std::string err;
+  if (ApplyOption(id, value, &state.options, &err)) return 0;
+  if (remote) {
+    if (state.option_error.empty()) state.option_error = err;
+    return 0;
+  }
+  state.option_error = err;
+  return -1;  // the caller prints err: srun fails before anything is allocated
+}
+
+int InitPostOpt(SpankApi& api) {
+  PluginState& state = State();
+  switch (state.context) {
+    case Context::kLocal:
+      return SrunInitPostOpt(api, state);
+    case Context::kAllocator:
+      return AllocatorInitPostOpt(api, state);
+    default:
+      return 0;
+  }
+}
+
+int LocalUserInit(SpankApi& api) {
+  PluginState& state = State();
+  if (state.context != Context::kLocal) return 0;
+  return SrunLocalUserInit(api, state);
+}
+
+int TaskInit(SpankApi& api, NodeDirectory& nodes) {
+  PluginState& state = State();
+  if (state.context != Context::kRemote) return 0;
+  return StepdTaskInit(api, nodes, state);
+}
+
+}  // namespace elastic::spank

@@ -1,0 +1,124 @@
+// The plugin's settings: the user's --elastic* options (one declarative table)
+// and the admin's plugstack.conf arguments. Precedence: flags (and Slurm's
+// SLURM_SPANK__SLURM_SPANK_OPTION_elastic_* environment form of them, which
+// Slurm turns into the same option callbacks) > plugstack.conf defaults.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace elastic::spank {
+
+enum class OptionId {
+  kElastic,
+  kNprocPerNode,
+  kMaxRestarts,
+  kRdzvPort,
+  kRdzvId,
+  kRdzvEndpoint,
+  kRdzvConf,
+  kBind,
+  kLogDir,
+  kNoPython,
+  kPython,
+};
+
+// One row of the option table; has_arg as in struct spank_option (0 none,
+// 1 required, 2 optional).
+struct OptionSpec {
+  const char* name;
+  const char* arginfo;
+  const char* usage;
+  int has_arg;
+  OptionId id;
+};
+
+inline constexpr std::array<OptionSpec, 11> kOptionTable = {{
+    {"elastic", "MIN:MAX|N|off",
+     "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
+     "(no value: exactly the step's nodes; off: disable a site or job default)",
+     2, OptionId::kElastic},
+    {"elastic-nproc-per-node", "N|gpu|cpu|auto",
+     "[elastic] Workers per node (default: the step's GPUs on the node, else 1)", 1,
+     OptionId::kNprocPerNode},
+    {"elastic-max-restarts", "N",
+     "[elastic] Restarts of the worker group after a failure (default 0, or the site's)", 1,
+     OptionId::kMaxRestarts},
+    {"elastic-rdzv-port", "PORT",
+     "[elastic] Rendezvous port (default: the step's reserved port with --resv-ports, else derived "
+     "from the job id)",
+     1, OptionId::kRdzvPort},
+    {"elastic-rdzv-id", "ID", "[elastic] Rendezvous id (default: JOBID.STEPID)", 1,
+     OptionId::kRdzvId},
+    {"elastic-rdzv-endpoint", "HOST[:PORT]",
+     "[elastic] Rendezvous host (default: the step's first node)", 1, OptionId::kRdzvEndpoint},
+    {"elastic-rdzv-conf", "K=V,...", "[elastic] Extra rendezvous settings (elasticrun --rdzv-conf)",
+     1, OptionId::kRdzvConf},
+    {"elastic-bind", "MODE", "[elastic] Worker CPU/memory binding: auto|gpu|gpu-exclusive|numa|none",
+     1, OptionId::kBind},
+    {"elastic-log-dir", "DIR", "[elastic] Per-attempt, per-rank worker logs under DIR", 1,
+     OptionId::kLogDir},
+    {"elastic-no-python", nullptr, "[elastic] Run the command as given, even a .py file", 0,
+     OptionId::kNoPython},
+    {"elastic-python", "PATH", "[elastic] Python interpreter for a .py command (must have torch)",
+     1, OptionId::kPython},
+}};
+
+// --elastic's value.
+enum class ElasticMode { kUnset, kOn, kOff };
+
+// The user's options. Every field is "set or not", so an option callback that
+// runs twice with the same value leaves the same state (idempotent).
+struct ElasticOptions {
+  ElasticMode mode = ElasticMode::kUnset;
+  std::optional<std::pair<int, int>> nnodes;   // MIN:MAX; unset: the step's node count
+  std::optional<std::string> nproc_per_node;   // "4", "gpu", "cpu", "auto"
+  std::optional<int> max_restarts;
+  std::optional<int> rdzv_port;
+  std::optional<std::string> rdzv_id;
+  std::optional<std::string> endpoint_host;    // from --elastic-rdzv-endpoint
+  std::optional<int> endpoint_port;
+  std::vector<std::pair<std::string, std::string>> rdzv_conf;
+  std::optional<std::string> bind;
+  std::optional<std::string> log_dir;
+  bool no_python = false;
+  std::optional<std::string> python;
+  // Names of the options other than --elastic that were given (for "needs --elastic").
+  std::vector<std::string> given;
+};
+
+// Validates `value` (nullptr: no value) for option `id` and stores it. The
+// error names the option, the value and what is allowed.
+bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::string* err);
+
+// The admin's plugstack.conf arguments.
+struct PluginConfig {
+  std::string launcher;                 // launcher=PATH (absolute)
+  std::optional<int> max_restarts;      // max_restarts=N
+  std::optional<int> fixed_port;        // port=N
+  int port_lo = 61000;                  // port=LO-HI: derived ports (outside Linux's
+  int port_hi = 65535;                  // default ephemeral range 32768-60999)
+  std::optional<std::string> bind;      // bind=MODE
+  std::optional<std::string> python;    // python=PATH
+  bool default_on = false;              // default=on|off
+};
+
+// Parses plugstack.conf's "key=value" words; unknown keys and bad values are
+// errors naming them. `default_launcher` is the installed elasticrun.
+bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& default_launcher,
+                     PluginConfig* config, std::string* err);
+
+// Whether this step runs under elasticrun.
+bool ElasticActive(const ElasticOptions& options, const PluginConfig& config);
+
+// Checks that apply to the options as a whole (e.g. --elastic-* without
+// --elastic). Run in srun and sbatch/salloc.
+bool ValidateCombination(const ElasticOptions& options, const PluginConfig& config,
+                         std::string* err);
+
+bool ParseBindMode(const std::string& text, std::string* err);  // auto|gpu|gpu-exclusive|numa|none
+
+}  // namespace elastic::spank

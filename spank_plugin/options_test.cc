@@ -1,0 +1,198 @@
+#include "spank_plugin/options.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace elastic::spank {
+namespace {
+
+TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
+  std::set<std::string> names;
+  for (const auto& spec : kOptionTable) {
+    EXPECT_TRUE(std::string(spec.usage).starts_with("[elastic] ")) << spec.name;
+    EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
+    EXPECT_LT(std::string(spec.name).size(), 75u);
+    EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
+  }
+  EXPECT_EQ(names.size(), 11u);
+}
+
+TEST(ElasticOption, NoValueMeansTheStepsNodes) {
+  ElasticOptions o;
+  std::string err;
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, nullptr, &o, &err));
+  EXPECT_EQ(o.mode, ElasticMode::kOn);
+  EXPECT_FALSE(o.nnodes);
+}
+
+TEST(ElasticOption, RangeAndSingleCount) {
+  ElasticOptions o;
+  std::string err;
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, "2:8", &o, &err));
+  EXPECT_EQ(*o.nnodes, std::make_pair(2, 8));
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, "4", &o, &err));
+  EXPECT_EQ(*o.nnodes, std::make_pair(4, 4));
+}
+
+TEST(ElasticOption, OffDisablesAndClearsTheRange) {
+  ElasticOptions o;
+  std::string err;
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, "2:3", &o, &err));
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, "off", &o, &err));
+  EXPECT_EQ(o.mode, ElasticMode::kOff);
+  EXPECT_FALSE(o.nnodes);
+}
+
+TEST(ElasticOption, BadValuesNameOptionValueAndWhatIsAllowed) {
+  for (const char* bad : {"3:2", "0:2", "a", "2:", ":3", "-1", "2:3:4", "1.5"}) {
+    ElasticOptions o;
+    std::string err;
+    EXPECT_FALSE(ApplyOption(OptionId::kElastic, bad, &o, &err)) << bad;
+    EXPECT_NE(err.find("--elastic"), std::string::npos) << err;
+    EXPECT_NE(err.find(std::string("'") + bad + "'"), std::string::npos) << err;
+    EXPECT_NE(err.find("MIN:MAX"), std::string::npos) << err;
+    EXPECT_EQ(o.mode, ElasticMode::kUnset);
+  }
+}
+
+TEST(ApplyOption, IsIdempotent) {
+  ElasticOptions once, twice;
+  std::string err;
+  for (int i = 0; i < 2; ++i) {
+    ElasticOptions* o = i == 0 ? &once : &twice;
+    for (int k = 0; k <= i; ++k) {
+      ASSERT_TRUE(ApplyOption(OptionId::kElastic, "2:3", o, &err));
+      ASSERT_TRUE(ApplyOption(OptionId::kRdzvConf, "a=1,b=2", o, &err));
+      ASSERT_TRUE(ApplyOption(OptionId::kNprocPerNode, "gpu", o, &err));
+      ASSERT_TRUE(ApplyOption(OptionId::kRdzvEndpoint, "n1:29555", o, &err));
+    }
+  }
+  EXPECT_EQ(once.rdzv_conf, twice.rdzv_conf);
+  EXPECT_EQ(once.given, twice.given);
+  EXPECT_EQ(once.nnodes, twice.nnodes);
+  EXPECT_EQ(once.endpoint_port, twice.endpoint_port);
+}
+
+TEST(ApplyOption, NprocPerNode) {
+  ElasticOptions o;
+  std::string err;
+  for (const char* ok : {"1", "8", "gpu", "cpu", "auto"}) {
+    EXPECT_TRUE(ApplyOption(OptionId::kNprocPerNode, ok, &o, &err)) << ok;
+  }
+  EXPECT_FALSE(ApplyOption(OptionId::kNprocPerNode, "0", &o, &err));
+  EXPECT_FALSE(ApplyOption(OptionId::kNprocPerNode, "gpus", &o, &err));
+  EXPECT_NE(err.find("--elastic-nproc-per-node: 'gpus'"), std::string::npos) << err;
+  EXPECT_NE(err.find("gpu, cpu or auto"), std::string::npos) << err;
+  EXPECT_FALSE(ApplyOption(OptionId::kNprocPerNode, nullptr, &o, &err));
+}
+
+TEST(ApplyOption, NumbersAndPorts) {
+  ElasticOptions o;
+  std::string err;
+  EXPECT_TRUE(ApplyOption(OptionId::kMaxRestarts, "3", &o, &err));
+  EXPECT_EQ(*o.max_restarts, 3);
+  EXPECT_FALSE(ApplyOption(OptionId::kMaxRestarts, "-1", &o, &err));
+  EXPECT_NE(err.find("--elastic-max-restarts: '-1'"), std::string::npos) << err;
+  EXPECT_TRUE(ApplyOption(OptionId::kRdzvPort, "29500", &o, &err));
+  EXPECT_FALSE(ApplyOption(OptionId::kRdzvPort, "65536", &o, &err));
+  EXPECT_NE(err.find("[1, 65535]"), std::string::npos) << err;
+}
+
+TEST(ApplyOption, Endpoints) {
+  std::string err;
+  struct Case {
+    const char* text;
+    const char* host;
+    int port;
+  } cases[] = {{"n1", "n1", 0}, {"n1:29555", "n1", 29555}, {"10.0.0.1:5", "10.0.0.1", 5},
+               {"[fe80::1]:7", "fe80::1", 7}, {"[::1]", "::1", 0}};
+  for (const auto& c : cases) {
+    ElasticOptions o;
+    ASSERT_TRUE(ApplyOption(OptionId::kRdzvEndpoint, c.text, &o, &err)) << c.text << err;
+    EXPECT_EQ(*o.endpoint_host, c.host);
+    EXPECT_EQ(o.endpoint_port.value_or(0), c.port);
+  }
+  for (const char* bad : {":1", "n1:", "n1:0", "n1:x", "fe80::1", "[::1", "a b:1"}) {
+    ElasticOptions o;
+    EXPECT_FALSE(ApplyOption(OptionId::kRdzvEndpoint, bad, &o, &err)) << bad;
+    EXPECT_NE(err.find("--elastic-rdzv-endpoint"), std::string::npos) << err;
+  }
+}
+
+TEST(ApplyOption, ConfBindIdPython) {
+  ElasticOptions o;
+  std::string err;
+  EXPECT_FALSE(ApplyOption(OptionId::kRdzvConf, "join_timeout", &o, &err));
+  EXPECT_NE(err.find("--elastic-rdzv-conf"), std::string::npos);
+  EXPECT_TRUE(ApplyOption(OptionId::kBind, "gpu-exclusive", &o, &err));
+  EXPECT_FALSE(ApplyOption(OptionId::kBind, "socket", &o, &err));
+  EXPECT_NE(err.find("--elastic-bind: 'socket'"), std::string::npos) << err;
+  EXPECT_FALSE(ApplyOption(OptionId::kRdzvId, "a,b", &o, &err));
+  EXPECT_FALSE(ApplyOption(OptionId::kPython, "", &o, &err));
+  EXPECT_TRUE(ApplyOption(OptionId::kNoPython, nullptr, &o, &err));
+  EXPECT_TRUE(o.no_python);
+}
+
+TEST(PluginArgs, DefaultsAndEveryKey) {
+  PluginConfig c;
+  std::string err;
+  ASSERT_TRUE(ParsePluginArgs({}, "/usr/bin/elasticrun", &c, &err));
+  EXPECT_EQ(c.launcher, "/usr/bin/elasticrun");
+  EXPECT_FALSE(c.default_on);
+  ASSERT_TRUE(ParsePluginArgs({"launcher=/opt/e/elasticrun", "max_restarts=2", "port=20000-20099",
+                               "bind=numa", "python=/usr/bin/python3", "default=on"},
+                              "/usr/bin/elasticrun", &c, &err))
+      << err;
+  EXPECT_EQ(c.launcher, "/opt/e/elasticrun");
+  EXPECT_EQ(*c.max_restarts, 2);
+  EXPECT_EQ(c.port_lo, 20000);
+  EXPECT_EQ(c.port_hi, 20099);
+  EXPECT_EQ(*c.bind, "numa");
+  EXPECT_TRUE(c.default_on);
+  ASSERT_TRUE(ParsePluginArgs({"port=29500"}, "/x", &c, &err));
+  EXPECT_EQ(*c.fixed_port, 29500);
+}
+
+TEST(PluginArgs, UnknownKeyAndBadValuesAreNamed) {
+  PluginConfig c;
+  std::string err;
+  EXPECT_FALSE(ParsePluginArgs({"colour=blue"}, "/x", &c, &err));
+  EXPECT_NE(err.find("unknown argument 'colour'"), std::string::npos) << err;
+  EXPECT_FALSE(ParsePluginArgs({"default=maybe"}, "/x", &c, &err));
+  EXPECT_NE(err.find("default: 'maybe'"), std::string::npos) << err;
+  EXPECT_FALSE(ParsePluginArgs({"port=9-3"}, "/x", &c, &err));
+  EXPECT_NE(err.find("port: '9-3'"), std::string::npos) << err;
+  EXPECT_FALSE(ParsePluginArgs({"launcher=elasticrun"}, "/x", &c, &err));
+  EXPECT_NE(err.find("absolute path"), std::string::npos) << err;
+  EXPECT_FALSE(ParsePluginArgs({"novalue"}, "/x", &c, &err));
+  EXPECT_FALSE(ParsePluginArgs({"bind=all"}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: bind"), std::string::npos) << err;
+}
+
+TEST(Combination, ElasticOptionsNeedElastic) {
+  ElasticOptions o;
+  PluginConfig c;
+  std::string err;
+  ASSERT_TRUE(ApplyOption(OptionId::kMaxRestarts, "2", &o, &err));
+  EXPECT_FALSE(ValidateCombination(o, c, &err));
+  EXPECT_NE(err.find("--elastic-max-restarts needs --elastic"), std::string::npos) << err;
+  c.default_on = true;
+  EXPECT_TRUE(ValidateCombination(o, c, &err));
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, "off", &o, &err));
+  EXPECT_FALSE(ElasticActive(o, c));
+}
+
+TEST(Combination, ConflictingPorts) {
+  ElasticOptions o;
+  PluginConfig c;
+  std::string err;
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, nullptr, &o, &err));
+  ASSERT_TRUE(ApplyOption(OptionId::kRdzvPort, "1000", &o, &err));
+  ASSERT_TRUE(ApplyOption(OptionId::kRdzvEndpoint, "h:2000", &o, &err));
+  EXPECT_FALSE(ValidateCombination(o, c, &err));
+  EXPECT_NE(err.find("differ"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace elastic::spank

@@ -1,0 +1,109 @@
+// spank_elastic.so's C ABI: the plugin identity, the option table handed to
+// Slurm, and one catch-all shell per callback. Nothing else is exported
+// (spank_elastic.map), and no exception ever crosses into Slurm.
+#include <array>
+#include <exception>
+
+#include "spank_plugin/plugin.h"
+#include "spank_plugin/spank_api_slurm.h"
+
+// The target builds with hidden visibility; only what follows is exported
+// (and spank_elastic.map limits the export list to it).
+#pragma GCC visibility push(default)
+extern "C" {
+// SPANK_PLUGIN() would give these internal linkage in C++ (REFERENCE.md section 4).
+extern const char plugin_name[] = "elastic";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+}
+
+namespace {
+
+using elastic::spank::kOptionTable;
+
+int Guard(const char* where, auto&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    slurm_error("elastic: internal error in %s: %s", where, e.what());
+  } catch (...) {
+    slurm_error("elastic: internal error in %s", where);
+  }
+  return -1;
+}
+
+int OnOption(int val, const char* optarg, int remote) {
+  return Guard("option callback", [&] {
+    if (val < 0 || static_cast<size_t>(val) >= kOptionTable.size()) return -1;
+    int rc = elastic::spank::OptionCallback(kOptionTable[val].id, optarg, remote != 0);
+    if (rc != 0) slurm_error("elastic: %s", elastic::spank::State().option_error.c_str());
+    return rc;
+  });
+}
+
+// struct spank_option wants char* (Slurm only reads them). Static: Slurm may
+// keep the pointer it is given.
+spank_option* Option(size_t i) {
+  static std::array<spank_option, kOptionTable.size()> options = [] {
+    std::array<spank_option, kOptionTable.size()> out{};
+    for (size_t k = 0; k < kOptionTable.size(); ++k) {
+      const auto& spec = kOptionTable[k];
+      out[k] = spank_option{const_cast<char*>(spec.name), const_cast<char*>(spec.arginfo),
+                            const_cast<char*>(spec.usage), spec.has_arg, static_cast<int>(k),
+                            OnOption};
+    }
+    return out;
+  }();
+  return &options[i];
+}
+
+}  // namespace
+
+extern "C" {
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  return Guard("init", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    std::vector<std::string> args;
+    for (int i = 0; i < ac && av != nullptr && av[i] != nullptr; ++i) args.emplace_back(av[i]);
+    int rc = elastic::spank::Init(api, args);
+    auto context = elastic::spank::State().context;
+    if (context == elastic::spank::Context::kLocal ||
+        context == elastic::spank::Context::kAllocator ||
+        context == elastic::spank::Context::kRemote) {
+      for (size_t i = 0; i < kOptionTable.size(); ++i) {
+        if (spank_option_register(sp, Option(i)) != ESPANK_SUCCESS) {
+          slurm_error("elastic: cannot register option --%s", kOptionTable[i].name);
+          if (context != elastic::spank::Context::kRemote) return -1;
+        }
+      }
+    }
+    return rc;
+  });
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  return Guard("init_post_opt", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    return elastic::spank::InitPostOpt(api);
+  });
+}
+
+int slurm_spank_local_user_init(spank_t sp, int, char**) {
+  return Guard("local_user_init", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    return elastic::spank::LocalUserInit(api);
+  });
+}
+
+int slurm_spank_task_init(spank_t sp, int, char**) {
+  return Guard("task_init", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    elastic::spank::SlurmNodeDirectory nodes;
+    return elastic::spank::TaskInit(api, nodes);
+  });
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

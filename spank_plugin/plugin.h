@@ -1,0 +1,51 @@
+// The plugin's callbacks in Slurm-free form: plugin.cc (the .so's only
+// extern "C" file) wraps each in a catch-all and calls these; unit tests call
+// them with a FakeSpank. One dispatch on the context (dispatch.cc) hands off to
+// one file per context: srun.cc, allocator.cc, slurmstepd.cc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spank_plugin/options.h"
+#include "spank_plugin/spank_api.h"
+
+namespace elastic::spank {
+
+// Everything the plugin remembers between callbacks of one process (srun,
+// sbatch, or one slurmstepd). Option callbacks have no spank handle, hence global.
+struct PluginState {
+  PluginConfig config;
+  std::string config_error;   // bad plugstack.conf argument
+  ElasticOptions options;
+  std::string option_error;   // remote: a bad option value, reported in task_init
+  Context context = Context::kError;
+};
+
+PluginState& State();
+void ResetState();  // tests
+
+// Return values are SPANK's: 0 = success, -1 = error (message already shown).
+int Init(SpankApi& api, const std::vector<std::string>& plugstack_args);
+int OptionCallback(OptionId id, const char* value, bool remote);
+int InitPostOpt(SpankApi& api);
+int LocalUserInit(SpankApi& api);
+int TaskInit(SpankApi& api, NodeDirectory& nodes);
+
+// Per-context handlers (one file each).
+int SrunInitPostOpt(SpankApi& api, PluginState& state);
+int SrunLocalUserInit(SpankApi& api, PluginState& state);
+int AllocatorInitPostOpt(SpankApi& api, PluginState& state);
+int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
+
+// The installed elasticrun (set by the build).
+std::string DefaultLauncher();
+
+// "AuthInfo=socket=/run/x.sock,ttl=60" in slurm.conf's text -> "/run/x.sock"; "" if none.
+std::string MungeSocketFromSlurmConf(const std::string& conf_text);
+
+// True when srun's command line asks for --multi-prog (getopt abbreviations included)
+// before the step's command `argv0`.
+bool CmdlineHasMultiProg(const std::vector<std::string>& cmdline, const std::string& argv0);
+
+}  // namespace elastic::spank

@@ -1,0 +1,208 @@
+// The callbacks end to end over a FakeSpank: what srun, sbatch and slurmstepd
+// would see, including every "bad or missing input" path returning an error.
+#include "spank_plugin/plugin.h"
+
+#include <gtest/gtest.h>
+
+#include "spank_plugin/spank_api_fake.h"
+
+namespace elastic::spank {
+namespace {
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ResetState();
+    api = FakeSpank{};
+    nodes = FakeNodes{};
+    api.items = {{Item::kJobId, 42}, {Item::kStepId, 0},  {Item::kNodeId, 0},
+                 {Item::kNnodes, 3}, {Item::kLocalTaskCount, 1}, {Item::kTotalTaskCount, 3}};
+    api.env = {{"SLURM_STEP_NODELIST", "n[1-3]"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
+               {"SLURM_CONF", "/nonexistent/slurm.conf"}};
+    nodes.node_addr = {{"n1", "10.200.0.11"}};
+  }
+  // A slurmstepd: init with plugstack args, then the option callbacks (remote=1).
+  int RemoteInit(std::vector<std::string> args = {"launcher=/usr/bin/elasticrun"}) {
+    api.context = Context::kRemote;
+    return Init(api, args);
+  }
+
+  FakeSpank api;
+  FakeNodes nodes;
+};
+
+TEST_F(PluginTest, SlurmdAndJobScriptContextsDoNothing) {
+  api.context = Context::kSlurmd;
+  EXPECT_EQ(Init(api, {"bogus"}), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_TRUE(api.errors.empty());
+}
+
+TEST_F(PluginTest, SrunRejectsBadPlugstackArgumentInInit) {
+  api.context = Context::kLocal;
+  EXPECT_EQ(Init(api, {"colour=blue"}), -1);
+  ASSERT_EQ(api.errors.size(), 1u);
+  EXPECT_NE(api.errors[0].find("unknown argument 'colour'"), std::string::npos);
+}
+
+TEST_F(PluginTest, SlurmstepdDefersBadPlugstackArgumentToTaskInit) {
+  EXPECT_EQ(RemoteInit({"port=x"}), 0);
+  EXPECT_TRUE(api.errors.empty());
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  EXPECT_EQ(TaskInit(api, nodes), -1);
+  EXPECT_NE(api.errors.at(0).find("port: 'x'"), std::string::npos);
+}
+
+TEST_F(PluginTest, SrunOptionErrorFailsAtOnce) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  EXPECT_EQ(OptionCallback(OptionId::kElastic, "5:2", false), -1);
+  EXPECT_NE(State().option_error.find("--elastic: '5:2'"), std::string::npos);
+}
+
+TEST_F(PluginTest, RemoteOptionErrorIsReportedInTaskInitNotEarlier) {
+  ASSERT_EQ(RemoteInit(), 0);
+  EXPECT_EQ(OptionCallback(OptionId::kElastic, "5:2", true), 0);
+  EXPECT_EQ(TaskInit(api, nodes), -1);
+  EXPECT_NE(api.errors.at(0).find("'5:2'"), std::string::npos);
+}
+
+TEST_F(PluginTest, SrunNeedsOneTaskPerNode) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", false), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  api.items[Item::kTotalTaskCount] = 12;
+  EXPECT_EQ(LocalUserInit(api), -1);
+  EXPECT_NE(api.errors.at(0).find("12 tasks on 3 nodes: add --ntasks-per-node=1"),
+            std::string::npos);
+}
+
+TEST_F(PluginTest, SrunRefusesMultiProg) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  api.cmdline = {"srun", "-N3", "--elastic", "--multi", "app.conf"};
+  api.argv = {"app.conf"};
+  EXPECT_EQ(LocalUserInit(api), -1);
+  EXPECT_NE(api.errors.at(0).find("--multi-prog"), std::string::npos);
+}
+
+TEST_F(PluginTest, MultiProgWordAfterTheCommandIsTheUsers) {
+  EXPECT_FALSE(CmdlineHasMultiProg({"srun", "python3", "x.py", "--multi-prog"}, "python3"));
+  EXPECT_TRUE(CmdlineHasMultiProg({"srun", "--multi-prog", "a.conf"}, "a.conf"));
+}
+
+TEST_F(PluginTest, SrunWithoutElasticIgnoresEverything) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  api.items[Item::kTotalTaskCount] = 12;
+  EXPECT_EQ(LocalUserInit(api), 0);
+}
+
+TEST_F(PluginTest, SbatchChecksTheCombination) {
+  api.context = Context::kAllocator;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kNprocPerNode, "2", false), 0);
+  EXPECT_EQ(InitPostOpt(api), -1);
+  EXPECT_NE(api.errors.at(0).find("needs --elastic"), std::string::npos);
+}
+
+TEST_F(PluginTest, TaskInitWrapsTheCommandAndSetsTheContract) {
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", true), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.argv, (std::vector<std::string>{"/usr/bin/elasticrun", "train.py", "--epochs", "2"}));
+  EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV0"], "python3");
+  EXPECT_EQ(api.env["PET_NNODES"], "2:3");
+  EXPECT_EQ(api.env["PET_NODE_RANK"], "0");
+  EXPECT_EQ(api.env["PET_NPROC_PER_NODE"], "2");
+  EXPECT_EQ(api.env["PET_RDZV_CONF"], "expected_nodes=3,is_host=1");
+  EXPECT_TRUE(api.env["PET_RDZV_ENDPOINT"].starts_with("10.200.0.11:"));
+  EXPECT_FALSE(api.env.contains("ELASTIC_SPANK_ARGV_PREPENDED"));
+}
+
+TEST_F(PluginTest, TaskInitOnNewerSlurmPrependsAndSaysSo) {
+  api.prepend = true;
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_EQ(api.argv[0], "/usr/bin/elasticrun");
+  EXPECT_EQ(api.argv[1], "python3");
+  EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV_PREPENDED"], "1");
+}
+
+TEST_F(PluginTest, TaskInitSkipsBatchExternAndInteractiveSteps) {
+  for (uint32_t step : {kBatchStep, kExternStep, kInteractiveStep}) {
+    ResetState();
+    api.items[Item::kStepId] = step;
+    api.argv = {"/bin/sh", "script"};
+    ASSERT_EQ(RemoteInit(), 0);
+    ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", true), 0);
+    EXPECT_EQ(TaskInit(api, nodes), 0);
+    EXPECT_EQ(api.argv[0], "/bin/sh");
+    EXPECT_FALSE(api.env.contains("PET_NNODES"));
+  }
+}
+
+TEST_F(PluginTest, TaskInitWithoutElasticLeavesTheTaskAlone) {
+  ASSERT_EQ(RemoteInit(), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_EQ(api.argv[0], "python3");
+}
+
+TEST_F(PluginTest, DefaultOnWrapsUnlessOff) {
+  ASSERT_EQ(RemoteInit({"default=on", "launcher=/usr/bin/elasticrun"}), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_EQ(api.argv[0], "/usr/bin/elasticrun");
+  ResetState();
+  api.argv = {"python3"};
+  ASSERT_EQ(RemoteInit({"default=on", "launcher=/usr/bin/elasticrun"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "off", true), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_EQ(api.argv[0], "python3");
+}
+
+TEST_F(PluginTest, EveryMissingInputInTaskInitIsAnErrorNotACrash) {
+  struct Case {
+    const char* name;
+    std::function<void(FakeSpank&, FakeNodes&)> break_it;
+    const char* expect;
+  } cases[] = {
+      {"no node id", [](FakeSpank& a, FakeNodes&) { a.items.erase(Item::kNodeId); }, "node id"},
+      {"no job id", [](FakeSpank& a, FakeNodes&) { a.items.erase(Item::kJobId); }, "job id"},
+      {"no step id", [](FakeSpank& a, FakeNodes&) { a.items.erase(Item::kStepId); }, "step id"},
+      {"no nodelist", [](FakeSpank& a, FakeNodes&) { a.env.erase("SLURM_STEP_NODELIST"); },
+       "SLURM_STEP_NODELIST"},
+      {"no argv", [](FakeSpank& a, FakeNodes&) { a.argv.clear(); }, "command line"},
+      {"no launcher", [](FakeSpank& a, FakeNodes&) { a.executables.clear(); }, "launcher"},
+      {"no address", [](FakeSpank&, FakeNodes& n) { n.node_addr.clear(); }, "first node"},
+      {"setenv fails", [](FakeSpank& a, FakeNodes&) { a.fail_setenv = true; }, "cannot set"},
+      {"many tasks", [](FakeSpank& a, FakeNodes&) { a.items[Item::kLocalTaskCount] = 2; },
+       "--ntasks-per-node=1"},
+      {"node id past count", [](FakeSpank& a, FakeNodes&) { a.items[Item::kNodeId] = 7; },
+       "node id 7"},
+  };
+  for (const auto& c : cases) {
+    SetUp();
+    c.break_it(api, nodes);
+    ASSERT_EQ(RemoteInit(), 0) << c.name;
+    ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+    EXPECT_EQ(TaskInit(api, nodes), -1) << c.name;
+    ASSERT_FALSE(api.errors.empty()) << c.name;
+    EXPECT_NE(api.errors[0].find(c.expect), std::string::npos) << c.name << ": " << api.errors[0];
+  }
+}
+
+TEST(MungeSocket, FromAuthInfo) {
+  EXPECT_EQ(MungeSocketFromSlurmConf("AuthType=auth/munge\nAuthInfo=socket=/tmp/m/s.sock\n"),
+            "/tmp/m/s.sock");
+  EXPECT_EQ(MungeSocketFromSlurmConf("authinfo=ttl=60,socket=/x # c\n"), "/x");
+  EXPECT_EQ(MungeSocketFromSlurmConf("#AuthInfo=socket=/x\n"), "");
+  EXPECT_EQ(MungeSocketFromSlurmConf(""), "");
+}
+
+}  // namespace
+}  // namespace elastic::spank

@@ -1,0 +1,44 @@
+// PMIx bootstrap for elasticrun under `srun --mpi=pmix` (one task per node):
+// node id and node count from PMIx, and the rendezvous host's address from
+// node 0 through one Put/Commit/Fence. PMIx_Finalize runs before returning, so
+// it is done before any worker starts; never call this after workers run (a
+// fence hangs when a node is gone).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace elastic {
+
+struct PmixInfo {
+  int node_rank = -1;                    // this node's id in the step (PMIX_NODEID)
+  int nnodes = 0;                        // nodes in the step (PMIX_NUM_NODES)
+  std::string host_address;              // node 0's preferred address
+  std::vector<std::string> host_addresses;  // all of node 0's addresses, preferred first
+};
+
+// True when this process has a PMIx server (PMIX_RANK and PMIX_NAMESPACE set).
+bool PmixAvailable();
+
+// Init, Get own node id / node count, node 0 Put(addresses) + Commit, Fence
+// (collecting data, 60 s timeout), others Get node 0's addresses, Finalize.
+// Every process of the PMIx namespace must call it (a collective).
+bool PmixBootstrap(PmixInfo* out, std::string* err);
+
+// The SPANK path (docs/design.md, "Wrapping under Slurm"): when the plugin set
+// ELASTIC_SPANK_PMIX_ENDPOINT=1 (PMIx in the step, no --elastic-rdzv-endpoint),
+// runs PmixBootstrap and rewrites this process's PET_RDZV_ENDPOINT host (keeping
+// its port) and PET_NODE_RANK from it, then unsets the marker. Otherwise does
+// nothing and returns true. Call it first thing in elasticrun's main, before
+// PET_* are read. *applied says whether anything changed.
+bool ApplyPmixBootstrapToEnv(bool* applied, std::string* err);
+
+// This host's addresses for others to reach it: the address its hostname
+// resolves to when that is not loopback, then every up, non-loopback interface
+// address (IPv4 first). Used by node 0.
+std::vector<std::string> LocalAddresses();
+
+// "host:port" / "[v6]:port" -> port text ("" if none).
+std::string EndpointPort(const std::string& endpoint);
+
+}  // namespace elastic

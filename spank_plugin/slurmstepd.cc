@@ -1,0 +1,145 @@
+// slurmstepd (S_CTX_REMOTE), task_init: runs as the user in the task's child
+// just before exec, GPU variables already set. Every failure here fails the
+// step (not the node) with a message on the task's stderr.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/parse.h"
+#include "spank_plugin/plugin.h"
+#include "spank_plugin/task_env.h"
+
+namespace elastic::spank {
+namespace {
+
+std::string GetEnvOr(SpankApi& api, const std::string& name) {
+  std::string value;
+  return api.GetEnv(name, &value) ? value : std::string();
+}
+
+bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
+  struct {
+    Item item;
+    uint32_t* out;
+    const char* name;
+  } items[] = {{Item::kJobId, &step->job_id, "job id"},
+               {Item::kStepId, &step->step_id, "step id"},
+               {Item::kNodeId, &step->node_id, "node id"},
+               {Item::kNnodes, &step->nnodes, "node count"},
+               {Item::kLocalTaskCount, &step->local_tasks, "local task count"}};
+  for (const auto& entry : items) {
+    if (!api.GetItem(entry.item, entry.out)) {
+      *err = fmt::format("Slurm did not give the step's {}", entry.name);
+      return false;
+    }
+  }
+  step->step_nodelist = GetEnvOr(api, "SLURM_STEP_NODELIST");
+  if (step->step_nodelist.empty()) step->step_nodelist = GetEnvOr(api, "SLURM_NODELIST");
+  step->resv_ports = GetEnvOr(api, "SLURM_STEP_RESV_PORTS");
+  step->cuda_visible_devices = GetEnvOr(api, "CUDA_VISIBLE_DEVICES");
+  step->step_gpus = GetEnvOr(api, "SLURM_STEP_GPUS");
+  if (step->step_gpus.empty()) step->step_gpus = GetEnvOr(api, "SLURM_JOB_GPUS");
+  std::string mpi = GetEnvOr(api, "SLURM_MPI_TYPE");
+  step->pmix = !GetEnvOr(api, "PMIX_RANK").empty() || !GetEnvOr(api, "PMIX_NAMESPACE").empty() ||
+               mpi.starts_with("pmix");
+  std::string conf_path = GetEnvOr(api, "SLURM_CONF");
+  if (conf_path.empty()) conf_path = "/etc/slurm/slurm.conf";
+  std::ifstream conf(conf_path);
+  if (conf) {
+    std::stringstream text;
+    text << conf.rdbuf();
+    step->munge_socket = MungeSocketFromSlurmConf(text.str());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string MungeSocketFromSlurmConf(const std::string& conf_text) {
+  std::string socket;
+  for (std::string line : Split(conf_text, '\n')) {
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos) continue;
+    line = line.substr(start);
+    // Keys are case-insensitive in slurm.conf.
+    std::string lower;
+    for (char c : line.substr(0, 9)) lower += static_cast<char>(std::tolower(c));
+    if (lower != "authinfo=") continue;
+    std::string value = line.substr(9);
+    value = value.substr(0, value.find_first_of(" \t\r"));
+    for (const std::string& item : Split(value, ',')) {
+      if (item.starts_with("socket=")) socket = item.substr(7);
+    }
+  }
+  return socket;
+}
+
+int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
+  uint32_t step_id = 0;
+  if (!api.GetItem(Item::kStepId, &step_id)) {
+    // Cannot tell which step this is; only an elastic step needs it.
+    if (state.options.mode != ElasticMode::kOn) return 0;
+    api.Error("Slurm did not give the step id");
+    return -1;
+  }
+  if (step_id == kBatchStep || step_id == kExternStep || step_id == kInteractiveStep) return 0;
+  if (!state.config_error.empty() && state.options.mode != ElasticMode::kOff) {
+    api.Error(state.config_error);
+    return -1;
+  }
+  if (!state.option_error.empty()) {
+    api.Error(state.option_error);
+    return -1;
+  }
+  if (!ElasticActive(state.options, state.config)) return 0;
+
+  std::string err;
+  std::string combination_err;
+  StepInfo step;
+  EnvList env;
+  std::vector<std::string> argv;
+  if (!ValidateCombination(state.options, state.config, &err) || !ReadStepInfo(api, &step, &err) ||
+      !ValidateStepLayout(step, state.options, &err)) {
+    api.Error(err);
+    return -1;
+  }
+  if (!api.GetArgv(&argv) || argv.empty() || argv[0].empty()) {
+    api.Error("Slurm did not give the task's command line");
+    return -1;
+  }
+  if (!api.IsExecutable(state.config.launcher)) {
+    api.Error(fmt::format("the launcher '{}' is not an executable file on this node: install "
+                          "elasticrun or set launcher=PATH in plugstack.conf",
+                          state.config.launcher));
+    return -1;
+  }
+  if (!BuildTaskEnv(step, state.options, state.config, nodes, &env, &err)) {
+    api.Error(err);
+    return -1;
+  }
+  for (const auto& [name, value] : env) {
+    if (!api.SetEnv(name, value)) {
+      api.Error(fmt::format("cannot set {} in the task's environment", name));
+      return -1;
+    }
+  }
+  if (!api.SetEnv("ELASTIC_SPANK_ARGV0", argv[0])) {
+    api.Error("cannot set ELASTIC_SPANK_ARGV0 in the task's environment");
+    return -1;
+  }
+  bool prepended = false;
+  if (!api.WrapTask(state.config.launcher, &prepended, &err)) {
+    api.Error(err);
+    return -1;
+  }
+  // Slurm >= 23.11 prepends: argv[1] is then the original argv[0] again.
+  if (prepended && !api.SetEnv("ELASTIC_SPANK_ARGV_PREPENDED", "1")) {
+    api.Error("cannot set ELASTIC_SPANK_ARGV_PREPENDED in the task's environment");
+    return -1;
+  }
+  return 0;
+}
+
+}  // namespace elastic::spank

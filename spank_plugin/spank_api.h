@@ -1,0 +1,63 @@
+// The SPANK API as the plugin logic sees it: a small interface, so everything
+// above it is unit-tested with a fake (spank_api_fake.h) and no Slurm. The real
+// implementation (spank_api_slurm.cc) is compiled into spank_elastic.so only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace elastic::spank {
+
+// Where the plugin runs (spank_context()).
+enum class Context { kError, kLocal, kRemote, kAllocator, kSlurmd, kJobScript };
+
+// The spank_get_item items the plugin reads (all uint32_t in Slurm).
+enum class Item { kJobId, kStepId, kNodeId, kNnodes, kLocalTaskCount, kTotalTaskCount };
+
+// Slurm's special step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT,
+// SLURM_INTERACTIVE_STEP); spank_api_slurm.cc static_asserts they match.
+inline constexpr uint32_t kBatchStep = 0xfffffffb;
+inline constexpr uint32_t kExternStep = 0xfffffffc;
+inline constexpr uint32_t kInteractiveStep = 0xfffffffa;
+
+class SpankApi {
+ public:
+  virtual ~SpankApi() = default;
+
+  virtual Context GetContext() = 0;
+  // False when Slurm has no such item here (e.g. items in srun before local_user_init).
+  virtual bool GetItem(Item item, uint32_t* value) = 0;
+  // The task's argv (S_JOB_ARGV). Remote: the array slurmstepd execs.
+  virtual bool GetArgv(std::vector<std::string>* argv) = 0;
+  // Remote: the job/task environment (spank_getenv). Local/allocator: the process's
+  // environment (getenv). False when unset.
+  virtual bool GetEnv(const std::string& name, std::string* value) = 0;
+  // Remote: spank_setenv into the task's environment. Local: setenv().
+  virtual bool SetEnv(const std::string& name, const std::string& value) = 0;
+  // Makes `launcher` the program the task runs, with the original argv after it:
+  // argv[0] replaced in place on Slurm < 23.11 (REFERENCE.md section 5),
+  // spank_prepend_task_argv on >= 23.11. Sets *prepended on the latter.
+  virtual bool WrapTask(const std::string& launcher, bool* prepended, std::string* err) = 0;
+  // A message the user sees (srun's stderr), prefixed "elastic: ".
+  virtual void Error(const std::string& message) = 0;
+  virtual void Info(const std::string& message) = 0;
+  // True when `path` is an executable regular file (access X_OK).
+  virtual bool IsExecutable(const std::string& path) = 0;
+  // The process's own command line (/proc/self/cmdline); srun only.
+  virtual std::vector<std::string> ProcessCmdline() = 0;
+};
+
+// What the plugin asks about Slurm's nodes and the network (libslurm, getaddrinfo).
+class NodeDirectory {
+ public:
+  virtual ~NodeDirectory() = default;
+  // First host of a Slurm host list ("n[1-3]" -> "n1"), via libslurm's hostlist functions.
+  virtual bool FirstHost(const std::string& nodelist, std::string* host) = 0;
+  // Name resolution (getaddrinfo, IPv4 preferred). *why says what failed.
+  virtual bool Resolve(const std::string& host, std::string* address, std::string* why) = 0;
+  // Slurm's NodeAddr of a node (slurm_load_node_single). *why says what failed.
+  virtual bool SlurmNodeAddr(const std::string& node, std::string* address, std::string* why) = 0;
+};
+
+}  // namespace elastic::spank

@@ -1,0 +1,109 @@
+// A SpankApi and NodeDirectory for unit tests: items, environment and argv are
+// plain maps the test fills in; every message the plugin shows is recorded.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "spank_plugin/spank_api.h"
+
+namespace elastic::spank {
+
+class FakeSpank : public SpankApi {
+ public:
+  Context context = Context::kRemote;
+  std::map<Item, uint32_t> items;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> argv = {"python3", "train.py", "--epochs", "2"};
+  std::vector<std::string> cmdline = {"srun", "-N3", "--elastic", "python3", "train.py"};
+  std::vector<std::string> errors;
+  std::vector<std::string> infos;
+  std::vector<std::string> executables = {"/usr/bin/elasticrun"};
+  bool prepend = false;  // behave like Slurm >= 23.11
+  bool fail_setenv = false;
+
+  Context GetContext() override { return context; }
+  bool GetItem(Item item, uint32_t* value) override {
+    auto it = items.find(item);
+    if (it == items.end()) return false;
+    *value = it->second;
+    return true;
+  }
+  bool GetArgv(std::vector<std::string>* out) override {
+    *out = argv;
+    return true;
+  }
+  bool GetEnv(const std::string& name, std::string* value) override {
+    auto it = env.find(name);
+    if (it == env.end()) return false;
+    *value = it->second;
+    return true;
+  }
+  bool SetEnv(const std::string& name, const std::string& value) override {
+    if (fail_setenv) return false;
+    env[name] = value;
+    return true;
+  }
+  bool WrapTask(const std::string& launcher, bool* prepended, std::string*) override {
+    if (prepend) {
+      argv.insert(argv.begin(), launcher);
+    } else {
+      argv[0] = launcher;
+    }
+    *prepended = prepend;
+    return true;
+  }
+  void Error(const std::string& message) override { errors.push_back(message); }
+  void Info(const std::string& message) override { infos.push_back(message); }
+  bool IsExecutable(const std::string& path) override {
+    for (const auto& e : executables) {
+      if (e == path) return true;
+    }
+    return false;
+  }
+  std::vector<std::string> ProcessCmdline() override { return cmdline; }
+};
+
+class FakeNodes : public NodeDirectory {
+ public:
+  std::map<std::string, std::string> dns;        // name -> address
+  std::map<std::string, std::string> node_addr;  // Slurm NodeAddr
+  int resolve_calls = 0;
+  int slurm_calls = 0;
+
+  bool FirstHost(const std::string& nodelist, std::string* host) override {
+    // Enough of Slurm's syntax for tests: "n[1-3]" -> "n1", "a,b" -> "a".
+    std::string list = nodelist.substr(0, nodelist.find(','));
+    size_t open = list.find('[');
+    if (open == std::string::npos) {
+      *host = list;
+      return !list.empty();
+    }
+    size_t end = list.find_first_of("-,]", open + 1);
+    *host = list.substr(0, open) + list.substr(open + 1, end - open - 1);
+    return true;
+  }
+  bool Resolve(const std::string& host, std::string* address, std::string* why) override {
+    ++resolve_calls;
+    auto it = dns.find(host);
+    if (it == dns.end()) {
+      *why = "getaddrinfo(" + host + "): Name or service not known";
+      return false;
+    }
+    *address = it->second;
+    return true;
+  }
+  bool SlurmNodeAddr(const std::string& node, std::string* address, std::string* why) override {
+    ++slurm_calls;
+    auto it = node_addr.find(node);
+    if (it == node_addr.end()) {
+      *why = "slurm_load_node_single(" + node + "): Invalid node name specified";
+      return false;
+    }
+    *address = it->second;
+    return true;
+  }
+};
+
+}  // namespace elastic::spank

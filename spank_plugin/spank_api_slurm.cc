@@ -1,0 +1,218 @@
+// The real SpankApi and NodeDirectory over Slurm's spank.h and libslurm. The
+// libslurm functions are resolved at load time from the host process (srun and
+// slurmstepd carry them), so the .so does not link libslurm itself.
+#include "spank_plugin/spank_api_slurm.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+
+static_assert(elastic::spank::kBatchStep == SLURM_BATCH_SCRIPT);
+static_assert(elastic::spank::kExternStep == SLURM_EXTERN_CONT);
+static_assert(elastic::spank::kInteractiveStep == SLURM_INTERACTIVE_STEP);
+
+namespace elastic::spank {
+
+Context SlurmSpankApi::GetContext() {
+  switch (spank_context()) {
+    case S_CTX_LOCAL: return Context::kLocal;
+    case S_CTX_REMOTE: return Context::kRemote;
+    case S_CTX_ALLOCATOR: return Context::kAllocator;
+    case S_CTX_SLURMD: return Context::kSlurmd;
+    case S_CTX_JOB_SCRIPT: return Context::kJobScript;
+    default: return Context::kError;
+  }
+}
+
+bool SlurmSpankApi::GetItem(Item item, uint32_t* value) {
+  spank_item_t which;
+  switch (item) {
+    case Item::kJobId: which = S_JOB_ID; break;
+    case Item::kStepId: which = S_JOB_STEPID; break;
+    case Item::kNodeId: which = S_JOB_NODEID; break;
+    case Item::kNnodes: which = S_JOB_NNODES; break;
+    case Item::kLocalTaskCount: which = S_JOB_LOCAL_TASK_COUNT; break;
+    case Item::kTotalTaskCount: which = S_JOB_TOTAL_TASK_COUNT; break;
+    default: return false;
+  }
+  uint32_t out = 0;
+  if (spank_get_item(sp_, which, &out) != ESPANK_SUCCESS) return false;
+  *value = out;
+  return true;
+}
+
+bool SlurmSpankApi::GetArgv(std::vector<std::string>* argv) {
+  int argc = 0;
+  char** args = nullptr;
+  if (spank_get_item(sp_, S_JOB_ARGV, &argc, &args) != ESPANK_SUCCESS || args == nullptr) {
+    return false;
+  }
+  argv->clear();
+  for (int i = 0; i < argc && args[i] != nullptr; ++i) argv->emplace_back(args[i]);
+  return true;
+}
+
+bool SlurmSpankApi::GetEnv(const std::string& name, std::string* value) {
+  if (spank_context() != S_CTX_REMOTE) {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return false;
+    *value = v;
+    return true;
+  }
+  std::string buf(4096, '\0');
+  while (true) {
+    spank_err_t rc = spank_getenv(sp_, name.c_str(), buf.data(), static_cast<int>(buf.size()));
+    if (rc == ESPANK_SUCCESS) break;
+    if (rc != ESPANK_NOSPACE || buf.size() >= (1u << 20)) return false;
+    buf.resize(buf.size() * 4);
+  }
+  buf.resize(std::strlen(buf.c_str()));
+  *value = buf;
+  return true;
+}
+
+bool SlurmSpankApi::SetEnv(const std::string& name, const std::string& value) {
+  if (spank_context() != S_CTX_REMOTE) return ::setenv(name.c_str(), value.c_str(), 1) == 0;
+  return spank_setenv(sp_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
+}
+
+bool SlurmSpankApi::WrapTask(const std::string& launcher, bool* prepended, std::string* err) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+  const char* args[] = {launcher.c_str(), nullptr};
+  if (spank_prepend_task_argv(sp_, 1, args) != ESPANK_SUCCESS) {
+    *err = "spank_prepend_task_argv failed";
+    return false;
+  }
+  *prepended = true;
+  return true;
+#else
+  // Slurm < 23.11: S_JOB_ARGV in task_init is the very array slurmstepd passes
+  // to execve (REFERENCE.md section 5). Replace argv[0] in place; the copy is
+  // never freed (the process execs right after).
+  int argc = 0;
+  char** args = nullptr;
+  if (spank_get_item(sp_, S_JOB_ARGV, &argc, &args) != ESPANK_SUCCESS || args == nullptr ||
+      argc < 1) {
+    *err = "Slurm did not give the task's argv";
+    return false;
+  }
+  char* copy = ::strdup(launcher.c_str());
+  if (copy == nullptr) {
+    *err = "out of memory";
+    return false;
+  }
+  args[0] = copy;
+  *prepended = false;
+  return true;
+#endif
+}
+
+void SlurmSpankApi::Error(const std::string& message) {
+  slurm_error("elastic: %s", message.c_str());
+  if (spank_context() == S_CTX_REMOTE) {
+    // In task_init the task's stderr is already srun's: say it there too.
+    std::string line = "elastic: error: " + message + "\n";
+    ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+  }
+}
+
+void SlurmSpankApi::Info(const std::string& message) {
+  slurm_info("elastic: %s", message.c_str());
+}
+
+bool SlurmSpankApi::IsExecutable(const std::string& path) {
+  return !path.empty() && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::vector<std::string> SlurmSpankApi::ProcessCmdline() {
+  std::vector<std::string> words;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string word;
+  while (std::getline(in, word, '\0')) words.push_back(word);
+  return words;
+}
+
+bool SlurmNodeDirectory::FirstHost(const std::string& nodelist, std::string* host) {
+  hostlist_t list = slurm_hostlist_create(nodelist.c_str());
+  if (list == nullptr) return false;
+  char* first = slurm_hostlist_shift(list);
+  bool ok = first != nullptr;
+  if (ok) *host = first;
+  std::free(first);
+  slurm_hostlist_destroy(list);
+  return ok;
+}
+
+bool SlurmNodeDirectory::Resolve(const std::string& host, std::string* address, std::string* why) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  addrinfo* result = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &result);
+  if (rc != 0) {
+    *why = fmt::format("getaddrinfo({}): {}", host, ::gai_strerror(rc));
+    return false;
+  }
+  std::string v6;
+  for (addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (ai->ai_family == AF_INET) {
+      auto* in = reinterpret_cast<sockaddr_in*>(ai->ai_addr);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+      *address = text;
+      ::freeaddrinfo(result);
+      return true;
+    }
+    if (ai->ai_family == AF_INET6 && v6.empty()) {
+      auto* in6 = reinterpret_cast<sockaddr_in6*>(ai->ai_addr);
+      ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+      v6 = text;
+    }
+  }
+  ::freeaddrinfo(result);
+  if (v6.empty()) {
+    *why = fmt::format("getaddrinfo({}): no IPv4 or IPv6 address", host);
+    return false;
+  }
+  *address = v6;
+  return true;
+}
+
+bool SlurmNodeDirectory::SlurmNodeAddr(const std::string& node, std::string* address,
+                                       std::string* why) {
+  node_info_msg_t* info = nullptr;
+  std::string name = node;
+  if (slurm_load_node_single(&info, name.data(), SHOW_ALL) != SLURM_SUCCESS || info == nullptr) {
+    *why = fmt::format("slurm_load_node_single({}): {}", node, slurm_strerror(slurm_get_errno()));
+    return false;
+  }
+  bool ok = false;
+  for (uint32_t i = 0; i < info->record_count; ++i) {
+    const node_info_t& rec = info->node_array[i];
+    if (rec.name != nullptr && node == rec.name && rec.node_addr != nullptr &&
+        rec.node_addr[0] != '\0') {
+      std::string resolve_why;
+      // NodeAddr may itself be a name: resolve it if it is not an address.
+      if (!Resolve(rec.node_addr, address, &resolve_why)) *address = rec.node_addr;
+      ok = true;
+      break;
+    }
+  }
+  if (!ok) *why = fmt::format("Slurm has no NodeAddr for node {}", node);
+  slurm_free_node_info_msg(info);
+  return ok;
+}
+
+}  // namespace elastic::spank

@@ -1,0 +1,40 @@
+// SpankApi and NodeDirectory on the real Slurm (only in spank_elastic.so).
+#pragma once
+
+extern "C" {
+// spank.h declares the slurm_spank_* callbacks outside its own extern "C"
+// block (REFERENCE.md section 4).
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+}
+
+#include "spank_plugin/spank_api.h"
+
+namespace elastic::spank {
+
+class SlurmSpankApi final : public SpankApi {
+ public:
+  explicit SlurmSpankApi(spank_t sp) : sp_(sp) {}
+  Context GetContext() override;
+  bool GetItem(Item item, uint32_t* value) override;
+  bool GetArgv(std::vector<std::string>* argv) override;
+  bool GetEnv(const std::string& name, std::string* value) override;
+  bool SetEnv(const std::string& name, const std::string& value) override;
+  bool WrapTask(const std::string& launcher, bool* prepended, std::string* err) override;
+  void Error(const std::string& message) override;
+  void Info(const std::string& message) override;
+  bool IsExecutable(const std::string& path) override;
+  std::vector<std::string> ProcessCmdline() override;
+
+ private:
+  spank_t sp_;
+};
+
+class SlurmNodeDirectory final : public NodeDirectory {
+ public:
+  bool FirstHost(const std::string& nodelist, std::string* host) override;
+  bool Resolve(const std::string& host, std::string* address, std::string* why) override;
+  bool SlurmNodeAddr(const std::string& node, std::string* address, std::string* why) override;
+};
+
+}  // namespace elastic::spank

@@ -1,0 +1,219 @@
+#include "spank_plugin/task_env.h"
+
+#include <fmt/format.h>
+
+#include "common/parse.h"
+
+namespace elastic::spank {
+namespace {
+
+int CountListEntries(const std::string& list) {
+  if (list.empty()) return 0;
+  int count = 0;
+  for (const std::string& item : Split(list, ',')) {
+    if (item.empty()) continue;
+    // SLURM_STEP_GPUS may hold ranges ("0-3") on some versions.
+    size_t dash = item.find('-');
+    long long lo = 0, hi = 0;
+    if (dash != std::string::npos && !item.starts_with("GPU-") && !item.starts_with("MIG-") &&
+        ParseInt(item.substr(0, dash), 0, 1 << 20, &lo) &&
+        ParseInt(item.substr(dash + 1), 0, 1 << 20, &hi) && lo <= hi) {
+      count += static_cast<int>(hi - lo + 1);
+    } else {
+      ++count;
+    }
+  }
+  return count;
+}
+
+std::string FormatEndpoint(const std::string& host, int port) {
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+void SetConf(std::vector<std::pair<std::string, std::string>>* conf, const std::string& key,
+             const std::string& value) {
+  for (auto& [k, v] : *conf) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  conf->emplace_back(key, value);
+}
+
+}  // namespace
+
+int CountStepGpus(const StepInfo& step) {
+  if (!step.cuda_visible_devices.empty()) {
+    // "NoDevFiles" is what Slurm sets when the step has no GPUs of a gres with files.
+    if (step.cuda_visible_devices == "NoDevFiles") return 0;
+    return CountListEntries(step.cuda_visible_devices);
+  }
+  return CountListEntries(step.step_gpus);
+}
+
+int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
+                   std::string* source) {
+  if (options.rdzv_port) {
+    *source = "--elastic-rdzv-port";
+    return *options.rdzv_port;
+  }
+  if (options.endpoint_port) {
+    *source = "--elastic-rdzv-endpoint";
+    return *options.endpoint_port;
+  }
+  if (!step.resv_ports.empty()) {
+    long long first = 0;
+    std::string head = step.resv_ports.substr(0, step.resv_ports.find_first_of("-,"));
+    if (ParseInt(head, 1, 65535, &first)) {
+      *source = "SLURM_STEP_RESV_PORTS";
+      return static_cast<int>(first);
+    }
+  }
+  if (config.fixed_port) {
+    *source = "plugstack.conf port";
+    return *config.fixed_port;
+  }
+  uint64_t span = static_cast<uint64_t>(config.port_hi - config.port_lo + 1);
+  uint64_t key = static_cast<uint64_t>(step.job_id) * 32 + step.step_id;
+  *source = fmt::format("derived from job {} step {} in {}-{}", step.job_id, step.step_id,
+                        config.port_lo, config.port_hi);
+  return config.port_lo + static_cast<int>(key % span);
+}
+
+bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDirectory& nodes,
+                    std::string* host, std::string* source, bool* deferred_to_pmix,
+                    std::string* err) {
+  *deferred_to_pmix = false;
+  std::string why;
+  if (options.endpoint_host) {
+    // Slurm node names often do not resolve: try Slurm's NodeAddr too, else pass it as given.
+    const std::string& name = *options.endpoint_host;
+    if (nodes.Resolve(name, host, &why)) {
+      *source = "--elastic-rdzv-endpoint";
+    } else if (nodes.SlurmNodeAddr(name, host, &why)) {
+      *source = "--elastic-rdzv-endpoint (Slurm NodeAddr)";
+    } else {
+      *host = name;
+      *source = "--elastic-rdzv-endpoint (unresolved)";
+    }
+    return true;
+  }
+  std::string first;
+  if (step.step_nodelist.empty() || !nodes.FirstHost(step.step_nodelist, &first)) {
+    *err = fmt::format("cannot find the step's first node: SLURM_STEP_NODELIST is '{}'",
+                       step.step_nodelist);
+    return false;
+  }
+  if (step.pmix) {
+    // PMIx comes before name resolution: elasticrun asks node 0 for its address
+    // (spank_plugin/pmix_bootstrap.h). The node name is only a placeholder.
+    *host = first;
+    *source = "pmix";
+    *deferred_to_pmix = true;
+    return true;
+  }
+  std::string dns_why, slurm_why;
+  if (nodes.Resolve(first, host, &dns_why)) {
+    *source = "name resolution";
+    return true;
+  }
+  if (nodes.SlurmNodeAddr(first, host, &slurm_why)) {
+    *source = "Slurm NodeAddr";
+    return true;
+  }
+  *err = fmt::format(
+      "cannot find the address of the step's first node '{}': no --elastic-rdzv-endpoint, no PMIx "
+      "in the step (srun --mpi=pmix), name resolution failed ({}), Slurm's NodeAddr failed ({}); "
+      "give --elastic-rdzv-endpoint=ADDRESS",
+      first, dns_why, slurm_why);
+  return false;
+}
+
+bool ValidateStepLayout(const StepInfo& step, const ElasticOptions& options, std::string* err) {
+  if (step.local_tasks != 1) {
+    *err = fmt::format(
+        "--elastic needs exactly one task per node (elasticrun starts the workers), but this step "
+        "has {} tasks on node {}: add --ntasks-per-node=1",
+        step.local_tasks, step.node_id);
+    return false;
+  }
+  if (options.nnodes && step.nnodes > static_cast<uint32_t>(options.nnodes->second)) {
+    *err = fmt::format("the step has {} nodes but --elastic={}:{} allows at most {}: use -N {}-{}",
+                       step.nnodes, options.nnodes->first, options.nnodes->second,
+                       options.nnodes->second, options.nnodes->first, options.nnodes->second);
+    return false;
+  }
+  return true;
+}
+
+bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
+                  NodeDirectory& nodes, EnvList* env, std::string* err) {
+  if (step.nnodes == 0 || step.node_id >= step.nnodes) {
+    *err = fmt::format("bad step layout from Slurm: node id {} of {} nodes", step.node_id,
+                       step.nnodes);
+    return false;
+  }
+  EnvList out;
+  int lo = options.nnodes ? options.nnodes->first : static_cast<int>(step.nnodes);
+  int hi = options.nnodes ? options.nnodes->second : static_cast<int>(step.nnodes);
+  out.emplace_back("PET_NNODES", fmt::format("{}:{}", lo, hi));
+  out.emplace_back("PET_NODE_RANK", std::to_string(step.node_id));
+  if (options.nproc_per_node) {
+    out.emplace_back("PET_NPROC_PER_NODE", *options.nproc_per_node);
+  } else {
+    int gpus = CountStepGpus(step);
+    out.emplace_back("PET_NPROC_PER_NODE", std::to_string(gpus > 0 ? gpus : 1));
+  }
+  if (options.max_restarts) {
+    out.emplace_back("PET_MAX_RESTARTS", std::to_string(*options.max_restarts));
+  } else if (config.max_restarts) {
+    out.emplace_back("PET_MAX_RESTARTS", std::to_string(*config.max_restarts));
+  }
+
+  std::string host, host_source, port_source;
+  bool deferred = false;
+  if (!ChooseRdzvHost(step, options, nodes, &host, &host_source, &deferred, err)) return false;
+  int port = ChooseRdzvPort(step, options, config, &port_source);
+  out.emplace_back("PET_RDZV_BACKEND", "c10d");
+  out.emplace_back("PET_RDZV_ENDPOINT", FormatEndpoint(host, port));
+  out.emplace_back("PET_RDZV_ID",
+                   options.rdzv_id ? *options.rdzv_id
+                                   : fmt::format("{}.{}", step.job_id, step.step_id));
+
+  std::vector<std::pair<std::string, std::string>> conf;
+  conf.emplace_back("expected_nodes", std::to_string(step.nnodes));
+  // Without an explicit endpoint the host is node 0 by construction (its name may
+  // not resolve, so elasticrun could not match it); with one, elasticrun matches
+  // the endpoint against its own addresses.
+  if (!options.endpoint_host) conf.emplace_back("is_host", step.node_id == 0 ? "1" : "0");
+  if (!step.munge_socket.empty()) conf.emplace_back("munge_socket", step.munge_socket);
+  for (const auto& [key, value] : options.rdzv_conf) SetConf(&conf, key, value);
+  std::string conf_text;
+  for (const auto& [key, value] : conf) {
+    if (!conf_text.empty()) conf_text += ',';
+    conf_text += key + '=' + value;
+  }
+  out.emplace_back("PET_RDZV_CONF", conf_text);
+
+  if (options.bind) {
+    out.emplace_back("PET_BIND", *options.bind);
+  } else if (config.bind) {
+    out.emplace_back("PET_BIND", *config.bind);
+  }
+  if (options.log_dir) out.emplace_back("PET_LOG_DIR", *options.log_dir);
+  if (options.no_python) out.emplace_back("PET_NO_PYTHON", "1");
+  if (options.python) {
+    out.emplace_back("PET_PYTHON", *options.python);
+  } else if (config.python) {
+    out.emplace_back("PET_PYTHON", *config.python);
+  }
+  // For elasticrun's logs and the PMIx bootstrap (pmix_bootstrap.h).
+  out.emplace_back("ELASTIC_SPANK_RDZV_SOURCE", host_source + "; port: " + port_source);
+  if (deferred) out.emplace_back("ELASTIC_SPANK_PMIX_ENDPOINT", "1");
+  *env = std::move(out);
+  return true;
+}
+
+}  // namespace elastic::spank

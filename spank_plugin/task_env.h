@@ -1,0 +1,60 @@
+// What the plugin hands elasticrun on each node (docs/design.md, "Wrapping
+// under Slurm"): pure functions from the step's facts and the settings to the
+// PET_* environment. No Slurm calls here; the node directory is injected.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spank_plugin/options.h"
+#include "spank_plugin/spank_api.h"
+
+namespace elastic::spank {
+
+// The facts of one node of the step, read in task_init.
+struct StepInfo {
+  uint32_t job_id = 0;
+  uint32_t step_id = 0;
+  uint32_t node_id = 0;         // S_JOB_NODEID
+  uint32_t nnodes = 0;          // S_JOB_NNODES: the step's node count
+  uint32_t local_tasks = 0;     // S_JOB_LOCAL_TASK_COUNT
+  std::string step_nodelist;    // SLURM_STEP_NODELIST
+  std::string resv_ports;       // SLURM_STEP_RESV_PORTS ("12000-12001"), "" if none
+  std::string cuda_visible_devices;  // "" if unset
+  std::string step_gpus;        // SLURM_STEP_GPUS, else SLURM_JOB_GPUS; "" if unset
+  bool pmix = false;            // the task has a PMIx server (--mpi=pmix)
+  std::string munge_socket;     // from slurm.conf AuthInfo=socket=..., "" if default
+};
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// GPUs this node's step may use: entries of CUDA_VISIBLE_DEVICES, else of SLURM_STEP_GPUS.
+int CountStepGpus(const StepInfo& step);
+
+// The rendezvous port, first that applies: --elastic-rdzv-port; the port of
+// --elastic-rdzv-endpoint; the first of SLURM_STEP_RESV_PORTS (srun --resv-ports);
+// plugstack port=N; else derived: LO + (JOBID * 32 + STEPID) mod (HI - LO + 1)
+// over plugstack port=LO-HI (default 61000-65535, outside Linux's ephemeral ports),
+// so steps 0..31 of a job and consecutive jobs get distinct ports.
+int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
+                   std::string* source);
+
+// The rendezvous host's address. Order: --elastic-rdzv-endpoint (resolved if it can be,
+// else as given); name resolution of the step's first node; Slurm's NodeAddr of it.
+// With PMIx in the step a failure here is not fatal: elasticrun asks PMIx
+// (*deferred_to_pmix). Otherwise the error lists what was tried.
+bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDirectory& nodes,
+                    std::string* host, std::string* source, bool* deferred_to_pmix,
+                    std::string* err);
+
+// The whole PET_* set for this node, including ELASTIC_SPANK_* markers (not
+// ELASTIC_SPANK_ARGV0, which the wrapping step adds).
+bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
+                  NodeDirectory& nodes, EnvList* env, std::string* err);
+
+// Checks of the step's layout made on every node (task_init): one task per node.
+bool ValidateStepLayout(const StepInfo& step, const ElasticOptions& options, std::string* err);
+
+}  // namespace elastic::spank

@@ -1,0 +1,240 @@
+#include "spank_plugin/task_env.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "spank_plugin/spank_api_fake.h"
+
+namespace elastic::spank {
+namespace {
+
+StepInfo ThreeNodeStep(uint32_t node_id) {
+  StepInfo s;
+  s.job_id = 42;
+  s.step_id = 0;
+  s.node_id = node_id;
+  s.nnodes = 3;
+  s.local_tasks = 1;
+  s.step_nodelist = "n[1-3]";
+  s.cuda_visible_devices = "0,1,2,3";
+  return s;
+}
+
+std::map<std::string, std::string> AsMap(const EnvList& env) {
+  return {env.begin(), env.end()};
+}
+
+TEST(CountStepGpus, FromCudaVisibleDevicesElseSlurmStepGpus) {
+  StepInfo s;
+  EXPECT_EQ(CountStepGpus(s), 0);
+  s.step_gpus = "4,5";
+  EXPECT_EQ(CountStepGpus(s), 2);
+  s.step_gpus = "0-3";
+  EXPECT_EQ(CountStepGpus(s), 4);
+  s.cuda_visible_devices = "GPU-aaaa-bbbb,GPU-cccc";
+  EXPECT_EQ(CountStepGpus(s), 2);
+  s.cuda_visible_devices = "NoDevFiles";
+  EXPECT_EQ(CountStepGpus(s), 0);
+}
+
+TEST(BuildTaskEnv, ThreeNodeStepOnNodeOne) {
+  FakeNodes nodes;
+  nodes.node_addr = {{"n1", "10.200.0.11"}};
+  ElasticOptions o;
+  o.mode = ElasticMode::kOn;
+  o.nnodes = std::make_pair(2, 3);
+  PluginConfig c;
+  EnvList env;
+  std::string err;
+  ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(1), o, c, nodes, &env, &err)) << err;
+  auto m = AsMap(env);
+  EXPECT_EQ(m["PET_NNODES"], "2:3");
+  EXPECT_EQ(m["PET_NODE_RANK"], "1");
+  EXPECT_EQ(m["PET_NPROC_PER_NODE"], "4");
+  EXPECT_EQ(m["PET_RDZV_BACKEND"], "c10d");
+  EXPECT_EQ(m["PET_RDZV_ENDPOINT"], "10.200.0.11:" + std::to_string(61000 + 42 * 32));
+  EXPECT_EQ(m["PET_RDZV_ID"], "42.0");
+  EXPECT_EQ(m["PET_RDZV_CONF"], "expected_nodes=3,is_host=0");
+  EXPECT_FALSE(m.contains("PET_MAX_RESTARTS"));
+  EXPECT_FALSE(m.contains("ELASTIC_SPANK_PMIX_ENDPOINT"));
+  EXPECT_EQ(nodes.resolve_calls, 1);  // tried name resolution before NodeAddr
+}
+
+TEST(BuildTaskEnv, NoRangeMeansExactlyTheStepsNodesAndNodeZeroHosts) {
+  FakeNodes nodes;
+  nodes.dns = {{"n1", "192.168.1.1"}};
+  ElasticOptions o;
+  o.mode = ElasticMode::kOn;
+  PluginConfig c;
+  StepInfo s = ThreeNodeStep(0);
+  s.cuda_visible_devices.clear();
+  EnvList env;
+  std::string err;
+  ASSERT_TRUE(BuildTaskEnv(s, o, c, nodes, &env, &err)) << err;
+  auto m = AsMap(env);
+  EXPECT_EQ(m["PET_NNODES"], "3:3");
+  EXPECT_EQ(m["PET_NPROC_PER_NODE"], "1");
+  EXPECT_EQ(m["PET_RDZV_CONF"], "expected_nodes=3,is_host=1");
+  EXPECT_TRUE(m["PET_RDZV_ENDPOINT"].starts_with("192.168.1.1:"));
+  EXPECT_EQ(nodes.slurm_calls, 0);
+}
+
+TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
+  FakeNodes nodes;
+  nodes.dns = {{"n1", "10.0.0.1"}};
+  ElasticOptions o;
+  o.mode = ElasticMode::kOn;
+  o.max_restarts = 5;
+  o.bind = "numa";
+  o.python = "/opt/py";
+  o.log_dir = "/tmp/logs";
+  o.no_python = true;
+  o.nproc_per_node = "cpu";
+  o.rdzv_id = "train1";
+  PluginConfig c;
+  c.max_restarts = 1;
+  c.bind = "none";
+  c.python = "/usr/bin/python3";
+  EnvList env;
+  std::string err;
+  ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
+  auto m = AsMap(env);
+  EXPECT_EQ(m["PET_MAX_RESTARTS"], "5");
+  EXPECT_EQ(m["PET_BIND"], "numa");
+  EXPECT_EQ(m["PET_PYTHON"], "/opt/py");
+  EXPECT_EQ(m["PET_LOG_DIR"], "/tmp/logs");
+  EXPECT_EQ(m["PET_NO_PYTHON"], "1");
+  EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
+  EXPECT_EQ(m["PET_RDZV_ID"], "train1");
+
+  ElasticOptions plain;
+  plain.mode = ElasticMode::kOn;
+  ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), plain, c, nodes, &env, &err));
+  m = AsMap(env);
+  EXPECT_EQ(m["PET_MAX_RESTARTS"], "1");
+  EXPECT_EQ(m["PET_BIND"], "none");
+  EXPECT_EQ(m["PET_PYTHON"], "/usr/bin/python3");
+}
+
+TEST(BuildTaskEnv, UserConfOverridesAndExtends) {
+  FakeNodes nodes;
+  nodes.dns = {{"n1", "10.0.0.1"}};
+  ElasticOptions o;
+  o.mode = ElasticMode::kOn;
+  o.rdzv_conf = {{"is_host", "0"}, {"join_timeout", "30"}};
+  StepInfo s = ThreeNodeStep(0);
+  s.munge_socket = "/tmp/munge/sock";
+  EnvList env;
+  std::string err;
+  ASSERT_TRUE(BuildTaskEnv(s, o, PluginConfig{}, nodes, &env, &err));
+  EXPECT_EQ(AsMap(env)["PET_RDZV_CONF"],
+            "expected_nodes=3,is_host=0,munge_socket=/tmp/munge/sock,join_timeout=30");
+}
+
+TEST(ChooseRdzvPort, Precedence) {
+  StepInfo s = ThreeNodeStep(0);
+  ElasticOptions o;
+  PluginConfig c;
+  std::string src;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 61000 + 42 * 32);
+  s.step_id = 3;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 61000 + 42 * 32 + 3);
+  s.job_id = 1000000;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 61000 + (1000000ull * 32 + 3) % 4536);
+  c.port_lo = 20000;
+  c.port_hi = 20009;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 20000 + (1000000ull * 32 + 3) % 10);
+  c.fixed_port = 29500;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 29500);
+  s.resv_ports = "12000-12001";
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 12000);
+  EXPECT_EQ(src, "SLURM_STEP_RESV_PORTS");
+  o.endpoint_port = 7000;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 7000);
+  o.rdzv_port = 7000;
+  EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 7000);
+  EXPECT_EQ(src, "--elastic-rdzv-port");
+}
+
+TEST(ChooseRdzvHost, ExplicitEndpointIsResolvedThroughSlurmWhenDnsFails) {
+  FakeNodes nodes;
+  nodes.node_addr = {{"n2", "10.200.0.12"}};
+  ElasticOptions o;
+  o.endpoint_host = "n2";
+  o.endpoint_port = 29555;
+  std::string host, src, err;
+  bool pmix = false;
+  ASSERT_TRUE(ChooseRdzvHost(ThreeNodeStep(1), o, nodes, &host, &src, &pmix, &err));
+  EXPECT_EQ(host, "10.200.0.12");
+  o.endpoint_host = "elsewhere";
+  ASSERT_TRUE(ChooseRdzvHost(ThreeNodeStep(1), o, nodes, &host, &src, &pmix, &err));
+  EXPECT_EQ(host, "elsewhere");
+  EXPECT_FALSE(pmix);
+
+  EnvList env;
+  o.mode = ElasticMode::kOn;
+  ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(0), o, PluginConfig{}, nodes, &env, &err));
+  EXPECT_EQ(AsMap(env)["PET_RDZV_ENDPOINT"], "elsewhere:29555");
+  EXPECT_EQ(AsMap(env)["PET_RDZV_CONF"], "expected_nodes=3");  // elasticrun matches the host
+}
+
+TEST(ChooseRdzvHost, PmixComesBeforeNameResolution) {
+  FakeNodes nodes;
+  nodes.dns = {{"n1", "10.0.0.1"}};
+  StepInfo s = ThreeNodeStep(2);
+  s.pmix = true;
+  ElasticOptions o;
+  o.mode = ElasticMode::kOn;
+  EnvList env;
+  std::string err;
+  ASSERT_TRUE(BuildTaskEnv(s, o, PluginConfig{}, nodes, &env, &err));
+  auto m = AsMap(env);
+  EXPECT_EQ(m["ELASTIC_SPANK_PMIX_ENDPOINT"], "1");
+  EXPECT_TRUE(m["PET_RDZV_ENDPOINT"].starts_with("n1:"));
+  EXPECT_EQ(nodes.resolve_calls, 0);
+}
+
+TEST(ChooseRdzvHost, ReportsEverythingTriedWhenAllFail) {
+  FakeNodes nodes;
+  ElasticOptions o;
+  std::string host, src, err;
+  bool pmix = false;
+  EXPECT_FALSE(ChooseRdzvHost(ThreeNodeStep(1), o, nodes, &host, &src, &pmix, &err));
+  for (const char* what : {"'n1'", "--elastic-rdzv-endpoint", "PMIx", "getaddrinfo(n1)",
+                           "slurm_load_node_single(n1)"}) {
+    EXPECT_NE(err.find(what), std::string::npos) << what << " in " << err;
+  }
+  StepInfo s = ThreeNodeStep(1);
+  s.step_nodelist.clear();
+  EXPECT_FALSE(ChooseRdzvHost(s, o, nodes, &host, &src, &pmix, &err));
+  EXPECT_NE(err.find("SLURM_STEP_NODELIST"), std::string::npos);
+}
+
+TEST(ValidateStepLayout, OneTaskPerNode) {
+  StepInfo s = ThreeNodeStep(0);
+  ElasticOptions o;
+  std::string err;
+  EXPECT_TRUE(ValidateStepLayout(s, o, &err));
+  s.local_tasks = 4;
+  EXPECT_FALSE(ValidateStepLayout(s, o, &err));
+  EXPECT_NE(err.find("add --ntasks-per-node=1"), std::string::npos) << err;
+  s.local_tasks = 1;
+  o.nnodes = std::make_pair(1, 2);
+  EXPECT_FALSE(ValidateStepLayout(s, o, &err));
+  EXPECT_NE(err.find("at most 2"), std::string::npos) << err;
+}
+
+TEST(BuildTaskEnv, BadLayoutFromSlurmIsAnError) {
+  FakeNodes nodes;
+  StepInfo s = ThreeNodeStep(3);
+  EnvList env;
+  std::string err;
+  EXPECT_FALSE(BuildTaskEnv(s, ElasticOptions{}, PluginConfig{}, nodes, &env, &err));
+  s.nnodes = 0;
+  s.node_id = 0;
+  EXPECT_FALSE(BuildTaskEnv(s, ElasticOptions{}, PluginConfig{}, nodes, &env, &err));
+}
+
+}  // namespace
+}  // namespace elastic::spank

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# spank_elastic.so must export exactly the SPANK symbols (no C++ internals that
+# could clash with Slurm or other plugins), and dlopen cleanly apart from the
+# libslurm symbols its host process provides.
+set -euo pipefail
+so="$1"
+expected="plugin_name
+plugin_type
+plugin_version
+slurm_spank_init
+slurm_spank_init_post_opt
+slurm_spank_local_user_init
+slurm_spank_task_init
+spank_plugin_version"
+actual=$(nm -D --defined-only "$so" | awk '{print $3}' | sort)
+if [ "$actual" != "$expected" ]; then
+  echo "check_exports: $so exports:"; echo "$actual"
+  echo "check_exports: expected exactly:"; echo "$expected"
+  exit 1
+fi
+# dlopen it (lazy: the Slurm functions come from srun/slurmstepd) and read the
+# identity values as Slurm's plugin loader does.
+/usr/bin/python3 - "$so" <<'PY'
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_LAZY | os.RTLD_LOCAL)
+name = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "plugin_name"))).value
+kind = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "plugin_type"))).value
+version = ctypes.c_uint.in_dll(lib, "plugin_version").value
+assert name == b"elastic", name
+assert kind == b"spank", kind
+want = None
+for line in open("/usr/include/slurm/slurm_version.h"):
+    if line.startswith("#define SLURM_VERSION_NUMBER"):
+        want = int(line.split()[2], 16)
+assert version == want, (hex(version), want)
+assert ctypes.c_uint.in_dll(lib, "spank_plugin_version").value == 1
+for f in ("slurm_spank_init", "slurm_spank_init_post_opt", "slurm_spank_local_user_init",
+          "slurm_spank_task_init"):
+    getattr(lib, f)
+PY
+# Undefined symbols may only be libc/libstdc++/fmt ones or Slurm's (spank_*, slurm_*).
+bad=$(nm -D --undefined-only "$so" | awk '{print $2}' | sed 's/@.*//' |
+      grep -E '^(spank_|slurm_)' | grep -vE '^(spank_(context|get_item|getenv|setenv|option_register|prepend_task_argv)|slurm_(error|info|hostlist_create|hostlist_shift|hostlist_destroy|load_node_single|free_node_info_msg|strerror|get_errno))$' || true)
+if [ -n "$bad" ]; then echo "check_exports: unexpected Slurm symbols used: $bad"; exit 1; fi
+echo "check_exports: OK"
