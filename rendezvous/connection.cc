@@ -9,19 +9,19 @@
 
 namespace elastic {
 
-Connection::Connection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks)
+RendezvousConnection::RendezvousConnection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks)
     : loop_(loop), fd_(std::move(fd)), reader_(max_frame_bytes), callbacks_(std::move(callbacks)) {}
 
-Connection::~Connection() {
+RendezvousConnection::~RendezvousConnection() {
   *alive_ = false;
   if (fd_) loop_.Remove(fd_.get());
 }
 
-bool Connection::Start(std::string* err) {
+bool RendezvousConnection::Start(std::string* err) {
   return loop_.Add(fd_.get(), EPOLLIN, [this](uint32_t ev) { OnEvents(ev); }, err);
 }
 
-void Connection::SendFrame(const std::string& frame) {
+void RendezvousConnection::SendFrame(const std::string& frame) {
   if (!fd_ || closing_) return;
   out_.append(frame);
   counters_.bytes_out += frame.size();
@@ -38,11 +38,11 @@ void Connection::SendFrame(const std::string& frame) {
   UpdateInterest();
 }
 
-void Connection::Send(std::string_view type, nlohmann::json body) {
+void RendezvousConnection::Send(std::string_view type, nlohmann::json body) {
   SendFrame(EncodeMessage(type, std::move(body)));
 }
 
-void Connection::CloseAfterFlush() {
+void RendezvousConnection::CloseAfterFlush() {
   if (!fd_) return;
   closing_ = true;
   if (flushed()) {
@@ -55,7 +55,7 @@ void Connection::CloseAfterFlush() {
   UpdateInterest();
 }
 
-void Connection::OnEvents(uint32_t events) {
+void RendezvousConnection::OnEvents(uint32_t events) {
   auto alive = alive_;
   std::string reason;
   if (events & EPOLLOUT) {
@@ -71,7 +71,7 @@ void Connection::OnEvents(uint32_t events) {
   }
 }
 
-bool Connection::ReadAvailable(std::string* reason) {
+bool RendezvousConnection::ReadAvailable(std::string* reason) {
   auto alive = alive_;
   char buf[65536];
   while (true) {
@@ -100,7 +100,7 @@ bool Connection::ReadAvailable(std::string* reason) {
   }
 }
 
-bool Connection::WriteQueued(std::string* reason) {
+bool RendezvousConnection::WriteQueued(std::string* reason) {
   while (out_pos_ < out_.size()) {
     ssize_t n = send(fd_.get(), out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
     if (n < 0) {
@@ -115,14 +115,14 @@ bool Connection::WriteQueued(std::string* reason) {
   return true;
 }
 
-void Connection::UpdateInterest() {
+void RendezvousConnection::UpdateInterest() {
   bool want = !flushed();
   if (want == want_write_ || !fd_) return;
   want_write_ = want;
   loop_.Modify(fd_.get(), EPOLLIN | (want ? EPOLLOUT : 0u), nullptr);
 }
 
-void Connection::Fail(const std::string& reason) {
+void RendezvousConnection::Fail(const std::string& reason) {
   if (!fd_) return;
   loop_.Remove(fd_.get());
   fd_.Reset();

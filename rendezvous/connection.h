@@ -1,8 +1,8 @@
-// Connection: one framed rendezvous connection on the EventLoop. Owns its fd,
+// RendezvousConnection: one framed rendezvous connection on the EventLoop. Owns its fd,
 // buffers writes (EPOLLOUT only while something is queued) and hands decoded
 // messages to its owner. on_close fires at most once: peer closed, I/O error,
 // protocol error, or CloseAfterFlush() finished; after it the connection is inert.
-// Callbacks may destroy the Connection.
+// Callbacks may destroy the RendezvousConnection.
 #pragma once
 
 #include <cstdint>
@@ -24,17 +24,17 @@ struct TrafficCounters {
   uint64_t bytes_in = 0, bytes_out = 0, messages_in = 0, messages_out = 0;
 };
 
-class Connection {
+class RendezvousConnection {
  public:
   struct Callbacks {
     std::function<void(const Message&)> on_message;
     std::function<void(const std::string& reason)> on_close;
   };
 
-  Connection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  RendezvousConnection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks);
+  ~RendezvousConnection();
+  RendezvousConnection(const RendezvousConnection&) = delete;
+  RendezvousConnection& operator=(const RendezvousConnection&) = delete;
 
   bool Start(std::string* err);
   void Send(std::string_view type, nlohmann::json body = nlohmann::json::object());

@@ -23,7 +23,7 @@ void SetNoDelay(int fd) {
 
 }  // namespace
 
-bool ResolveTcp(const std::string& host, int port, SocketAddress* out, std::string* err) {
+bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::string* err) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -48,7 +48,7 @@ bool ResolveTcp(const std::string& host, int port, SocketAddress* out, std::stri
   return true;
 }
 
-UniqueFd ListenTcp(const SocketAddress& addr, int* bind_errno, std::string* err) {
+UniqueFd ListenOn(const SocketAddress& addr, int* bind_errno, std::string* err) {
   *bind_errno = 0;
   UniqueFd fd(socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) {
@@ -69,7 +69,7 @@ UniqueFd ListenTcp(const SocketAddress& addr, int* bind_errno, std::string* err)
   return fd;
 }
 
-UniqueFd ConnectTcp(const SocketAddress& addr, std::string* err) {
+UniqueFd StartConnect(const SocketAddress& addr, std::string* err) {
   UniqueFd fd(socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) {
     if (err) *err = fmt::format("socket: {}", std::strerror(errno));
@@ -91,7 +91,7 @@ int ConnectError(int fd) {
   return value;
 }
 
-UniqueFd AcceptTcp(int listen_fd) {
+UniqueFd AcceptConnection(int listen_fd) {
   int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd >= 0) SetNoDelay(fd);
   return UniqueFd(fd);

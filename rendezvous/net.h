@@ -16,13 +16,13 @@ struct SocketAddress {
   socklen_t len = 0;
 };
 
-bool ResolveTcp(const std::string& host, int port, SocketAddress* out, std::string* err);
+bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::string* err);
 // Binds and listens. *bind_errno is the errno of a failed bind (EADDRINUSE...).
-UniqueFd ListenTcp(const SocketAddress& addr, int* bind_errno, std::string* err);
+UniqueFd ListenOn(const SocketAddress& addr, int* bind_errno, std::string* err);
 // Starts a non-blocking connect; completion is signalled by EPOLLOUT (check ConnectError).
-UniqueFd ConnectTcp(const SocketAddress& addr, std::string* err);
+UniqueFd StartConnect(const SocketAddress& addr, std::string* err);
 int ConnectError(int fd);  // SO_ERROR
-UniqueFd AcceptTcp(int listen_fd);  // invalid when nothing to accept
+UniqueFd AcceptConnection(int listen_fd);  // invalid when nothing to accept
 int LocalPort(int fd);
 std::string AddressText(const sockaddr_storage& addr);  // numeric IP, no port
 std::string PeerAddress(int fd);

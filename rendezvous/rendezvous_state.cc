@@ -16,8 +16,9 @@ struct Ctx {
   RendezvousState& s;
   Actions& out;
 
-  void Emit(ActionKind kind, NodeId node, std::string message = {}) {
+  void Emit(RendezvousActionKind kind, NodeId node, std::string message = {}) {
     RendezvousAction a{kind, node, {}, std::move(message), {}};
+    a.round.round = s.round;  // the round this action is about
     out.push_back(std::move(a));
   }
   std::string Name(NodeId id) const {
@@ -39,12 +40,13 @@ std::vector<NodeId> AllNodes(const RendezvousState& s) {
   return ids;
 }
 
-void Close(Ctx& c, ActionKind kind, const std::string& message, const WorkerFailure* failure) {
+void Close(Ctx& c, RendezvousActionKind kind, const std::string& message, const WorkerFailure* failure) {
   for (NodeId id : AllNodes(c.s)) {
     RendezvousAction a{kind, id, {}, message, failure ? *failure : WorkerFailure{}};
+    a.round.round = c.s.round;
     c.out.push_back(std::move(a));
   }
-  c.s.phase = Phase::kClosed;
+  c.s.phase = RendezvousPhase::kClosed;
   c.s.last_call_deadline.reset();
 }
 
@@ -87,7 +89,7 @@ void CompleteRound(Ctx& c) {
   int offset = 0;
   for (size_t i = 0; i < c.s.members.size(); ++i) {
     const NodeRecord& rec = c.s.nodes.at(c.s.members[i]);
-    RendezvousAction a{ActionKind::kRoundComplete, rec.desc.id, {}, {}, {}};
+    RendezvousAction a{RendezvousActionKind::kRoundComplete, rec.desc.id, {}, {}, {}};
     a.round.round = c.s.round;
     a.round.group_rank = static_cast<int>(i);
     a.round.group_world_size = static_cast<int>(c.s.members.size());
@@ -101,12 +103,12 @@ void CompleteRound(Ctx& c) {
   c.s.pending_rejoin.clear();
   c.s.last_call_deadline.reset();
   c.s.any_round_completed = true;
-  c.s.phase = Phase::kRunning;
+  c.s.phase = RendezvousPhase::kRunning;
 }
 
 // Closes the round being formed if a rule says so.
 void MaybeComplete(Ctx& c) {
-  if (c.s.phase != Phase::kJoining) return;
+  if (c.s.phase != RendezvousPhase::kJoining) return;
   const auto& st = c.settings;
   size_t n = c.s.num_joined;
   if (n == 0) return;
@@ -127,7 +129,7 @@ void MaybeComplete(Ctx& c) {
 // Starts forming the next round: wait-listed nodes are already participants.
 void StartNextRound(Ctx& c, const std::string& reason, NodeId except) {
   for (NodeId id : c.s.members)
-    if (id != except) c.Emit(ActionKind::kRestartRequired, id, reason);
+    if (id != except) c.Emit(RendezvousActionKind::kRestartRequired, id, reason);
   c.s.pending_rejoin = std::set<NodeId>(c.s.members.begin(), c.s.members.end());
   c.s.members.clear();
   for (NodeId id : c.s.wait_list) {
@@ -136,7 +138,7 @@ void StartNextRound(Ctx& c, const std::string& reason, NodeId except) {
   }
   c.s.wait_list.clear();
   c.s.round += 1;
-  c.s.phase = Phase::kJoining;
+  c.s.phase = RendezvousPhase::kJoining;
   c.s.join_deadline = c.now + Millis(c.settings.join_timeout_ms);
   c.s.last_call_deadline.reset();
   MaybeComplete(c);
@@ -146,7 +148,7 @@ void StartNextRound(Ctx& c, const std::string& reason, NodeId except) {
 void RestartAfterFailure(Ctx& c, const std::string& reason, const WorkerFailure& failure,
                          NodeId except) {
   if (c.s.restarts_used >= c.settings.max_restarts) {
-    Close(c, ActionKind::kJobFailed,
+    Close(c, RendezvousActionKind::kJobFailed,
           fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", reason,
                       c.s.restarts_used, c.settings.max_restarts),
           &failure);
@@ -165,7 +167,7 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
   // rejoin, participants and the wait list (disjoint sets by construction).
   size_t alive = SurvivorsAfterLoss(c.s);
   if (alive >= static_cast<size_t>(c.settings.min_nodes)) return;
-  Close(c, ActionKind::kFatal,
+  Close(c, RendezvousActionKind::kFatal,
         fmt::format("{}; {} node(s) left, below the minimum of {} (--nnodes)", why, alive,
                     c.settings.min_nodes),
         nullptr);
@@ -183,28 +185,28 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
   EraseFrom(&c.s.wait_list, ev.node);
   std::string why = fmt::format("node {} left ({})", name, ev.reason);
   switch (c.s.phase) {
-    case Phase::kJoining:
+    case RendezvousPhase::kJoining:
       if (c.s.any_round_completed) BelowMinCheck(c, why);
-      if (c.s.phase == Phase::kJoining && was_pending) MaybeComplete(c);
+      if (c.s.phase == RendezvousPhase::kJoining && was_pending) MaybeComplete(c);
       return;
-    case Phase::kRunning: {
+    case RendezvousPhase::kRunning: {
       if (!member) return;
       BelowMinCheck(c, why);
-      if (c.s.phase != Phase::kRunning) return;
+      if (c.s.phase != RendezvousPhase::kRunning) return;
       WorkerFailure failure;
       failure.host = name;
       failure.message = why;
       RestartAfterFailure(c, why, failure, 0);
       return;
     }
-    case Phase::kFinishing:
-    case Phase::kClosed:
+    case RendezvousPhase::kFinishing:
+    case RendezvousPhase::kClosed:
       break;
   }
-  if (c.s.phase == Phase::kFinishing && member) {
+  if (c.s.phase == RendezvousPhase::kFinishing && member) {
     bool all = std::all_of(c.s.members.begin(), c.s.members.end(),
                            [&](NodeId id) { return c.s.nodes.at(id).succeeded; });
-    if (all) Close(c, ActionKind::kDone, "every node finished", nullptr);
+    if (all) Close(c, RendezvousActionKind::kDone, "every node finished", nullptr);
   }
 }
 
@@ -214,11 +216,11 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
   NodeRecord& rec = it->second;
   rec.last_heard = c.now;
   switch (c.s.phase) {
-    case Phase::kJoining:
+    case RendezvousPhase::kJoining:
       MarkJoined(c, rec, ev.local_world_size);
       MaybeComplete(c);
       return;
-    case Phase::kRunning: {
+    case RendezvousPhase::kRunning: {
       rec.local_world_size = ev.local_world_size;
       bool member = IsMember(c.s, ev.node);
       if (!member && std::find(c.s.wait_list.begin(), c.s.wait_list.end(), ev.node) ==
@@ -235,12 +237,12 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
       StartNextRound(c, reason, 0);
       return;
     }
-    case Phase::kFinishing:
+    case RendezvousPhase::kFinishing:
       rec.local_world_size = ev.local_world_size;
       if (!IsMember(c.s, ev.node)) c.s.wait_list.push_back(ev.node);
       return;
-    case Phase::kClosed:
-      c.Emit(ActionKind::kFatal, ev.node, "the job is already over");
+    case RendezvousPhase::kClosed:
+      c.Emit(RendezvousActionKind::kFatal, ev.node, "the job is already over");
       return;
   }
 }
@@ -249,28 +251,28 @@ void OnWorkerFailed(Ctx& c, const EvWorkerFailed& ev) {
   if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;  // stale: already restarting
   std::string why = fmt::format("worker {} (local rank {}) on {} failed", ev.failure.global_rank,
                                 ev.failure.local_rank, c.Name(ev.node));
-  if (c.s.phase == Phase::kFinishing) {
-    Close(c, ActionKind::kJobFailed, why + " after other nodes had finished", &ev.failure);
+  if (c.s.phase == RendezvousPhase::kFinishing) {
+    Close(c, RendezvousActionKind::kJobFailed, why + " after other nodes had finished", &ev.failure);
     return;
   }
-  if (c.s.phase != Phase::kRunning) return;
+  if (c.s.phase != RendezvousPhase::kRunning) return;
   RestartAfterFailure(c, why, ev.failure, ev.node);
 }
 
 void OnSucceeded(Ctx& c, const EvSucceeded& ev) {
   if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;
-  if (c.s.phase != Phase::kRunning && c.s.phase != Phase::kFinishing) return;
+  if (c.s.phase != RendezvousPhase::kRunning && c.s.phase != RendezvousPhase::kFinishing) return;
   NodeRecord& rec = c.s.nodes.at(ev.node);
   rec.succeeded = true;
-  c.s.phase = Phase::kFinishing;
+  c.s.phase = RendezvousPhase::kFinishing;
   bool all = std::all_of(c.s.members.begin(), c.s.members.end(),
                          [&](NodeId id) { return c.s.nodes.at(id).succeeded; });
   if (all) {
-    Close(c, ActionKind::kDone, "every node finished", nullptr);
+    Close(c, RendezvousActionKind::kDone, "every node finished", nullptr);
     return;
   }
   // A remote node's workers are done: acknowledge so it can exit.
-  if (!rec.desc.local) c.Emit(ActionKind::kDone, ev.node, "success acknowledged");
+  if (!rec.desc.local) c.Emit(RendezvousActionKind::kDone, ev.node, "success acknowledged");
 }
 
 void OnTick(Ctx& c) {
@@ -279,14 +281,14 @@ void OnTick(Ctx& c) {
     if (!rec.desc.local && c.now - rec.last_heard >= Millis(c.settings.heartbeat_timeout_ms))
       silent.push_back(id);
   for (NodeId id : silent) {
-    c.Emit(ActionKind::kDisconnect, id, "no heartbeat");
+    c.Emit(RendezvousActionKind::kDisconnect, id, "no heartbeat");
     OnLeave(c, EvLeave{id, fmt::format("no heartbeat for {} s",
                                        c.settings.heartbeat_timeout_ms / 1000.0)});
   }
-  if (c.s.phase != Phase::kJoining) return;
+  if (c.s.phase != RendezvousPhase::kJoining) return;
   if (c.now >= c.s.join_deadline &&
       c.s.num_joined < static_cast<size_t>(c.settings.min_nodes)) {
-    Close(c, ActionKind::kFatal,
+    Close(c, RendezvousActionKind::kFatal,
           fmt::format("rendezvous timed out after {} s: {}", c.settings.join_timeout_ms / 1000.0,
                       DescribeWaiting(c.settings, c.s)),
           nullptr);
@@ -334,7 +336,7 @@ void Step(const RendezvousSettings& settings, const RendezvousEvent& event, Time
 }
 
 std::optional<TimePoint> NextDeadline(const RendezvousState& s) {
-  if (s.phase != Phase::kJoining) return std::nullopt;
+  if (s.phase != RendezvousPhase::kJoining) return std::nullopt;
   if (s.last_call_deadline) return std::min(*s.last_call_deadline, s.join_deadline);
   return s.join_deadline;
 }
@@ -365,12 +367,12 @@ std::string DescribeWaiting(const RendezvousSettings& settings, const Rendezvous
   return text;
 }
 
-const char* PhaseName(Phase phase) {
+const char* PhaseName(RendezvousPhase phase) {
   switch (phase) {
-    case Phase::kJoining: return "joining";
-    case Phase::kRunning: return "running";
-    case Phase::kFinishing: return "finishing";
-    case Phase::kClosed: return "closed";
+    case RendezvousPhase::kJoining: return "joining";
+    case RendezvousPhase::kRunning: return "running";
+    case RendezvousPhase::kFinishing: return "finishing";
+    case RendezvousPhase::kClosed: return "closed";
   }
   return "?";
 }

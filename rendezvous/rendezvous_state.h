@@ -49,10 +49,10 @@ struct NodeRecord {
   bool succeeded = false;      // of the running round
 };
 
-enum class Phase { kJoining, kRunning, kFinishing, kClosed };
+enum class RendezvousPhase { kJoining, kRunning, kFinishing, kClosed };
 
 struct RendezvousState {
-  Phase phase = Phase::kJoining;
+  RendezvousPhase phase = RendezvousPhase::kJoining;
   uint64_t round = 0;                 // round being formed, or running
   bool any_round_completed = false;
   std::map<NodeId, NodeRecord> nodes; // every connected, authenticated node
@@ -77,7 +77,7 @@ struct EvTick {};
 using RendezvousEvent =
     std::variant<EvConnect, EvJoin, EvLeave, EvHeartbeat, EvWorkerFailed, EvSucceeded, EvTick>;
 
-enum class ActionKind {
+enum class RendezvousActionKind {
   kRoundComplete,    // node: start workers with `round`
   kRestartRequired,  // node: stop workers and Join again (message: why)
   kJobFailed,        // node: restarts exhausted (failure)
@@ -87,7 +87,7 @@ enum class ActionKind {
 };
 
 struct RendezvousAction {
-  ActionKind kind;
+  RendezvousActionKind kind;
   NodeId node = 0;
   RoundInfo round;  // kRoundComplete (store_addr/port left for the shell)
   std::string message;
@@ -107,6 +107,6 @@ std::optional<TimePoint> NextDeadline(const RendezvousState& state);
 // "2/3 nodes joined; missing: node ranks 2" for the console while joining.
 std::string DescribeWaiting(const RendezvousSettings& settings, const RendezvousState& state);
 
-const char* PhaseName(Phase phase);
+const char* PhaseName(RendezvousPhase phase);
 
 }  // namespace elastic

@@ -37,10 +37,10 @@ class RendezvousStateTest : public ::testing::Test {
   static std::map<NodeId, RoundInfo> Rounds(const std::vector<RendezvousAction>& actions) {
     std::map<NodeId, RoundInfo> rounds;
     for (const auto& a : actions)
-      if (a.kind == ActionKind::kRoundComplete) rounds[a.node] = a.round;
+      if (a.kind == RendezvousActionKind::kRoundComplete) rounds[a.node] = a.round;
     return rounds;
   }
-  static std::vector<NodeId> Targets(const std::vector<RendezvousAction>& actions, ActionKind kind) {
+  static std::vector<NodeId> Targets(const std::vector<RendezvousAction>& actions, RendezvousActionKind kind) {
     std::vector<NodeId> ids;
     for (const auto& a : actions)
       if (a.kind == kind) ids.push_back(a.node);
@@ -61,7 +61,7 @@ class RendezvousStateTest : public ::testing::Test {
 
 TEST_F(RendezvousStateTest, FirstJoinBelowMinWaits) {
   EXPECT_TRUE(ConnectJoin(1).empty());
-  EXPECT_EQ(state.phase, Phase::kJoining);
+  EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
   EXPECT_FALSE(state.last_call_deadline.has_value());
 }
 
@@ -70,7 +70,7 @@ TEST_F(RendezvousStateTest, CompletesAtOnceAtMaxNodes) {
   ConnectJoin(2);
   auto rounds = Rounds(ConnectJoin(3));
   EXPECT_EQ(rounds.size(), 3u);
-  EXPECT_EQ(state.phase, Phase::kRunning);
+  EXPECT_EQ(state.phase, RendezvousPhase::kRunning);
 }
 
 TEST_F(RendezvousStateTest, CompletesAtExpectedNodesWithoutLastCall) {
@@ -102,8 +102,8 @@ TEST_F(RendezvousStateTest, JoinTimeoutBelowMinIsFatalForEveryone) {
   Connect(2);  // connected, never joined
   Advance(600'000);
   auto actions = Do(EvTick{});
-  EXPECT_EQ(Targets(actions, ActionKind::kFatal), (std::vector<NodeId>{1, 2}));
-  EXPECT_EQ(state.phase, Phase::kClosed);
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{1, 2}));
+  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
 }
 
 TEST_F(RendezvousStateTest, RanksFollowPreferredRankNotJoinOrder) {
@@ -147,9 +147,9 @@ TEST_F(RendezvousStateTest, LateJoinerIsPushedToRunningMembersAndGrowthIsNotCoun
   settings.expected_nodes = 2;
   ConnectJoin(1);
   ConnectJoin(2);
-  ASSERT_EQ(state.phase, Phase::kRunning);
+  ASSERT_EQ(state.phase, RendezvousPhase::kRunning);
   auto actions = ConnectJoin(3);
-  EXPECT_EQ(Targets(actions, ActionKind::kRestartRequired), (std::vector<NodeId>{1, 2}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 2}));
   EXPECT_EQ(state.restarts_used, 0);
   EXPECT_EQ(state.round, 1u);
   Do(EvJoin{1, 2});
@@ -164,15 +164,15 @@ TEST_F(RendezvousStateTest, LateJoinerAtMaxStaysOnTheWaitList) {
   auto actions = ConnectJoin(4);
   EXPECT_TRUE(actions.empty());
   EXPECT_EQ(state.wait_list, (std::vector<NodeId>{4}));
-  EXPECT_EQ(state.phase, Phase::kRunning);
+  EXPECT_EQ(state.phase, RendezvousPhase::kRunning);
 }
 
 TEST_F(RendezvousStateTest, MemberLossRestartsSurvivorsAndCountsAgainstMaxRestarts) {
   RunRound(3);
   auto actions = Do(EvLeave{2, "connection closed"});
-  EXPECT_EQ(Targets(actions, ActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
   EXPECT_EQ(state.restarts_used, 1);
-  EXPECT_EQ(state.phase, Phase::kJoining);
+  EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
 }
 
 TEST_F(RendezvousStateTest, RoundAfterLossClosesWhenSurvivorsRejoinWithoutLastCall) {
@@ -194,16 +194,16 @@ TEST_F(RendezvousStateTest, MemberLossBelowMinIsFatalEverywhere) {
   ConnectJoin(1);
   ConnectJoin(2);
   auto actions = Do(EvLeave{2, "connection closed"});
-  EXPECT_EQ(Targets(actions, ActionKind::kFatal), (std::vector<NodeId>{1}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{1}));
   EXPECT_NE(actions[0].message.find("below the minimum of 2"), std::string::npos);
-  EXPECT_EQ(state.phase, Phase::kClosed);
+  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
 }
 
 TEST_F(RendezvousStateTest, LossWhileRejoiningBelowMinIsFatal) {
   RunRound(3);
   Do(EvLeave{1, "connection closed"});
   auto actions = Do(EvLeave{2, "connection closed"});
-  EXPECT_EQ(Targets(actions, ActionKind::kFatal), (std::vector<NodeId>{3}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{3}));
 }
 
 TEST_F(RendezvousStateTest, WorkerFailureRestartsEveryOtherNode) {
@@ -212,7 +212,7 @@ TEST_F(RendezvousStateTest, WorkerFailureRestartsEveryOtherNode) {
   f.global_rank = 3;
   auto actions = Do(EvWorkerFailed{2, 0, f});
   // The reporting node already stops its workers and rejoins by itself.
-  EXPECT_EQ(Targets(actions, ActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
   EXPECT_EQ(state.restarts_used, 1);
   EXPECT_EQ(state.pending_rejoin.size(), 3u);
 }
@@ -224,9 +224,9 @@ TEST_F(RendezvousStateTest, WorkerFailureOverBudgetFailsTheJobEverywhere) {
   f.global_rank = 5;
   f.exit_code = 7;
   auto actions = Do(EvWorkerFailed{3, 0, f});
-  EXPECT_EQ(Targets(actions, ActionKind::kJobFailed), (std::vector<NodeId>{1, 2, 3}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kJobFailed), (std::vector<NodeId>{1, 2, 3}));
   EXPECT_EQ(actions[0].failure.global_rank, 5);
-  EXPECT_EQ(state.phase, Phase::kClosed);
+  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
 }
 
 TEST_F(RendezvousStateTest, StaleFailureOfAnEarlierRoundIsIgnored) {
@@ -243,8 +243,8 @@ TEST_F(RendezvousStateTest, SilentNodeIsDisconnectedAfterHeartbeatTimeout) {
   Do(EvHeartbeat{3});
   Advance(5'000);
   auto actions = Do(EvTick{});
-  EXPECT_EQ(Targets(actions, ActionKind::kDisconnect), (std::vector<NodeId>{2}));
-  EXPECT_EQ(Targets(actions, ActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kDisconnect), (std::vector<NodeId>{2}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
 }
 
 TEST_F(RendezvousStateTest, LocalNodeNeverTimesOut) {
@@ -254,7 +254,7 @@ TEST_F(RendezvousStateTest, LocalNodeNeverTimesOut) {
   ConnectJoin(2);
   Advance(60'000);
   Do(EvHeartbeat{2});
-  EXPECT_TRUE(Targets(Do(EvTick{}), ActionKind::kDisconnect).empty());
+  EXPECT_TRUE(Targets(Do(EvTick{}), RendezvousActionKind::kDisconnect).empty());
 }
 
 TEST_F(RendezvousStateTest, RemoteSuccessIsAcknowledgedAndDoneComesWhenAllSucceeded) {
@@ -263,11 +263,11 @@ TEST_F(RendezvousStateTest, RemoteSuccessIsAcknowledgedAndDoneComesWhenAllSuccee
   Do(EvJoin{1, 2});
   ConnectJoin(2);
   auto ack = Do(EvSucceeded{2, 0});
-  EXPECT_EQ(Targets(ack, ActionKind::kDone), (std::vector<NodeId>{2}));
-  EXPECT_EQ(state.phase, Phase::kFinishing);
+  EXPECT_EQ(Targets(ack, RendezvousActionKind::kDone), (std::vector<NodeId>{2}));
+  EXPECT_EQ(state.phase, RendezvousPhase::kFinishing);
   auto done = Do(EvSucceeded{1, 0});
-  EXPECT_EQ(Targets(done, ActionKind::kDone), (std::vector<NodeId>{1, 2}));
-  EXPECT_EQ(state.phase, Phase::kClosed);
+  EXPECT_EQ(Targets(done, RendezvousActionKind::kDone), (std::vector<NodeId>{1, 2}));
+  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
 }
 
 TEST_F(RendezvousStateTest, FinishedNodeLeavingDoesNotRestartTheRound) {
@@ -276,14 +276,14 @@ TEST_F(RendezvousStateTest, FinishedNodeLeavingDoesNotRestartTheRound) {
   auto actions = Do(EvLeave{2, "exited"});
   EXPECT_TRUE(actions.empty());
   Do(EvSucceeded{1, 0});
-  EXPECT_EQ(Targets(Do(EvSucceeded{3, 0}), ActionKind::kDone), (std::vector<NodeId>{1, 3}));
+  EXPECT_EQ(Targets(Do(EvSucceeded{3, 0}), RendezvousActionKind::kDone), (std::vector<NodeId>{1, 3}));
 }
 
 TEST_F(RendezvousStateTest, FailureAfterOthersFinishedFailsTheJob) {
   RunRound(3);
   Do(EvSucceeded{1, 0});
   auto actions = Do(EvWorkerFailed{2, 0, WorkerFailure{}});
-  EXPECT_EQ(Targets(actions, ActionKind::kJobFailed).size(), 3u);
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kJobFailed).size(), 3u);
 }
 
 TEST_F(RendezvousStateTest, JoinAfterTheJobEndedIsFatalForTheNewcomer) {
@@ -291,7 +291,7 @@ TEST_F(RendezvousStateTest, JoinAfterTheJobEndedIsFatalForTheNewcomer) {
   RunRound(2);
   Do(EvWorkerFailed{1, 0, WorkerFailure{}});
   auto actions = ConnectJoin(9);
-  EXPECT_EQ(Targets(actions, ActionKind::kFatal), (std::vector<NodeId>{9}));
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{9}));
 }
 
 TEST_F(RendezvousStateTest, WaitListFillsTheNextRoundAfterALoss) {

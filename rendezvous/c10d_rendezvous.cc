@@ -1,0 +1,96 @@
+#include "rendezvous/c10d_rendezvous.h"
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/net.h"
+#include "rendezvous/rendezvous_client.h"
+#include "rendezvous/rendezvous_host.h"
+
+namespace elastic {
+namespace {
+
+AuthMethod ChooseHostAuth(const C10dParams& p, bool loopback) {
+  if (!p.settings.token.empty()) return AuthMethod::kToken;
+  std::string why;
+  if (p.settings.use_munge && MungeAvailable(p.settings.munge_socket, &why))
+    return AuthMethod::kMunge;
+  if (!loopback)
+    Log(LogLevel::kWarning,
+        "rendezvous: joins are NOT authenticated: no token (--rdzv-conf token=... or "
+        "ELASTIC_RDZV_TOKEN) and no munge ({}); anyone who can reach this port can join",
+        why);
+  return AuthMethod::kNone;
+}
+
+std::unique_ptr<RendezvousHandler> MakeHost(EventLoop& loop, const C10dParams& p,
+                                            UniqueFd listener, const std::string& store_addr,
+                                            const std::string& bind_addr, AuthMethod auth,
+                                            std::string* err) {
+  HostConfig config;
+  config.settings = p.settings;
+  config.run_id = p.run_id;
+  config.node_name = p.node_name;
+  config.store_addr = store_addr;
+  config.bind_addr = bind_addr;
+  config.auth = auth;
+  auto host = RendezvousHost::Create(loop, std::move(config), std::move(listener), err);
+  if (host) Log(LogLevel::kDebug, "rendezvous: {}", host->Describe());
+  return host;
+}
+
+std::unique_ptr<RendezvousHandler> MakeStandalone(EventLoop& loop, C10dParams p, std::string* err) {
+  p.settings.min_nodes = p.settings.max_nodes = p.settings.expected_nodes = 1;
+  // Nobody else may join a standalone run: a token nobody knows refuses everyone.
+  p.settings.token = MakeNonce();
+  SocketAddress addr;
+  int bind_errno = 0;
+  if (!ResolveAddress("127.0.0.1", 0, &addr, err)) return nullptr;
+  UniqueFd listener = ListenOn(addr, &bind_errno, err);
+  if (!listener) return nullptr;
+  return MakeHost(loop, p, std::move(listener), "127.0.0.1", "127.0.0.1", AuthMethod::kToken, err);
+}
+
+}  // namespace
+
+std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C10dParams& p,
+                                                        std::string* err) {
+  if (!ValidateRendezvousSettings(p.settings, err)) return nullptr;
+  if (p.standalone) return MakeStandalone(loop, p, err);
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(p.endpoint, kDefaultRendezvousPort, &host, &port, err)) return nullptr;
+  SocketAddress addr;
+  if (!ResolveAddress(host, port, &addr, err)) return nullptr;
+  bool loopback = IsLoopback(addr.storage);
+  if (p.settings.host_mode != HostMode::kClient) {
+    SocketAddress bind = addr;
+    if (p.settings.host_mode == HostMode::kHost && !ResolveAddress("", port, &bind, err))
+      return nullptr;
+    int bind_errno = 0;
+    std::string bind_err;
+    UniqueFd listener = ListenOn(bind, &bind_errno, &bind_err);
+    if (listener) {
+      std::string bind_text = AddressText(bind.storage);
+      return MakeHost(loop, p, std::move(listener), AddressText(addr.storage), bind_text,
+                      ChooseHostAuth(p, loopback), err);
+    }
+    bool someone_else = bind_errno == EADDRINUSE || bind_errno == EADDRNOTAVAIL;
+    if (p.settings.host_mode == HostMode::kHost || !someone_else) {
+      if (err) *err = fmt::format("cannot host the rendezvous on {}: {}", p.endpoint, bind_err);
+      return nullptr;
+    }
+  }
+  ClientConfig config;
+  config.settings = p.settings;
+  config.run_id = p.run_id;
+  config.node_name = p.node_name;
+  config.host = host;
+  config.port = port;
+  return std::make_unique<RendezvousClient>(loop, std::move(config));
+}
+
+}  // namespace elastic

@@ -1,0 +1,29 @@
+// Builds the C10d-style rendezvous of one agent: decides whether this agent hosts
+// (is_host=1; or the endpoint's address is ours and its port is free to bind) or
+// joins as a client (is_host=0; the port is taken, as when several agents share a
+// machine; or the address is not ours), and picks the authentication.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/event_loop.h"
+#include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_settings.h"
+
+namespace elastic {
+
+inline constexpr int kDefaultRendezvousPort = 29400;
+
+struct C10dParams {
+  RendezvousSettings settings;
+  std::string run_id;
+  std::string node_name;
+  std::string endpoint;     // HOST[:PORT]; ignored when standalone
+  bool standalone = false;  // host on 127.0.0.1, ephemeral port, one node, nobody may join
+};
+
+std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C10dParams& params,
+                                                        std::string* err);
+
+}  // namespace elastic

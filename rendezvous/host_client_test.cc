@@ -1,0 +1,223 @@
+// The host and its clients over real loopback TCP, all on one EventLoop in one
+// process: rounds, ranks, restarts, the end of the job, refusals.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "rendezvous/net.h"
+#include "rendezvous/rendezvous_client.h"
+#include "rendezvous/rendezvous_host.h"
+
+namespace elastic {
+namespace {
+
+struct Agent {
+  std::unique_ptr<RendezvousHandler> handler;
+  std::vector<RoundInfo> rounds;
+  std::vector<std::string> restarts;
+  std::string fatal;
+  bool done = false;
+  bool job_failed = false;
+  WorkerFailure failure;
+
+  void Wire() {
+    RendezvousHandler::Callbacks cb;
+    cb.on_round = [this](const RoundInfo& r) { rounds.push_back(r); };
+    cb.on_restart_required = [this](const std::string& why) { restarts.push_back(why); };
+    cb.on_done = [this] { done = true; };
+    cb.on_fatal = [this](const std::string& m) { fatal = m; };
+    cb.on_job_failed = [this](const WorkerFailure& f) {
+      job_failed = true;
+      failure = f;
+    };
+    handler->SetCallbacks(cb);
+  }
+};
+
+class HostClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    settings.min_nodes = 2;
+    settings.max_nodes = 3;
+    settings.expected_nodes = 3;
+    settings.max_restarts = 2;
+    settings.token = "t0ken";
+    settings.close_timeout_ms = 60'000;
+  }
+  void StartHost() {
+    SocketAddress addr;
+    std::string err;
+    ASSERT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
+    int bind_errno = 0;
+    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
+    ASSERT_TRUE(listener) << err;
+    HostConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "host";
+    config.store_addr = "127.0.0.1";
+    config.bind_addr = "127.0.0.1";
+    config.auth = AuthMethod::kToken;
+    auto host = RendezvousHost::Create(loop, config, std::move(listener), &err);
+    ASSERT_TRUE(host) << err;
+    host_ = host.get();
+    agents[0].handler = std::move(host);
+    agents[0].Wire();
+  }
+  void StartClient(int i, const std::string& token = "t0ken") {
+    ClientConfig config;
+    config.settings = settings;
+    config.settings.token = token;
+    config.run_id = "job";
+    config.node_name = "client" + std::to_string(i);
+    config.host = "127.0.0.1";
+    config.port = host_->port();
+    agents[i].handler = std::make_unique<RendezvousClient>(loop, config);
+    agents[i].Wire();
+  }
+  // Runs the loop until `cond` holds (a hang guard, not a timing assertion).
+  bool RunUntil(const std::function<bool()>& cond) {
+    auto give_up = MonoClock::now() + std::chrono::seconds(60);
+    while (!cond()) {
+      if (MonoClock::now() > give_up) return false;
+      loop.RunOnce(Millis(100));
+    }
+    return true;
+  }
+  void StartThreeAndRun() {
+    StartHost();
+    StartClient(1);
+    StartClient(2);
+    for (int i = 0; i < 3; ++i) agents[i].handler->Join(2);
+    ASSERT_TRUE(RunUntil([&] {
+      return agents[0].rounds.size() == 1 && agents[1].rounds.size() == 1 &&
+             agents[2].rounds.size() == 1;
+    }));
+  }
+
+  EventLoop loop;
+  RendezvousSettings settings;
+  std::map<int, Agent> agents;
+  RendezvousHost* host_ = nullptr;
+};
+
+TEST_F(HostClientTest, ThreeAgentsGetContiguousRanksAndTheAgentStore) {
+  StartThreeAndRun();
+  std::set<int> group_ranks;
+  for (auto& [i, a] : agents) {
+    const RoundInfo& r = a.rounds[0];
+    EXPECT_EQ(r.round, 0u);
+    EXPECT_EQ(r.world_size, 6);
+    EXPECT_EQ(r.group_world_size, 3);
+    EXPECT_EQ(r.rank_offset, 2 * r.group_rank);
+    EXPECT_TRUE(r.use_agent_store);
+    EXPECT_EQ(r.store_addr, "127.0.0.1");
+    EXPECT_EQ(r.store_port, host_->store_port());
+    group_ranks.insert(r.group_rank);
+  }
+  EXPECT_EQ(group_ranks, (std::set<int>{0, 1, 2}));
+}
+
+TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) {
+  StartThreeAndRun();
+  WorkerFailure f;
+  f.global_rank = 3;
+  agents[1].handler->ReportWorkerFailure(f);
+  agents[1].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  EXPECT_TRUE(agents[1].restarts.empty());
+  agents[0].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] {
+    return agents[0].rounds.size() == 2 && agents[1].rounds.size() == 2 && agents[2].rounds.size() == 2;
+  }));
+  for (auto& [i, a] : agents) {
+    EXPECT_EQ(a.rounds[1].round, 1u);
+    EXPECT_EQ(a.rounds[1].restarts_used, 1);
+    EXPECT_EQ(a.rounds[1].group_rank, a.rounds[0].group_rank);  // stable ranks
+  }
+}
+
+TEST_F(HostClientTest, HostFinishesOnlyAfterEveryClientSucceededAndLeft) {
+  StartThreeAndRun();
+  agents[0].handler->ReportSucceeded();
+  agents[1].handler->ReportSucceeded();
+  ASSERT_TRUE(RunUntil([&] { return agents[1].done; }));
+  EXPECT_FALSE(agents[0].done);  // node 2 still runs and needs the store
+  agents[1].handler.reset();
+  agents[2].handler->ReportSucceeded();
+  ASSERT_TRUE(RunUntil([&] { return agents[2].done; }));
+  agents[2].handler.reset();
+  ASSERT_TRUE(RunUntil([&] { return agents[0].done; }));
+}
+
+TEST_F(HostClientTest, LostClientRestartsSurvivorsIntoASmallerWorld) {
+  StartThreeAndRun();
+  agents[2].handler.reset();  // its connection drops: an immediate leave
+  ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[1].restarts.size() == 1; }));
+  agents[0].handler->Join(2);
+  agents[1].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[0].rounds.size() == 2 && agents[1].rounds.size() == 2; }));
+  EXPECT_EQ(agents[0].rounds[1].world_size, 4);
+  EXPECT_EQ(agents[1].rounds[1].round, 1u);
+}
+
+TEST_F(HostClientTest, LosingTheHostIsFatalAndNamesIt) {
+  StartThreeAndRun();
+  agents[0].handler.reset();
+  ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty() && !agents[2].fatal.empty(); }));
+  EXPECT_NE(agents[1].fatal.find("lost the rendezvous host 127.0.0.1:"), std::string::npos)
+      << agents[1].fatal;
+}
+
+TEST_F(HostClientTest, WrongTokenIsRefused) {
+  StartHost();
+  StartClient(1, "wrong");
+  agents[1].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty(); }));
+  EXPECT_NE(agents[1].fatal.find("refused"), std::string::npos) << agents[1].fatal;
+  EXPECT_NE(agents[1].fatal.find("wrong token"), std::string::npos) << agents[1].fatal;
+  EXPECT_TRUE(host_->state().nodes.empty());
+}
+
+TEST_F(HostClientTest, GarbageOnTheRendezvousPortIsDroppedAndOthersCarryOn) {
+  StartHost();
+  SocketAddress addr;
+  std::string err;
+  ASSERT_TRUE(ResolveAddress("127.0.0.1", host_->port(), &addr, &err));
+  int raw = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(raw, reinterpret_cast<sockaddr*>(&addr.storage), addr.len), 0);
+  const char garbage[] = "\xff\xff\xff\xffGET / HTTP/1.1\r\n\r\n";
+  ASSERT_GT(send(raw, garbage, sizeof(garbage), 0), 0);
+  StartClient(1);
+  StartClient(2);
+  for (int i = 0; i < 3; ++i) agents[i].handler->Join(1);
+  ASSERT_TRUE(RunUntil([&] { return agents[2].rounds.size() == 1; }));
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = recv(raw, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {}
+  EXPECT_EQ(n, 0);  // the host closed the garbage connection
+  close(raw);
+  EXPECT_EQ(agents[0].rounds[0].world_size, 3);
+}
+
+TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {
+  StartHost();
+  ClientConfig config;
+  config.settings = settings;
+  config.run_id = "other";
+  config.node_name = "c";
+  config.host = "127.0.0.1";
+  config.port = host_->port();
+  agents[1].handler = std::make_unique<RendezvousClient>(loop, config);
+  agents[1].Wire();
+  agents[1].handler->Join(1);
+  ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty(); }));
+  EXPECT_NE(agents[1].fatal.find("'job', not 'other'"), std::string::npos) << agents[1].fatal;
+}
+
+}  // namespace
+}  // namespace elastic

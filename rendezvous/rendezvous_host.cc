@@ -1,0 +1,355 @@
+#include "rendezvous/rendezvous_host.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "rendezvous/net.h"
+
+namespace elastic {
+
+RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener)
+    : loop_(loop), config_(std::move(config)), listener_(std::move(listener)), store_(loop) {
+  state_ = InitialState(config_.settings, MonoClock::now());
+}
+
+RendezvousHost::~RendezvousHost() {
+  *alive_ = false;
+  for (auto id : {deadline_timer_, heartbeat_timer_, close_timer_})
+    if (id) loop_.CancelTimer(id);
+  if (listener_) loop_.Remove(listener_.get());
+}
+
+std::unique_ptr<RendezvousHost> RendezvousHost::Create(EventLoop& loop, HostConfig config,
+                                                       UniqueFd listener, std::string* err) {
+  std::unique_ptr<RendezvousHost> host(new RendezvousHost(loop, std::move(config), std::move(listener)));
+  if (!host->Start(err)) return nullptr;
+  return host;
+}
+
+bool RendezvousHost::Start(std::string* err) {
+  if (!store_.Listen(config_.bind_addr, 0, err)) return false;
+  store_.SetPeerFilter([this](const sockaddr_storage& peer) {
+    return IsLoopback(peer) || allowed_addrs_.count(AddressText(peer)) > 0;
+  });
+  if (config_.bind_addr != "0.0.0.0" && config_.bind_addr != "::")
+    allowed_addrs_.insert(config_.bind_addr);
+  if (!loop_.Add(listener_.get(), EPOLLIN, [this](uint32_t) { OnAccept(); }, err)) return false;
+  heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
+                                    [this] { OnHeartbeatTick(); });
+  ScheduleDeadline();
+  return true;
+}
+
+int RendezvousHost::port() const { return LocalPort(listener_.get()); }
+
+std::string RendezvousHost::Describe() const {
+  return fmt::format("c10d host on port {} (auth {}), run {}, store {}:{}", port(),
+                     AuthMethodName(config_.auth), config_.run_id, config_.store_addr,
+                     store_.port());
+}
+
+TrafficCounters RendezvousHost::Traffic() const {
+  TrafficCounters t = closed_traffic_;
+  for (const auto& [id, peer] : peers_) {
+    const auto& c = peer.conn->counters();
+    t.bytes_in += c.bytes_in;
+    t.bytes_out += c.bytes_out;
+    t.messages_in += c.messages_in;
+    t.messages_out += c.messages_out;
+  }
+  return t;
+}
+
+// ---- the local agent ----
+
+void RendezvousHost::Join(int local_world_size) {
+  if (!local_connected_) {
+    local_connected_ = true;
+    NodeDesc desc{kLocalNode, config_.node_name, config_.bind_addr,
+                  config_.settings.preferred_rank, /*local=*/true};
+    Feed(EvConnect{desc});
+  }
+  Feed(EvJoin{kLocalNode, local_world_size});
+}
+
+void RendezvousHost::ReportWorkerFailure(const WorkerFailure& failure) {
+  Feed(EvWorkerFailed{kLocalNode, local_round_, failure});
+}
+
+void RendezvousHost::ReportSucceeded() { Feed(EvSucceeded{kLocalNode, local_round_}); }
+
+void RendezvousHost::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  callbacks_ = {};
+  for (auto& [id, peer] : peers_) {
+    if (!peer.authenticated) continue;
+    peer.conn->Send("fatal", {{"message", fmt::format("the rendezvous host {} shut down",
+                                                      config_.node_name)}});
+    peer.conn->CloseAfterFlush();
+  }
+}
+
+// ---- peers ----
+
+void RendezvousHost::OnAccept() {
+  while (true) {
+    UniqueFd fd = AcceptConnection(listener_.get());
+    if (!fd) return;
+    NodeId id = next_id_++;
+    Peer peer;
+    peer.addr = PeerAddress(fd.get());
+    local_addrs_.insert(LocalAddress(fd.get()));
+    allowed_addrs_.insert(LocalAddress(fd.get()));  // our own workers may use this address
+    peer.challenge = ChallengeText(MakeNonce(), config_.run_id);
+    RendezvousConnection::Callbacks cb;
+    cb.on_message = [this, id](const Message& m) { OnPeerMessage(id, m); };
+    cb.on_close = [this, id](const std::string& reason) { OnPeerClosed(id, reason); };
+    peer.conn = std::make_unique<RendezvousConnection>(loop_, std::move(fd),
+                                                       config_.settings.max_frame_bytes, cb);
+    std::string err;
+    if (!peer.conn->Start(&err)) {
+      Log(LogLevel::kWarning, "rendezvous: cannot watch connection from {}: {}", peer.addr, err);
+      continue;
+    }
+    std::string nonce_line = peer.challenge;
+    peer.conn->Send("challenge", {{"version", kRendezvousProtocolVersion},
+                                  {"run_id", config_.run_id},
+                                  {"challenge", nonce_line},
+                                  {"auth", AuthMethodName(config_.auth)}});
+    peers_.emplace(id, std::move(peer));
+  }
+}
+
+void RendezvousHost::Refuse(Peer& peer, const std::string& why) {
+  Log(LogLevel::kWarning, "rendezvous: refused connection from {}: {}", peer.addr, why);
+  peer.conn->Send("error", {{"message", why}});
+  peer.conn->CloseAfterFlush();
+}
+
+void RendezvousHost::OnHello(NodeId id, Peer& peer, const Message& msg) {
+  std::string run_id, name, proof, method, err;
+  int64_t version = 0, preferred = -1, pid = 0;
+  if (msg.type != "hello" || !GetInt(msg.body, "version", &version, &err) ||
+      !GetString(msg.body, "run_id", &run_id, &err) || !GetString(msg.body, "name", &name, &err) ||
+      !GetString(msg.body, "proof", &proof, &err) || !GetInt(msg.body, "pid", &pid, &err) ||
+      !GetInt(msg.body, "preferred_rank", &preferred, &err))
+    return Refuse(peer, "expected hello first: " + (err.empty() ? msg.type : err));
+  if (version != kRendezvousProtocolVersion)
+    return Refuse(peer, fmt::format("protocol version {} is not {}", version,
+                                    kRendezvousProtocolVersion));
+  if (run_id != config_.run_id)
+    return Refuse(peer, fmt::format("this host runs rendezvous '{}', not '{}' (--rdzv-id)",
+                                    config_.run_id, run_id));
+  if (!VerifyProof(config_.auth, config_.settings.token, config_.settings.munge_socket,
+                   peer.challenge, proof, &err))
+    return Refuse(peer, fmt::format("authentication ({}) failed: {}", AuthMethodName(config_.auth),
+                                    err));
+  peer.authenticated = true;
+  peer.conn->Send("welcome", {{"node_id", id}});
+  NodeDesc desc{id, fmt::format("{}:{}", name, pid), peer.addr,
+                static_cast<int>(std::clamp<int64_t>(preferred, -1, 1 << 30)), false};
+  Log(LogLevel::kDebug, "rendezvous: {} connected from {}", desc.name, peer.addr);
+  Feed(EvConnect{desc});
+}
+
+void RendezvousHost::OnPeerMessage(NodeId id, const Message& msg) {
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return;
+  Peer& peer = it->second;
+  if (!peer.authenticated) return OnHello(id, peer, msg);
+  std::string err;
+  int64_t value = 0;
+  if (msg.type == "heartbeat") {
+    peer.conn->Send("heartbeat");
+    return Feed(EvHeartbeat{id});
+  }
+  if (msg.type == "join" && GetInt(msg.body, "local_world_size", &value, &err) && value >= 1 &&
+      value <= (1 << 20))
+    return Feed(EvJoin{id, static_cast<int>(value)});
+  if (msg.type == "succeeded" && GetInt(msg.body, "round", &value, &err) && value >= 0)
+    return Feed(EvSucceeded{id, static_cast<uint64_t>(value)});
+  WorkerFailure failure;
+  if (msg.type == "failure" && GetInt(msg.body, "round", &value, &err) && value >= 0 &&
+      msg.body.contains("failure") && FailureFromJson(msg.body["failure"], &failure, &err))
+    return Feed(EvWorkerFailed{id, static_cast<uint64_t>(value), failure});
+  if (msg.type == "leave") {
+    peer.conn->CloseAfterFlush();
+    return Feed(EvLeave{id, "left"});
+  }
+  Log(LogLevel::kWarning, "rendezvous: dropping {} after a bad '{}' message: {}", peer.addr,
+      msg.type, err.empty() ? "unknown type" : err);
+  peer.conn->CloseAfterFlush();
+}
+
+void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return;
+  const auto& c = it->second.conn->counters();
+  closed_traffic_.bytes_in += c.bytes_in;
+  closed_traffic_.bytes_out += c.bytes_out;
+  closed_traffic_.messages_in += c.messages_in;
+  closed_traffic_.messages_out += c.messages_out;
+  bool authenticated = it->second.authenticated;
+  // Destroying the connection from its own on_close is allowed (connection.h).
+  peers_.erase(it);
+  if (authenticated) Feed(EvLeave{id, reason});
+  MaybeRunTerminal();
+}
+
+// ---- the state machine ----
+
+void RendezvousHost::Feed(const RendezvousEvent& event) {
+  std::vector<RendezvousAction> actions;
+  Step(config_.settings, event, MonoClock::now(), &state_, &actions);
+  for (const auto& action : actions) Carry(action);
+  ScheduleDeadline();
+}
+
+void RendezvousHost::Carry(const RendezvousAction& action) {
+  if (action.kind == RendezvousActionKind::kRoundComplete && action.round.group_rank == 0) {
+    AllowRoundPeers();
+    Log(LogLevel::kInfo, "rendezvous: round {} complete: {} node(s), {} worker(s)",
+        action.round.round, action.round.group_world_size, action.round.world_size);
+  }
+  if (action.kind == RendezvousActionKind::kRestartRequired ||
+      action.kind == RendezvousActionKind::kFatal ||
+      action.kind == RendezvousActionKind::kJobFailed)
+    Log(LogLevel::kDebug, "rendezvous: {} -> node {}", action.message, action.node);
+  if (action.node == kLocalNode) return CarryLocal(action);
+  SendToPeer(action);
+}
+
+void RendezvousHost::AllowRoundPeers() {
+  for (NodeId id : state_.members) {
+    auto it = state_.nodes.find(id);
+    if (it != state_.nodes.end()) allowed_addrs_.insert(it->second.desc.addr);
+  }
+}
+
+void RendezvousHost::SendToPeer(const RendezvousAction& action) {
+  auto it = peers_.find(action.node);
+  if (it == peers_.end()) return;
+  RendezvousConnection& conn = *it->second.conn;
+  switch (action.kind) {
+    case RendezvousActionKind::kRoundComplete: {
+      RoundInfo info = action.round;
+      info.store_addr = config_.store_addr;
+      info.store_port = store_.port();
+      info.use_agent_store = true;
+      return conn.Send("round", RoundToJson(info));
+    }
+    case RendezvousActionKind::kRestartRequired:
+      return conn.Send("restart", {{"round", action.round.round}, {"reason", action.message}});
+    case RendezvousActionKind::kJobFailed:
+      return conn.Send("job_failed",
+                       {{"failure", FailureToJson(action.failure)}, {"message", action.message}});
+    case RendezvousActionKind::kDone:
+      return conn.Send("done", {{"message", action.message}});
+    case RendezvousActionKind::kFatal:
+      return conn.Send("fatal", {{"message", action.message}});
+    case RendezvousActionKind::kDisconnect:
+      Log(LogLevel::kWarning, "rendezvous: dropping silent node {}", it->second.addr);
+      return conn.CloseAfterFlush();
+  }
+}
+
+void RendezvousHost::CarryLocal(const RendezvousAction& action) {
+  switch (action.kind) {
+    case RendezvousActionKind::kRoundComplete: {
+      RoundInfo info = action.round;
+      info.store_addr = config_.store_addr;
+      info.store_port = store_.port();
+      info.use_agent_store = true;
+      local_round_ = info.round;
+      return Post([this, info] {
+        if (callbacks_.on_round) callbacks_.on_round(info);
+      });
+    }
+    case RendezvousActionKind::kRestartRequired:
+      return Post([this, reason = action.message] {
+        if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
+      });
+    case RendezvousActionKind::kJobFailed:
+      return FinishLocal([this, f = action.failure] {
+        if (callbacks_.on_job_failed) callbacks_.on_job_failed(f);
+      });
+    case RendezvousActionKind::kDone:
+      return FinishLocal([this] {
+        if (callbacks_.on_done) callbacks_.on_done();
+      });
+    case RendezvousActionKind::kFatal:
+      return FinishLocal([this, m = action.message] {
+        if (callbacks_.on_fatal) callbacks_.on_fatal(m);
+      });
+    case RendezvousActionKind::kDisconnect:
+      return;
+  }
+}
+
+// ---- timers and the end ----
+
+void RendezvousHost::ScheduleDeadline() {
+  if (deadline_timer_) loop_.CancelTimer(deadline_timer_);
+  deadline_timer_ = 0;
+  auto due = NextDeadline(state_);
+  if (!due) return;
+  auto delay = std::chrono::duration_cast<Millis>(*due - MonoClock::now()) + Millis(1);
+  deadline_timer_ = loop_.AddTimer(std::max(delay, Millis(0)), [this] {
+    deadline_timer_ = 0;
+    Feed(EvTick{});
+  });
+}
+
+void RendezvousHost::OnHeartbeatTick() {
+  heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
+                                    [this] { OnHeartbeatTick(); });
+  Feed(EvTick{});
+  if (state_.phase != RendezvousPhase::kJoining || state_.num_joined == 0) return;
+  std::string waiting = DescribeWaiting(config_.settings, state_);
+  if (waiting == last_waiting_) return;
+  last_waiting_ = waiting;
+  Log(LogLevel::kInfo, "rendezvous: waiting: {}", waiting);
+  for (const auto& [id, rec] : state_.nodes) {
+    auto it = peers_.find(id);
+    if (rec.joined && it != peers_.end()) it->second.conn->Send("waiting", {{"message", waiting}});
+  }
+}
+
+void RendezvousHost::FinishLocal(std::function<void()> terminal) {
+  if (terminal_) return;
+  terminal_ = std::move(terminal);
+  if (listener_) {
+    loop_.Remove(listener_.get());
+    listener_.Reset();
+  }
+  close_timer_ = loop_.AddTimer(Millis(config_.settings.close_timeout_ms), [this] {
+    close_timer_ = 0;
+    if (!peers_.empty())
+      Log(LogLevel::kWarning, "rendezvous: {} agent(s) still connected after close_timeout",
+          peers_.size());
+    peers_.clear();
+    MaybeRunTerminal();
+  });
+  Post([this] { MaybeRunTerminal(); });
+}
+
+void RendezvousHost::MaybeRunTerminal() {
+  if (!terminal_ || !peers_.empty()) return;
+  if (close_timer_) loop_.CancelTimer(close_timer_);
+  close_timer_ = 0;
+  auto fn = std::move(terminal_);
+  terminal_ = [] {};  // keeps FinishLocal from arming again
+  fn();
+}
+
+void RendezvousHost::Post(std::function<void()> fn) {
+  auto alive = alive_;
+  loop_.AddTimer(Millis(0), [alive, fn = std::move(fn)] {
+    if (*alive) fn();
+  });
+}
+
+}  // namespace elastic

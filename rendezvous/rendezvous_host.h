@@ -1,0 +1,106 @@
+// RendezvousHost: the agent that hosts the rendezvous. It runs the state machine
+// (rendezvous_state.h) for every agent, talks the framed protocol (messages.h)
+// with the others over TCP, and serves the workers' TCPStore (StoreServer on an
+// ephemeral port; only round members' addresses and loopback may connect). It is
+// also the RendezvousHandler of its own agent (node id kLocalNode).
+//
+// The host never ends before the others: its own terminal callback (on_done,
+// on_fatal, on_job_failed) waits until every other agent has disconnected, or
+// close_timeout passed, so the store outlives every worker that needs it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "common/event_loop.h"
+#include "common/unique_fd.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/connection.h"
+#include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_settings.h"
+#include "rendezvous/rendezvous_state.h"
+#include "rendezvous/store_server.h"
+
+namespace elastic {
+
+struct HostConfig {
+  RendezvousSettings settings;
+  std::string run_id;
+  std::string node_name;   // this agent, in messages
+  std::string store_addr;  // MASTER_ADDR: how every node reaches this machine
+  std::string bind_addr;   // where the store listens ("0.0.0.0" or the endpoint's address)
+  AuthMethod auth = AuthMethod::kNone;
+};
+
+class RendezvousHost : public RendezvousHandler {
+ public:
+  static constexpr NodeId kLocalNode = 1;
+
+  // `listener` is the bound, listening rendezvous socket (host selection binds it).
+  static std::unique_ptr<RendezvousHost> Create(EventLoop& loop, HostConfig config,
+                                                UniqueFd listener, std::string* err);
+  ~RendezvousHost() override;
+
+  void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
+  void Join(int local_world_size) override;
+  void ReportWorkerFailure(const WorkerFailure& failure) override;
+  void ReportSucceeded() override;
+  void Shutdown() override;
+  std::string Describe() const override;
+
+  int port() const;
+  int store_port() const { return store_.port(); }
+  const RendezvousState& state() const { return state_; }
+  TrafficCounters Traffic() const;  // summed over every connection so far
+
+ private:
+  struct Peer {
+    std::unique_ptr<RendezvousConnection> conn;
+    std::string challenge;
+    std::string addr;
+    bool authenticated = false;
+  };
+
+  RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener);
+  bool Start(std::string* err);
+  void OnAccept();
+  void OnPeerMessage(NodeId id, const Message& msg);
+  void OnHello(NodeId id, Peer& peer, const Message& msg);
+  void OnPeerClosed(NodeId id, const std::string& reason);
+  void Refuse(Peer& peer, const std::string& why);
+  void Feed(const RendezvousEvent& event);
+  void Carry(const RendezvousAction& action);
+  void CarryLocal(const RendezvousAction& action);
+  void SendToPeer(const RendezvousAction& action);
+  void AllowRoundPeers();
+  void ScheduleDeadline();
+  void OnHeartbeatTick();
+  void FinishLocal(std::function<void()> terminal);
+  void MaybeRunTerminal();
+  void Post(std::function<void()> fn);
+
+  EventLoop& loop_;
+  HostConfig config_;
+  UniqueFd listener_;
+  StoreServer store_;
+  RendezvousState state_;
+  Callbacks callbacks_;
+  std::map<NodeId, Peer> peers_;
+  NodeId next_id_ = kLocalNode + 1;
+  std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
+  std::set<std::string> local_addrs_;
+  uint64_t local_round_ = 0;
+  bool local_connected_ = false;
+  EventLoop::TimerId deadline_timer_ = 0;
+  EventLoop::TimerId heartbeat_timer_ = 0;
+  EventLoop::TimerId close_timer_ = 0;
+  std::function<void()> terminal_;  // local terminal callback, run once peers are gone
+  bool shut_down_ = false;
+  std::string last_waiting_;
+  TrafficCounters closed_traffic_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace elastic
