@@ -1,0 +1,316 @@
+#include "launcher/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "launcher/failure_report.h"
+#include "launcher/worker_env.h"
+
+namespace elastic {
+namespace {
+
+int64_t UnixMillisNow() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+UniqueFd OpenLog(const std::string& path) {
+  return UniqueFd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+}
+
+}  // namespace
+
+ElasticAgent::ElasticAgent(const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
+    : config_(config), env_(env), spec_(std::move(spec)) {
+  status_.nproc = config.nproc;
+}
+
+ElasticAgent::~ElasticAgent() {
+  // No orphans: whatever is left of any worker group goes with the agent.
+  for (auto& w : workers_) {
+    if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);
+  }
+  for (pid_t pgid : old_groups_) SignalGroup(pgid, SIGKILL);
+  for (auto& w : workers_) {
+    if (w->alive) waitpid(w->child.pid, nullptr, 0);
+  }
+  if (signal_fd_) loop_.Remove(signal_fd_.get());
+  sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+}
+
+bool ElasticAgent::SetUpSignals(std::string* err) {
+  sigemptyset(&handled_);
+  handled_list_ = config_.signals_to_handle;
+  for (int sig : {SIGUSR1, SIGUSR2}) {
+    if (std::find(handled_list_.begin(), handled_list_.end(), sig) == handled_list_.end()) {
+      handled_list_.push_back(sig);
+    }
+  }
+  for (int sig : handled_list_) sigaddset(&handled_, sig);
+  if (sigprocmask(SIG_BLOCK, &handled_, &original_mask_) != 0) {
+    *err = fmt::format("sigprocmask: {}", strerror(errno));
+    return false;
+  }
+  // A closed console must not kill the agent; workers get SIGPIPE back (child_process.cc).
+  signal(SIGPIPE, SIG_IGN);
+  signal_fd_.Reset(signalfd(-1, &handled_, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_) {
+    *err = fmt::format("signalfd: {}", strerror(errno));
+    return false;
+  }
+  return loop_.Add(signal_fd_.get(), EPOLLIN, [this](uint32_t) { OnSignal(); }, err);
+}
+
+void ElasticAgent::OnSignal() {
+  signalfd_siginfo info;
+  while (read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
+    int sig = static_cast<int>(info.ssi_signo);
+    bool terminating = std::find(config_.signals_to_handle.begin(), config_.signals_to_handle.end(),
+                                 sig) != config_.signals_to_handle.end();
+    Log(terminating ? LogLevel::kWarning : LogLevel::kInfo, "got {}: {}", SignalName(sig),
+        terminating ? "stopping the workers" : "forwarding it to every worker");
+    Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
+  }
+}
+
+void ElasticAgent::SetCallbacks() {
+  RendezvousHandler::Callbacks cb;
+  cb.on_round = [this](const RoundInfo& info) {
+    round_ = info;
+    Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
+  };
+  cb.on_restart_required = [this](const std::string& reason) {
+    Log(LogLevel::kInfo, "restarting the workers: {}", reason);
+    Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
+  };
+  cb.on_job_failed = [this](const WorkerFailure& f) {
+    Dispatch(Event{EventKind::kJobFailed, 0, f, {}});
+  };
+  cb.on_done = [this] { Dispatch(Event{EventKind::kDone, 0, {}, {}}); };
+  cb.on_fatal = [this](const std::string& message) {
+    Dispatch(Event{EventKind::kFatal, 0, {}, message});
+  };
+  rendezvous_->SetCallbacks(std::move(cb));
+}
+
+int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
+  rendezvous_ = std::move(rendezvous);
+  std::string err;
+  if (!SetUpSignals(&err)) {
+    Log(LogLevel::kError, "{}", err);
+    return 1;
+  }
+  SetCallbacks();
+  Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
+      fmt::join(spec_.argv, " "));
+  rendezvous_->Join(config_.nproc);
+  loop_.Run();
+  return exit_code_;
+}
+
+void ElasticAgent::Dispatch(Event event) {
+  queue_.push_back(std::move(event));
+  if (dispatching_) return;  // the outer Dispatch handles it next: no re-entrance
+  dispatching_ = true;
+  while (!queue_.empty()) {
+    Event e = std::move(queue_.front());
+    queue_.pop_front();
+    WorkerState before = status_.state;
+    Transition t = Step(status_, e, MonoClock::now(), Millis(config_.shutdown_timeout_ms));
+    status_ = std::move(t.status);
+    if (before != status_.state) {
+      Log(LogLevel::kDebug, "state {} -> {}", WorkerStateName(before), WorkerStateName(status_.state));
+    }
+    for (const Action& action : t.actions) Execute(action);
+  }
+  dispatching_ = false;
+}
+
+void ElasticAgent::Execute(const Action& action) {
+  switch (action.kind) {
+    case ActionKind::kStartWorkers:
+      StartWorkers();
+      break;
+    case ActionKind::kSignalWorkers:
+      SignalWorkers(action.signal);
+      break;
+    case ActionKind::kArmStopTimer:
+      ArmStopTimer(action.deadline);
+      break;
+    case ActionKind::kReportFailure:
+      rendezvous_->ReportWorkerFailure(status_.failure);
+      break;
+    case ActionKind::kReportSucceeded:
+      rendezvous_->ReportSucceeded();
+      break;
+    case ActionKind::kShutdownRendezvous:
+      rendezvous_->Shutdown();
+      break;
+    case ActionKind::kEndAttempt:
+      EndAttempt();
+      break;
+    case ActionKind::kJoin:
+      rendezvous_->Join(config_.nproc);
+      break;
+    case ActionKind::kExit:
+      Finish(action.exit_code);
+      break;
+  }
+}
+
+void ElasticAgent::StartWorkers() {
+  for (auto& w : workers_) old_groups_.push_back(w->child.pid);
+  workers_.clear();
+  std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
+  Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
+      config_.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
+  std::vector<Event> failed;
+  for (int local_rank = 0; local_rank < config_.nproc; ++local_rank) {
+    auto w = std::make_unique<Worker>();
+    w->local_rank = local_rank;
+    w->global_rank = round_.rank_offset + local_rank;
+    std::string dir = fmt::format("{}/{}", attempt_dir, local_rank);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    w->error_file = dir + "/error.json";
+    unlink(w->error_file.c_str());
+    std::string err;
+    if (!StartWorker(w.get(), &err)) {
+      Log(LogLevel::kError, "cannot start local rank {}: {}", local_rank, err);
+      WorkerFailure f;
+      f.global_rank = w->global_rank;
+      f.local_rank = local_rank;
+      f.host = config_.rdzv.hostname;
+      f.exit_code = 127;
+      f.time_unix_ms = UnixMillisNow();
+      f.message = "cannot start worker: " + err;
+      failed.push_back(Event{EventKind::kWorkerExited, 0, f, {}});
+    }
+    workers_.push_back(std::move(w));
+  }
+  for (Event& e : failed) Dispatch(std::move(e));
+}
+
+bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
+  int lr = w->local_rank;
+  std::string dir = fmt::format("{}/attempt_{}/{}", spec_.log_dir, round_.round, lr);
+  std::string prefix = fmt::format("[rank{}]: ", w->global_rank);
+  bool on_console = config_.local_ranks_filter.empty() ||
+                    std::count(config_.local_ranks_filter.begin(), config_.local_ranks_filter.end(), lr);
+  int redirect = config_.redirects.For(lr);
+  int to_file = redirect | config_.tee.For(lr);
+  auto make = [&](int mask, int console, const char* name) {
+    UniqueFd file;
+    if (to_file & mask) file = OpenLog(dir + "/" + name);
+    int fd = (on_console && !(redirect & mask)) ? console : -1;
+    return std::make_unique<WorkerOutput>(loop_, prefix, fd, std::move(file));
+  };
+  w->out = make(kStdOut, STDOUT_FILENO, "stdout.log");
+  w->err = make(kStdErr, STDERR_FILENO, "stderr.log");
+  if (!w->out->Open(err) || !w->err->Open(err)) return false;
+
+  WorkerEnvInput in;
+  in.base = &env_;
+  in.config = &config_;
+  in.round = round_;
+  in.local_rank = lr;
+  in.error_file = w->error_file;
+  in.bound_cores = lr < static_cast<int>(spec_.cores.size()) ? spec_.cores[lr] : 0;
+  ChildSpec child;
+  child.path = spec_.path;
+  child.argv = spec_.argv;
+  child.env = EnvToStrings(BuildWorkerEnv(in));
+  child.stdout_fd = w->out->child_fd();
+  child.stderr_fd = w->err->child_fd();
+  child.child_mask = original_mask_;
+  child.default_signals = handled_list_;
+  if (spec_.bind) child.before_exec = [this, lr](std::string* e) { return spec_.bind(lr, e); };
+  bool ok = SpawnChild(child, &w->child, err);
+  w->out->CloseChildEnd();
+  w->err->CloseChildEnd();
+  if (!ok) return false;
+  w->alive = true;
+  Worker* raw = w;
+  return loop_.Add(w->child.pidfd.get(), EPOLLIN, [this, raw](uint32_t) { OnWorkerExit(raw); }, err);
+}
+
+void ElasticAgent::OnWorkerExit(Worker* w) {
+  WorkerFailure f;
+  if (!ReapChild(w->child.pid, &f.exit_code, &f.signal)) return;
+  loop_.Remove(w->child.pidfd.get());
+  w->child.pidfd.Reset();
+  w->alive = false;
+  // Everything the worker wrote is in its pipes now: print it before reacting.
+  w->out->Drain();
+  w->err->Drain();
+  f.global_rank = w->global_rank;
+  f.local_rank = w->local_rank;
+  f.host = config_.rdzv.hostname;
+  f.time_unix_ms = UnixMillisNow();
+  if (IsFailure(f)) {
+    ReadErrorFile(w->error_file, &f.message, &f.traceback);
+    if (status_.state == WorkerState::kHealthy) {
+      Log(LogLevel::kWarning, "rank {} (local rank {}) failed: {}", f.global_rank, f.local_rank,
+          DescribeExit(f));
+    }
+  }
+  Log(LogLevel::kDebug, "rank {} exited: {}", f.global_rank, DescribeExit(f));
+  Dispatch(Event{EventKind::kWorkerExited, 0, f, {}});
+}
+
+void ElasticAgent::SignalWorkers(int sig) {
+  if (sig == SIGKILL) {
+    Log(LogLevel::kWarning, "workers still running after --shutdown-timeout={}s: sending SIGKILL",
+        config_.shutdown_timeout_ms / 1000.0);
+  }
+  for (auto& w : workers_) {
+    if (w->child.pid > 0) SignalGroup(w->child.pid, sig);
+  }
+}
+
+void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
+  if (stop_timer_) loop_.CancelTimer(*stop_timer_);
+  auto delay = std::chrono::ceil<Millis>(deadline - MonoClock::now());
+  stop_timer_ = loop_.AddTimer(delay, [this] {
+    stop_timer_.reset();
+    Dispatch(Event{EventKind::kStopTimeout, 0, {}, {}});
+  });
+}
+
+void ElasticAgent::EndAttempt() {
+  if (stop_timer_) {
+    loop_.CancelTimer(*stop_timer_);
+    stop_timer_.reset();
+  }
+  for (auto& w : workers_) {
+    // Leftovers of a worker (its own children) die with its group.
+    if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);
+    if (w->out) w->out->Close();
+    if (w->err) w->err->Close();
+  }
+}
+
+void ElasticAgent::Finish(int exit_code) {
+  exit_code_ = exit_code;
+  if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
+    int used = std::max(round_.restarts_used, config_.rdzv.max_restarts);
+    std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
+    LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
+  } else if (status_.after_stop == AfterStop::kFatal) {
+    Log(LogLevel::kError, "{}", status_.fatal_message);
+  }
+  Log(LogLevel::kDebug, "exit {}", exit_code);
+  loop_.Stop();
+}
+
+}  // namespace elastic

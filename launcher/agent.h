@@ -1,0 +1,89 @@
+// ElasticAgent: the shell around the pure supervision logic (worker_state.h).
+// It owns the event loop, the rendezvous, the worker processes and their output,
+// turns what happens (pidfd readable, signalfd readable, timer, rendezvous
+// callback) into Events, and carries out the Actions that Step() returns.
+//
+// Signals: the terminating ones (--signals-to-handle) and SIGUSR1/SIGUSR2 are
+// blocked from the start and read through a signalfd; workers exec with the
+// original mask. Worker exits come through pidfds. Nothing polls.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "launcher/child_process.h"
+#include "launcher/launch_config.h"
+#include "launcher/worker_output.h"
+#include "launcher/worker_state.h"
+#include "rendezvous/rendezvous_handler.h"
+
+namespace elastic {
+
+// What every worker of an attempt runs, and where its files go.
+struct WorkerSpec {
+  std::string path;                 // resolved executable
+  std::vector<std::string> argv;
+  std::string log_dir;              // LOG_DIR/attempt_N/LOCAL_RANK/...
+  std::vector<std::string> cpus;    // per local rank, for binding ("" = unbound)
+  std::vector<int> cores;           // per local rank (OMP_NUM_THREADS); 0 = unbound
+  std::function<bool(int local_rank, std::string* err)> bind;  // in the child; may be empty
+};
+
+struct Worker {
+  int local_rank = 0;
+  int global_rank = 0;
+  ChildHandle child;
+  bool alive = false;
+  std::string error_file;
+  std::unique_ptr<WorkerOutput> out;
+  std::unique_ptr<WorkerOutput> err;
+};
+
+class ElasticAgent {
+ public:
+  ElasticAgent(const LaunchConfig& config, const EnvMap& env, WorkerSpec spec);
+  ~ElasticAgent();
+
+  // Runs the job; returns the exit code (see worker_state.h).
+  int Run(std::unique_ptr<RendezvousHandler> rendezvous);
+  EventLoop& loop() { return loop_; }
+
+ private:
+  bool SetUpSignals(std::string* err);
+  void OnSignal();
+  void SetCallbacks();
+  void Dispatch(Event event);
+  void Execute(const Action& action);
+
+  void StartWorkers();
+  bool StartWorker(Worker* w, std::string* err);
+  void OnWorkerExit(Worker* w);
+  void SignalWorkers(int sig);
+  void ArmStopTimer(MonoClock::time_point deadline);
+  void EndAttempt();
+  void Finish(int exit_code);
+
+  const LaunchConfig& config_;
+  const EnvMap& env_;
+  WorkerSpec spec_;
+  EventLoop loop_;
+  std::unique_ptr<RendezvousHandler> rendezvous_;
+  GroupStatus status_;
+  RoundInfo round_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<pid_t> old_groups_;   // groups of earlier attempts: killed at exit if still there
+  UniqueFd signal_fd_;
+  sigset_t handled_{};
+  sigset_t original_mask_{};
+  std::vector<int> handled_list_;
+  std::optional<EventLoop::TimerId> stop_timer_;
+  std::deque<Event> queue_;
+  bool dispatching_ = false;
+  int exit_code_ = 1;
+};
+
+}  // namespace elastic

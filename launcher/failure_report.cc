@@ -1,0 +1,75 @@
+#include "launcher/failure_report.h"
+
+#include <time.h>
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/parse.h"
+#include "launcher/child_process.h"
+
+namespace elastic {
+
+bool ReadErrorFile(const std::string& path, std::string* message, std::string* traceback) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("message")) return false;
+  const nlohmann::json& m = doc["message"];
+  if (m.is_string()) {
+    *message = m.get<std::string>();
+    return true;
+  }
+  if (!m.is_object()) return false;
+  if (m.contains("message") && m["message"].is_string()) *message = m["message"].get<std::string>();
+  if (m.contains("extraInfo") && m["extraInfo"].is_object()) {
+    const nlohmann::json& extra = m["extraInfo"];
+    if (extra.contains("py_callstack") && extra["py_callstack"].is_string()) {
+      *traceback = extra["py_callstack"].get<std::string>();
+    }
+  }
+  return !message->empty() || !traceback->empty();
+}
+
+std::string DescribeExit(const WorkerFailure& failure) {
+  if (failure.signal != 0) return fmt::format("signal {} ({})", SignalName(failure.signal), failure.signal);
+  return fmt::format("exit code {}", failure.exit_code);
+}
+
+std::string FormatUnixMillis(int64_t ms) {
+  time_t seconds = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  gmtime_r(&seconds, &tm);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
+}
+
+std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int max_restarts) {
+  std::string out = fmt::format("job failed: first failure: rank {} (local rank {}) on {}: {}\n",
+                                f.global_rank, f.local_rank, f.host.empty() ? "?" : f.host,
+                                DescribeExit(f));
+  out += fmt::format("  rank:          {} (local rank {})\n", f.global_rank, f.local_rank);
+  out += fmt::format("  host:          {}\n", f.host);
+  out += fmt::format("  exit:          {}\n", DescribeExit(f));
+  out += fmt::format("  time:          {}\n", FormatUnixMillis(f.time_unix_ms));
+  out += fmt::format("  restarts used: {} of {}\n", restarts_used, max_restarts);
+  if (!f.message.empty()) out += fmt::format("  message:       {}\n", f.message);
+  if (!f.traceback.empty()) {
+    out += "  traceback:\n";
+    for (const std::string& line : Split(f.traceback, '\n')) {
+      if (!line.empty()) out += "    " + line + "\n";
+    }
+  }
+  if (f.message.empty() && f.traceback.empty()) {
+    out += "  (no error file: decorate the worker's main with @record from "
+           "torch.distributed.elastic.multiprocessing.errors to see its traceback)\n";
+  }
+  return out;
+}
+
+}  // namespace elastic

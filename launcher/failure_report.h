@@ -1,0 +1,26 @@
+// The end-of-run summary of a failed job, and reading PyTorch's @record error
+// file (TORCHELASTIC_ERROR_FILE) into it.
+#pragma once
+
+#include <string>
+
+#include "rendezvous/rendezvous_handler.h"
+
+namespace elastic {
+
+// Reads torch.distributed.elastic's error file:
+//   {"message": {"message": "RuntimeError: boom", "extraInfo": {"py_callstack": "Traceback ..."}}}
+// (or "message" as a plain string). False if missing or not that format.
+bool ReadErrorFile(const std::string& path, std::string* message, std::string* traceback);
+
+// The multi-line summary naming the first failure:
+//   "worker failed: rank 3 (local rank 3) on host h: exit code 1 ..." and details.
+std::string FormatFailureSummary(const WorkerFailure& failure, int restarts_used, int max_restarts);
+
+// "exit code 1" / "signal SIGKILL (9)".
+std::string DescribeExit(const WorkerFailure& failure);
+
+// ISO-8601 UTC time of a unix time in milliseconds.
+std::string FormatUnixMillis(int64_t ms);
+
+}  // namespace elastic

@@ -1,0 +1,519 @@
+#include "launcher/launch_config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+#include <functional>
+
+#include "common/parse.h"
+
+extern char** environ;
+
+namespace elastic {
+namespace {
+
+// One row per option: its spellings, the PET_ variable, the default and the help.
+struct OptionDef {
+  const char* names;  // CLI11 names: "-r,--redirects"
+  const char* dest;   // torchrun's dest; PET_<DEST upper-cased> is its variable
+  const char* def;    // default as text ("" = none)
+  bool flag;
+  const char* help;
+};
+
+constexpr OptionDef kOptions[] = {
+    {"--standalone", "standalone", "", true,
+     "Single-node run with a local rendezvous (implies --nnodes=1)."},
+    {"--nnodes", "nnodes", "1", false, "Number of nodes: N or MIN:MAX."},
+    {"--nproc-per-node,--nproc_per_node", "nproc_per_node", "1", false,
+     "Workers on this node: N, gpu (GPUs of this node; error if none), cpu (CPUs this "
+     "process may use), auto (gpu count if any, else cpu count). GPUs come from "
+     "CUDA_VISIBLE_DEVICES, else SLURM_STEP_GPUS/SLURM_JOB_GPUS, else hwloc."},
+    {"--node-rank,--node_rank", "node_rank", "", false,
+     "Preferred rank of this node (default: assigned by the rendezvous)."},
+    {"--max-restarts,--max_restarts", "max_restarts", "0", false,
+     "Restarts of the worker group after failures before the job fails."},
+    {"--monitor-interval,--monitor_interval", "monitor_interval", "0.1", false,
+     "Accepted for torchrun compatibility; elasticrun does not poll (seconds)."},
+    {"--rdzv-backend,--rdzv_backend", "rdzv_backend", "c10d", false, "Rendezvous backend."},
+    {"--rdzv-endpoint,--rdzv_endpoint", "rdzv_endpoint", "", false,
+     "Rendezvous endpoint HOST[:PORT]."},
+    {"--rdzv-id,--rdzv_id", "rdzv_id", "none", false,
+     "Job id shared by all nodes (TORCHELASTIC_RUN_ID)."},
+    {"--rdzv-conf,--rdzv_conf", "rdzv_conf", "", false,
+     "Rendezvous settings key=value,... (join_timeout, last_call_timeout, ...)."},
+    {"--local-addr,--local_addr", "local_addr", "", false,
+     "Address of this node as seen by the others (default: its hostname)."},
+    {"--role", "role", "default", false, "Role name of the workers (ROLE_NAME)."},
+    {"-r,--redirects", "redirects", "0", false,
+     "Send worker output to files only: 0 none, 1 stdout, 2 stderr, 3 both; one value "
+     "or per local rank (0:1,1:3)."},
+    {"-t,--tee", "tee", "0", false,
+     "Copy worker output to files as well as the console; same values as --redirects."},
+    {"--log-dir,--log_dir", "log_dir", "", false,
+     "Directory for LOG_DIR/attempt_N/LOCAL_RANK/{stdout.log,stderr.log,error.json} "
+     "(default: a fresh directory under $TMPDIR, removed at exit)."},
+    {"--local-ranks-filter,--local_ranks_filter", "local_ranks_filter", "", false,
+     "Only these local ranks' output on the console, e.g. 0,3 (default: all)."},
+    {"--no-python,--no_python", "no_python", "", true,
+     "Execute the program directly, even if it ends in .py."},
+    {"-m,--module", "module", "", true, "Run the program as a Python module (python -m)."},
+    {"--run-path,--run_path", "run_path", "", true, "Run the program as a Python script."},
+    {"--signals-to-handle,--signals_to_handle", "signals_to_handle",
+     "SIGTERM,SIGINT,SIGHUP,SIGQUIT", false,
+     "Signals that stop the run: forwarded to the workers, then exit 128+signal. "
+     "SIGUSR1/SIGUSR2 not listed here are forwarded and the run goes on."},
+    {"--shutdown-timeout,--shutdown_timeout", "shutdown_timeout", "30", false,
+     "Seconds between the stop signal and SIGKILL when stopping workers."},
+    {"--virtual-local-rank,--virtual_local_rank", "virtual_local_rank", "", true,
+     "Every worker sees LOCAL_RANK=0 and only its own GPU in CUDA_VISIBLE_DEVICES."},
+    {"--python", "python", "python3", false,
+     "Interpreter for .py programs and -m (looked up in PATH; it must have torch)."},
+    {"--bind", "bind", "auto", false,
+     "CPU/memory binding per worker: auto (gpu if GPUs, else numa), gpu, gpu-exclusive, "
+     "numa, none."},
+    {"--membind", "membind", "preferred", false, "Memory policy: preferred, strict, none."},
+    {"--topology", "topology", "", false,
+     "hwloc XML topology to plan with instead of this machine's (testing)."},
+    {"--cpus-allowed,--cpus_allowed", "cpus_allowed", "", false,
+     "Restrict binding to these CPUs, e.g. 0-15,32-47."},
+    {"--gpu-vendor,--gpu_vendor", "gpu_vendor", "", false,
+     "GPU vendor for hwloc discovery: nvidia or amd (default: both)."},
+    {"-v,--verbose", "verbose", "", true, "Log what the agent does."},
+};
+
+std::string PetName(const char* dest) {
+  std::string name = "PET_";
+  for (const char* c = dest; *c; ++c) name.push_back(static_cast<char>(std::toupper(*c)));
+  return name;
+}
+
+// One option's final text and where it came from, for error messages.
+struct Value {
+  std::string text;
+  std::string source;  // "--nnodes" or "PET_NNODES" or "" for the default
+  bool given = false;
+  std::string What(const char* long_name) const { return source.empty() ? long_name : source; }
+};
+
+bool ParseBool(const std::string& what, const std::string& text, bool* out, std::string* err) {
+  std::string t = text;
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    *out = true;
+  } else if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) {
+    *out = false;
+  } else {
+    *err = fmt::format("{}: '{}' is not a boolean (1/0, true/false)", what, text);
+    return false;
+  }
+  return true;
+}
+
+bool ParseNnodes(const std::string& what, const std::string& text, RendezvousOptions* r,
+                 std::string* err) {
+  auto parts = Split(text, ':');
+  long long lo = 0, hi = 0;
+  bool ok = parts.size() <= 2 && ParseInt(parts[0], 1, 100000, &lo);
+  if (ok) ok = parts.size() == 1 ? (hi = lo, true) : ParseInt(parts[1], 1, 100000, &hi);
+  if (!ok || lo > hi) {
+    *err = fmt::format("{}: '{}' is not N or MIN:MAX with 1 <= MIN <= MAX", what, text);
+    return false;
+  }
+  r->min_nodes = static_cast<int>(lo);
+  r->max_nodes = static_cast<int>(hi);
+  return true;
+}
+
+bool ParseEndpoint(const std::string& what, const std::string& text, std::string* err) {
+  if (text.empty()) return true;
+  std::string port;
+  if (text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string::npos || close == 1) {
+      *err = fmt::format("{}: '{}' is not HOST[:PORT]", what, text);
+      return false;
+    }
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') {
+        *err = fmt::format("{}: '{}' is not HOST[:PORT]", what, text);
+        return false;
+      }
+      port = text.substr(close + 2);
+      if (port.empty()) port = "x";
+    }
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == 0) {
+      *err = fmt::format("{}: '{}' has no host", what, text);
+      return false;
+    }
+    if (colon != std::string::npos) {
+      port = text.substr(colon + 1);
+      if (port.empty()) port = "x";
+    }
+  }
+  long long p = 0;
+  if (!port.empty() && !ParseInt(port, 0, 65535, &p)) {
+    *err = fmt::format("{}: port '{}' in '{}' is not in [0, 65535]", what, port, text);
+    return false;
+  }
+  return true;
+}
+
+bool ParseStdSpec(const std::string& what, const std::string& text, StdSpec* out,
+                  std::string* err) {
+  *out = StdSpec{};
+  long long v = 0;
+  if (ParseInt(text, 0, 3, &v)) {
+    out->all = static_cast<int>(v);
+    return true;
+  }
+  for (const std::string& item : Split(text, ',')) {
+    auto kv = Split(item, ':');
+    long long rank = 0;
+    if (kv.size() != 2 || !ParseInt(kv[0], 0, 100000, &rank) || !ParseInt(kv[1], 0, 3, &v)) {
+      *err = fmt::format("{}: '{}' is not 0-3 or LOCAL_RANK:0-3,... (0 none, 1 stdout, 2 stderr, 3 both)",
+                         what, text);
+      return false;
+    }
+    out->per_rank[static_cast<int>(rank)] = static_cast<int>(v);
+  }
+  return true;
+}
+
+bool ParseRankList(const std::string& what, const std::string& text, std::vector<int>* out,
+                   std::string* err) {
+  out->clear();
+  if (text.empty()) return true;
+  for (const std::string& item : Split(text, ',')) {
+    long long rank = 0;
+    if (!ParseInt(item, 0, 100000, &rank)) {
+      *err = fmt::format("{}: '{}' is not a comma-separated list of local ranks", what, text);
+      return false;
+    }
+    out->push_back(static_cast<int>(rank));
+  }
+  return true;
+}
+
+int SignalByName(std::string name) {
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  static const std::pair<const char*, int> kSignals[] = {
+      {"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP},
+      {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+  for (auto [n, sig] : kSignals) {
+    if (name == n) return sig;
+  }
+  return 0;
+}
+
+bool ParseSignals(const std::string& what, const std::string& text, std::vector<int>* out,
+                  std::string* err) {
+  out->clear();
+  for (const std::string& item : Split(text, ',')) {
+    int sig = SignalByName(item);
+    if (sig == 0) {
+      *err = fmt::format("{}: '{}' is not one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2",
+                         what, item);
+      return false;
+    }
+    out->push_back(sig);
+  }
+  return true;
+}
+
+bool OneOf(const std::string& what, const std::string& text,
+           std::initializer_list<const char*> choices, std::string* err) {
+  std::string list;
+  for (const char* c : choices) {
+    if (text == c) return true;
+    list += list.empty() ? c : std::string(", ") + c;
+  }
+  *err = fmt::format("{}: '{}' is not one of: {}", what, text, list);
+  return false;
+}
+
+bool ParseCpuList(const std::string& what, const std::string& text, std::string* err) {
+  if (text.empty()) return true;
+  for (const std::string& item : Split(text, ',')) {
+    auto range = Split(item, '-');
+    long long a = 0, b = 0;
+    bool ok = range.size() <= 2 && ParseInt(range[0], 0, 1 << 20, &a) &&
+              (range.size() == 1 || (ParseInt(range[1], 0, 1 << 20, &b) && a <= b));
+    if (!ok) {
+      *err = fmt::format("{}: '{}' is not a CPU list like 0-3,8,10-11", what, text);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string HelpText(const OptionDef& def) {
+  std::string text = def.help;
+  if (def.def[0] != '\0') text += fmt::format(" [default: {}]", def.def);
+  text += fmt::format(" [env: {}]", PetName(def.dest));
+  return text;
+}
+
+constexpr const char* kFooter = R"(
+The program: a first argument ending in .py (or -m/--run-path) runs as
+`PYTHON -u program args...` (--python, default python3 from PATH; it must have
+torch); anything else is executed as given (PATH lookup); --no-python forces that.
+
+Precedence: command line > PET_<NAME> environment variable > default. Under
+`srun --elastic` (ELASTIC_SPANK_ARGV0 set) options come from PET_* only.
+
+Exit status: 0 when every worker succeeded; when the job fails (restarts
+exhausted) the first failed worker's exit code, or 128+N if signal N killed it;
+128+N when elasticrun itself got terminating signal N; 1 for rendezvous or agent
+errors; 2 for a bad option or value (nothing was started).)";
+
+class Parser {
+ public:
+  Parser(const EnvMap& env, LaunchConfig* config) : env_(env), c_(config) {}
+
+  ParseOutcome Parse(int argc, const char* const* argv, std::string* out, std::string* err);
+
+ private:
+  bool Convert(std::string* err);
+  bool ConvertRendezvous(std::string* err);
+  bool ConvertBinding(std::string* err);
+  const Value& V(const char* dest) { return values_[dest]; }
+  std::string What(const char* dest, const char* long_name) { return V(dest).What(long_name); }
+
+  const EnvMap& env_;
+  LaunchConfig* c_;
+  std::map<std::string, Value> values_;
+};
+
+ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, std::string* err) {
+  CLI::App app{"elasticrun: elastic launcher for PyTorch workers (torchrun-compatible)", "elasticrun"};
+  app.prefix_command();
+  app.footer(kFooter);
+  app.set_version_flag("--version", std::string("elasticrun ") + ELASTIC_VERSION);
+  app.get_formatter()->column_width(42);
+  constexpr size_t kCount = sizeof(kOptions) / sizeof(kOptions[0]);
+  std::vector<std::string> texts(kCount);
+  std::vector<CLI::Option*> opts(kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    const OptionDef& def = kOptions[i];
+    if (def.flag) {
+      opts[i] = app.add_flag(def.names)->description(HelpText(def));
+    } else {
+      opts[i] = app.add_option(def.names, texts[i], HelpText(def));
+    }
+  }
+  std::string print_binding;
+  CLI::Option* print_opt =
+      app.add_option("--print-binding,--print_binding", print_binding,
+                     "Print the binding plan (table, or --print-binding=json) and exit.")
+          ->expected(0, 1);
+
+  auto spank = env_.find("ELASTIC_SPANK_ARGV0");
+  c_->spank_wrapped = spank != env_.end() && !spank->second.empty();
+  std::vector<std::string> program;
+  try {
+    if (c_->spank_wrapped) {
+      const char* self[] = {argv[0]};
+      app.parse(1, self);
+      program.push_back(spank->second);
+      for (int i = 1; i < argc; ++i) program.emplace_back(argv[i]);
+    } else {
+      app.parse(argc, argv);
+      program = app.remaining();
+    }
+  } catch (const CLI::CallForHelp&) {
+    *out = app.help();
+    return ParseOutcome::kExitOk;
+  } catch (const CLI::CallForVersion& e) {
+    *out = e.what();
+    *out += "\n";
+    return ParseOutcome::kExitOk;
+  } catch (const CLI::ParseError& e) {
+    *err = e.what();
+    return ParseOutcome::kUsageError;
+  }
+  for (size_t i = 0; i < kCount; ++i) {
+    const OptionDef& def = kOptions[i];
+    Value& v = values_[def.dest];
+    std::string long_name = opts[i]->get_name();
+    if (opts[i]->count() > 0) {
+      v.text = def.flag ? "1" : texts[i];
+      v.source = long_name;
+      v.given = true;
+    } else if (auto it = env_.find(PetName(def.dest)); it != env_.end()) {
+      v.text = it->second;
+      v.source = PetName(def.dest);
+      v.given = true;
+    } else {
+      v.text = def.def;
+    }
+  }
+  if (print_opt->count() > 0) {
+    c_->print_binding = print_binding.empty() ? "table" : print_binding;
+    if (!OneOf("--print-binding", c_->print_binding, {"table", "json"}, err)) {
+      return ParseOutcome::kUsageError;
+    }
+  }
+  if (!program.empty() && program.front() == "--") {
+    program.erase(program.begin());
+  } else if (!program.empty() && !c_->spank_wrapped && program.front().size() > 1 &&
+             program.front()[0] == '-') {
+    // CLI11's prefix mode passes unknown options through as the "program".
+    *err = fmt::format("unknown option '{}' (see --help; put -- before a program whose name starts with -)",
+                       program.front());
+    return ParseOutcome::kUsageError;
+  }
+  if (!program.empty()) {
+    c_->program = program.front();
+    c_->args.assign(program.begin() + 1, program.end());
+  }
+  if (!Convert(err)) return ParseOutcome::kUsageError;
+  if (c_->program.empty() && c_->print_binding.empty()) {
+    *err = "missing the program to run (e.g. elasticrun --nproc-per-node=4 train.py); see --help";
+    return ParseOutcome::kUsageError;
+  }
+  return ParseOutcome::kRun;
+}
+
+bool Parser::Convert(std::string* err) {
+  auto flag = [&](const char* dest, const char* name, bool* out) {
+    return ParseBool(What(dest, name), V(dest).text, out, err);
+  };
+  long long n = 0;
+  if (!flag("no_python", "--no-python", &c_->no_python) || !flag("module", "-m", &c_->module) ||
+      !flag("run_path", "--run-path", &c_->run_path) ||
+      !flag("virtual_local_rank", "--virtual-local-rank", &c_->virtual_local_rank) ||
+      !flag("verbose", "--verbose", &c_->verbose)) {
+    return false;
+  }
+  if (c_->module && c_->no_python) {
+    *err = "-m/--module: cannot be combined with --no-python";
+    return false;
+  }
+  c_->nproc_spec = V("nproc_per_node").text;
+  if (c_->nproc_spec != "gpu" && c_->nproc_spec != "cpu" && c_->nproc_spec != "auto" &&
+      !ParseIntNamed(What("nproc_per_node", "--nproc-per-node"), c_->nproc_spec, 1, 4096, &n, err)) {
+    *err += " (or gpu, cpu, auto)";
+    return false;
+  }
+  if (!ParseSeconds(What("monitor_interval", "--monitor-interval"), V("monitor_interval").text,
+                    &c_->monitor_interval_ms, err) ||
+      !ParseSeconds(What("shutdown_timeout", "--shutdown-timeout"), V("shutdown_timeout").text,
+                    &c_->shutdown_timeout_ms, err)) {
+    return false;
+  }
+  c_->role = V("role").text;
+  if (c_->role.empty()) {
+    *err = What("role", "--role") + ": must not be empty";
+    return false;
+  }
+  if (!ParseStdSpec(What("redirects", "--redirects"), V("redirects").text, &c_->redirects, err) ||
+      !ParseStdSpec(What("tee", "--tee"), V("tee").text, &c_->tee, err) ||
+      !ParseRankList(What("local_ranks_filter", "--local-ranks-filter"),
+                     V("local_ranks_filter").text, &c_->local_ranks_filter, err) ||
+      !ParseSignals(What("signals_to_handle", "--signals-to-handle"), V("signals_to_handle").text,
+                    &c_->signals_to_handle, err)) {
+    return false;
+  }
+  c_->log_dir = V("log_dir").text;
+  c_->python = V("python").text;
+  if (c_->python.empty()) {
+    *err = What("python", "--python") + ": must not be empty";
+    return false;
+  }
+  return ConvertRendezvous(err) && ConvertBinding(err);
+}
+
+bool Parser::ConvertRendezvous(std::string* err) {
+  RendezvousOptions& r = c_->rdzv;
+  if (!ParseBool(What("standalone", "--standalone"), V("standalone").text, &r.standalone, err) ||
+      !ParseNnodes(What("nnodes", "--nnodes"), V("nnodes").text, &r, err)) {
+    return false;
+  }
+  long long n = 0;
+  if (V("node_rank").given) {
+    if (!ParseIntNamed(What("node_rank", "--node-rank"), V("node_rank").text, 0, 100000, &n, err)) {
+      return false;
+    }
+    r.node_rank = static_cast<int>(n);
+  }
+  if (!ParseIntNamed(What("max_restarts", "--max-restarts"), V("max_restarts").text, 0, 1000000, &n,
+                     err)) {
+    return false;
+  }
+  r.max_restarts = static_cast<int>(n);
+  r.backend = V("rdzv_backend").text;
+  if (r.backend.empty()) {
+    *err = What("rdzv_backend", "--rdzv-backend") + ": must not be empty";
+    return false;
+  }
+  r.endpoint = V("rdzv_endpoint").text;
+  if (!ParseEndpoint(What("rdzv_endpoint", "--rdzv-endpoint"), r.endpoint, err)) return false;
+  r.run_id = V("rdzv_id").text;
+  if (r.run_id.empty()) {
+    *err = What("rdzv_id", "--rdzv-id") + ": must not be empty";
+    return false;
+  }
+  if (!ParseKeyValues(What("rdzv_conf", "--rdzv-conf"), V("rdzv_conf").text, &r.conf, err)) {
+    return false;
+  }
+  r.local_addr = V("local_addr").text;
+  if (r.standalone) {
+    // torchrun: --standalone means one node with a private local rendezvous.
+    r.min_nodes = r.max_nodes = 1;
+    r.backend = "c10d";
+    r.endpoint.clear();
+  }
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) r.hostname = host;
+  return true;
+}
+
+bool Parser::ConvertBinding(std::string* err) {
+  c_->bind = V("bind").text;
+  c_->membind = V("membind").text;
+  c_->topology = V("topology").text;
+  c_->cpus_allowed = V("cpus_allowed").text;
+  c_->gpu_vendor = V("gpu_vendor").text;
+  if (!OneOf(What("bind", "--bind"), c_->bind, {"auto", "gpu", "gpu-exclusive", "numa", "none"}, err) ||
+      !OneOf(What("membind", "--membind"), c_->membind, {"preferred", "strict", "none"}, err) ||
+      !ParseCpuList(What("cpus_allowed", "--cpus-allowed"), c_->cpus_allowed, err)) {
+    return false;
+  }
+  if (!c_->gpu_vendor.empty() &&
+      !OneOf(What("gpu_vendor", "--gpu-vendor"), c_->gpu_vendor, {"nvidia", "amd"}, err)) {
+    return false;
+  }
+  if (!c_->topology.empty() && access(c_->topology.c_str(), R_OK) != 0) {
+    *err = fmt::format("{}: '{}': {}", What("topology", "--topology"), c_->topology, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ParseOutcome ParseLaunchConfig(int argc, const char* const* argv, const EnvMap& env,
+                               LaunchConfig* config, std::string* out, std::string* err) {
+  Parser parser(env, config);
+  return parser.Parse(argc, argv, out, err);
+}
+
+EnvMap CurrentEnv() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = strchr(*e, '=');
+    if (eq == nullptr) continue;
+    env.emplace(std::string(*e, eq - *e), std::string(eq + 1));
+  }
+  return env;
+}
+
+}  // namespace elastic

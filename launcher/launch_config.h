@@ -1,0 +1,74 @@
+// LaunchConfig: every setting of one elasticrun invocation, parsed from the
+// command line (torchrun-compatible, dashed or underscored spellings) and
+// PET_<NAME> environment variables. Precedence: command line > PET_ > default.
+//
+// Wrapped by the SPANK plugin (docs/design.md): when ELASTIC_SPANK_ARGV0 is set,
+// no option is read from argv; argv[1..] are the user's arguments, the program
+// is $ELASTIC_SPANK_ARGV0 and the options come from PET_* only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/make_rendezvous.h"
+
+namespace elastic {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// How a worker's stdout/stderr go to files: torchrun's Std (0 none, 1 out, 2 err, 3 both).
+enum StdMask : int { kStdNone = 0, kStdOut = 1, kStdErr = 2, kStdBoth = 3 };
+
+// --redirects / --tee: one value for every local rank ("3") or per rank ("0:1,2:3").
+struct StdSpec {
+  int all = kStdNone;
+  std::map<int, int> per_rank;
+  int For(int local_rank) const {
+    auto it = per_rank.find(local_rank);
+    return it == per_rank.end() ? all : it->second;
+  }
+};
+
+struct LaunchConfig {
+  RendezvousOptions rdzv;
+  std::string nproc_spec = "1";       // --nproc-per-node as given: N|gpu|cpu|auto
+  int nproc = 1;                      // resolved (ResolveNproc)
+  long long monitor_interval_ms = 100;  // accepted for compatibility; we do not poll
+  long long shutdown_timeout_ms = 30000;
+  std::string role = "default";
+  StdSpec redirects;
+  StdSpec tee;
+  std::string log_dir;                // "" = a fresh directory under $TMPDIR, removed at exit
+  std::vector<int> local_ranks_filter;  // empty = every local rank on the console
+  bool no_python = false;
+  bool module = false;                // -m
+  bool run_path = false;              // --run-path
+  std::vector<int> signals_to_handle;  // terminating signals: forward, stop, exit 128+sig
+  bool virtual_local_rank = false;
+  std::string python = "python3";     // --python
+  bool verbose = false;
+  // Binding (hwloc_binding/binding.h), kept as validated text.
+  std::string bind = "auto";
+  std::string membind = "preferred";
+  std::string topology;
+  std::string cpus_allowed;
+  std::string gpu_vendor;
+  std::string print_binding;          // "", "table" or "json": print the plan and exit
+  // The user's command: program as given and its arguments.
+  std::string program;
+  std::vector<std::string> args;
+  bool spank_wrapped = false;         // ELASTIC_SPANK_ARGV0 was set
+};
+
+enum class ParseOutcome { kRun, kExitOk, kUsageError };
+
+// Parses argv + env. kExitOk: --help/--version printed to *out. kUsageError:
+// *err names the option and the value (exit 2).
+ParseOutcome ParseLaunchConfig(int argc, const char* const* argv, const EnvMap& env,
+                               LaunchConfig* config, std::string* out, std::string* err);
+
+// The environment of this process as a map.
+EnvMap CurrentEnv();
+
+}  // namespace elastic

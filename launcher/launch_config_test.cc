@@ -1,0 +1,279 @@
+#include "launcher/launch_config.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "launcher/worker_command.h"
+
+namespace elastic {
+namespace {
+
+struct Parsed {
+  ParseOutcome outcome;
+  LaunchConfig config;
+  std::string out;
+  std::string err;
+};
+
+Parsed Parse(std::vector<const char*> args, const EnvMap& env = {}) {
+  args.insert(args.begin(), "elasticrun");
+  Parsed p;
+  p.outcome = ParseLaunchConfig(static_cast<int>(args.size()), args.data(), env, &p.config, &p.out, &p.err);
+  return p;
+}
+
+TEST(LaunchConfigTest, Defaults) {
+  Parsed p = Parse({"train.py"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  const LaunchConfig& c = p.config;
+  EXPECT_EQ(c.nproc_spec, "1");
+  EXPECT_EQ(c.rdzv.max_restarts, 0);
+  EXPECT_EQ(c.rdzv.min_nodes, 1);
+  EXPECT_EQ(c.rdzv.max_nodes, 1);
+  EXPECT_EQ(c.rdzv.run_id, "none");
+  EXPECT_EQ(c.rdzv.backend, "c10d");
+  EXPECT_EQ(c.rdzv.node_rank, -1);
+  EXPECT_EQ(c.shutdown_timeout_ms, 30000);
+  EXPECT_EQ(c.role, "default");
+  EXPECT_EQ(c.python, "python3");
+  EXPECT_EQ(c.bind, "auto");
+  EXPECT_EQ(c.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
+  EXPECT_EQ(c.program, "train.py");
+  EXPECT_TRUE(c.args.empty());
+}
+
+TEST(LaunchConfigTest, DashedAndUnderscoredSpellings) {
+  Parsed a = Parse({"--nproc-per-node=4", "--max-restarts", "3", "train.py"});
+  Parsed b = Parse({"--nproc_per_node=4", "--max_restarts", "3", "train.py"});
+  for (const Parsed* p : {&a, &b}) {
+    ASSERT_EQ(p->outcome, ParseOutcome::kRun) << p->err;
+    EXPECT_EQ(p->config.nproc_spec, "4");
+    EXPECT_EQ(p->config.rdzv.max_restarts, 3);
+  }
+}
+
+TEST(LaunchConfigTest, ProgramArgumentsAreNotParsed) {
+  Parsed p = Parse({"--standalone", "python3", "train.py", "--max-restarts=9", "-v"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.program, "python3");
+  EXPECT_EQ(p.config.args, (std::vector<std::string>{"train.py", "--max-restarts=9", "-v"}));
+  EXPECT_EQ(p.config.rdzv.max_restarts, 0);
+  EXPECT_FALSE(p.config.verbose);
+  EXPECT_TRUE(p.config.rdzv.standalone);
+}
+
+TEST(LaunchConfigTest, EveryTorchrunOption) {
+  Parsed p = Parse({"--nnodes=2:4", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=host:1234",
+                    "--rdzv-id=job7", "--rdzv-conf=join_timeout=5,last_call_timeout=1", "--role=trainer",
+                    "-r", "0:1,1:3", "-t", "2", "--log-dir=/tmp/x", "--local-ranks-filter=0,2",
+                    "--no-python", "--signals-to-handle=SIGTERM,SIGUSR1", "--shutdown-timeout=2.5",
+                    "--virtual-local-rank", "--monitor-interval=5", "--local-addr=10.0.0.1", "prog"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  const LaunchConfig& c = p.config;
+  EXPECT_EQ(c.rdzv.min_nodes, 2);
+  EXPECT_EQ(c.rdzv.max_nodes, 4);
+  EXPECT_EQ(c.rdzv.node_rank, 1);
+  EXPECT_EQ(c.rdzv.endpoint, "host:1234");
+  EXPECT_EQ(c.rdzv.run_id, "job7");
+  ASSERT_EQ(c.rdzv.conf.size(), 2u);
+  EXPECT_EQ(c.rdzv.conf[0], (std::pair<std::string, std::string>{"join_timeout", "5"}));
+  EXPECT_EQ(c.rdzv.local_addr, "10.0.0.1");
+  EXPECT_EQ(c.role, "trainer");
+  EXPECT_EQ(c.redirects.For(0), kStdOut);
+  EXPECT_EQ(c.redirects.For(1), kStdBoth);
+  EXPECT_EQ(c.redirects.For(2), kStdNone);
+  EXPECT_EQ(c.tee.For(5), kStdErr);
+  EXPECT_EQ(c.log_dir, "/tmp/x");
+  EXPECT_EQ(c.local_ranks_filter, (std::vector<int>{0, 2}));
+  EXPECT_TRUE(c.no_python);
+  EXPECT_EQ(c.signals_to_handle, (std::vector<int>{SIGTERM, SIGUSR1}));
+  EXPECT_EQ(c.shutdown_timeout_ms, 2500);
+  EXPECT_TRUE(c.virtual_local_rank);
+  EXPECT_EQ(c.monitor_interval_ms, 5000);
+}
+
+TEST(LaunchConfigTest, StandaloneForcesOneNode) {
+  Parsed p = Parse({"--standalone", "--nnodes=3", "x"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.rdzv.max_nodes, 1);
+  EXPECT_TRUE(p.config.rdzv.endpoint.empty());
+}
+
+TEST(LaunchConfigTest, PetEnvironmentVariables) {
+  Parsed p = Parse({"train.py"}, {{"PET_NPROC_PER_NODE", "3"}, {"PET_MAX_RESTARTS", "2"},
+                                  {"PET_STANDALONE", "1"}, {"PET_RDZV_ID", "abc"}, {"PET_BIND", "none"}});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.nproc_spec, "3");
+  EXPECT_EQ(p.config.rdzv.max_restarts, 2);
+  EXPECT_TRUE(p.config.rdzv.standalone);
+  EXPECT_EQ(p.config.rdzv.run_id, "abc");
+  EXPECT_EQ(p.config.bind, "none");
+}
+
+TEST(LaunchConfigTest, CommandLineBeatsPetBeatsDefault) {
+  Parsed p = Parse({"--max-restarts=5", "train.py"}, {{"PET_MAX_RESTARTS", "2"}, {"PET_ROLE", "r"}});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.rdzv.max_restarts, 5);
+  EXPECT_EQ(p.config.role, "r");
+  EXPECT_EQ(p.config.shutdown_timeout_ms, 30000);
+}
+
+TEST(LaunchConfigTest, SpankWrappedReadsNoOptionsFromArgv) {
+  Parsed p = Parse({"--max-restarts=5", "data.txt"},
+                   {{"ELASTIC_SPANK_ARGV0", "train.py"}, {"PET_MAX_RESTARTS", "1"}});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_TRUE(p.config.spank_wrapped);
+  EXPECT_EQ(p.config.program, "train.py");
+  EXPECT_EQ(p.config.args, (std::vector<std::string>{"--max-restarts=5", "data.txt"}));
+  EXPECT_EQ(p.config.rdzv.max_restarts, 1);
+}
+
+struct BadCase {
+  std::vector<const char*> args;
+  EnvMap env;
+  std::string expect;  // the message must contain this
+};
+
+TEST(LaunchConfigTest, BadValuesNameOptionAndValue) {
+  std::vector<BadCase> cases = {
+      {{"--nproc-per-node=zero", "x"}, {}, "--nproc-per-node: 'zero'"},
+      {{"--nproc-per-node=0", "x"}, {}, "--nproc-per-node: '0'"},
+      {{"--max-restarts=-1", "x"}, {}, "--max-restarts: '-1'"},
+      {{"--nnodes=4:2", "x"}, {}, "--nnodes: '4:2'"},
+      {{"--nnodes=a", "x"}, {}, "--nnodes: 'a'"},
+      {{"--rdzv-endpoint=host:99999", "x"}, {}, "port '99999'"},
+      {{"--rdzv-conf=novalue", "x"}, {}, "--rdzv-conf: 'novalue'"},
+      {{"--redirects=4", "x"}, {}, "--redirects: '4'"},
+      {{"--tee=0:9", "x"}, {}, "--tee: '0:9'"},
+      {{"--local-ranks-filter=a", "x"}, {}, "--local-ranks-filter: 'a'"},
+      {{"--signals-to-handle=SIGFOO", "x"}, {}, "--signals-to-handle: 'SIGFOO'"},
+      {{"--shutdown-timeout=soon", "x"}, {}, "--shutdown-timeout: 'soon'"},
+      {{"--monitor-interval=-1", "x"}, {}, "--monitor-interval: '-1'"},
+      {{"--bind=socket", "x"}, {}, "--bind: 'socket'"},
+      {{"--membind=loose", "x"}, {}, "--membind: 'loose'"},
+      {{"--gpu-vendor=intel", "x"}, {}, "--gpu-vendor: 'intel'"},
+      {{"--cpus-allowed=3-1", "x"}, {}, "--cpus-allowed: '3-1'"},
+      {{"--topology=/nonexistent.xml", "x"}, {}, "--topology: '/nonexistent.xml'"},
+      {{"--print-binding=yaml"}, {}, "--print-binding: 'yaml'"},
+      {{"x"}, {{"PET_MAX_RESTARTS", "many"}}, "PET_MAX_RESTARTS: 'many'"},
+      {{"x"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE: 'maybe'"},
+      {{"-m", "--no-python", "x"}, {}, "--no-python"},
+      {{"--no-such-option", "x"}, {}, "--no-such-option"},
+      {{}, {}, "missing the program"},
+  };
+  for (const BadCase& c : cases) {
+    Parsed p = Parse(c.args, c.env);
+    EXPECT_EQ(p.outcome, ParseOutcome::kUsageError) << c.expect;
+    EXPECT_NE(p.err.find(c.expect), std::string::npos) << "got: " << p.err;
+  }
+}
+
+TEST(LaunchConfigTest, HelpListsEveryOptionWithDefaults) {
+  Parsed p = Parse({"--help"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kExitOk);
+  for (const char* text : {"--nproc-per-node", "--max-restarts", "--shutdown-timeout", "[default: 30]",
+                           "PET_NPROC_PER_NODE", "--bind", "--print-binding", "Exit status"}) {
+    EXPECT_NE(p.out.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(LaunchConfigTest, Version) {
+  Parsed p = Parse({"--version"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kExitOk);
+  EXPECT_NE(p.out.find("elasticrun"), std::string::npos);
+}
+
+TEST(LaunchConfigTest, PrintBindingNeedsNoProgram) {
+  Parsed p = Parse({"--print-binding=json"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.print_binding, "json");
+  EXPECT_EQ(Parse({"--print-binding"}).config.print_binding, "table");
+}
+
+TEST(NprocTest, NumberAndGpuSources) {
+  LaunchConfig c;
+  std::string err;
+  c.nproc_spec = "3";
+  ASSERT_TRUE(ResolveNproc({}, &c, &err));
+  EXPECT_EQ(c.nproc, 3);
+  c.nproc_spec = "gpu";
+  ASSERT_TRUE(ResolveNproc({{"CUDA_VISIBLE_DEVICES", "0,2"}, {"SLURM_STEP_GPUS", "0,1,2"}}, &c, &err));
+  EXPECT_EQ(c.nproc, 2);
+  ASSERT_TRUE(ResolveNproc({{"SLURM_STEP_GPUS", "4,5,6"}}, &c, &err));
+  EXPECT_EQ(c.nproc, 3);
+  ASSERT_TRUE(ResolveNproc({{"SLURM_JOB_GPUS", "1"}}, &c, &err));
+  EXPECT_EQ(c.nproc, 1);
+}
+
+TEST(NprocTest, GpuWithNoneIsAnError) {
+  LaunchConfig c;
+  std::string err;
+  c.nproc_spec = "gpu";
+  EXPECT_FALSE(ResolveNproc({{"CUDA_VISIBLE_DEVICES", ""}}, &c, &err));
+  EXPECT_NE(err.find("no GPU"), std::string::npos) << err;
+}
+
+TEST(NprocTest, AutoWithoutGpusIsCpuCount) {
+  LaunchConfig c;
+  std::string err;
+  c.nproc_spec = "auto";
+  ASSERT_TRUE(ResolveNproc({{"CUDA_VISIBLE_DEVICES", ""}}, &c, &err));
+  LaunchConfig cpu;
+  cpu.nproc_spec = "cpu";
+  ASSERT_TRUE(ResolveNproc({}, &cpu, &err));
+  EXPECT_EQ(c.nproc, cpu.nproc);
+  EXPECT_GE(cpu.nproc, 1);
+}
+
+TEST(NprocTest, CountDeviceList) {
+  EXPECT_EQ(CountDeviceList(""), 0);
+  EXPECT_EQ(CountDeviceList("NoDevFiles"), 0);
+  EXPECT_EQ(CountDeviceList("0"), 1);
+  EXPECT_EQ(CountDeviceList("GPU-aaa,GPU-bbb"), 2);
+}
+
+TEST(WorkerCommandTest, PyRunsUnderPython) {
+  LaunchConfig c;
+  c.program = "train.py";
+  c.args = {"--lr", "1"};
+  c.python = "/bin/sh";  // any executable stands in for the interpreter
+  std::string path, err;
+  std::vector<std::string> argv;
+  ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/usr/bin:/bin"}}, &path, &argv, &err)) << err;
+  EXPECT_EQ(path, "/bin/sh");
+  EXPECT_EQ(argv, (std::vector<std::string>{"/bin/sh", "-u", "train.py", "--lr", "1"}));
+}
+
+TEST(WorkerCommandTest, ModuleAndNoPython) {
+  LaunchConfig c;
+  c.program = "pkg.train";
+  c.module = true;
+  c.python = "sh";
+  std::string path, err;
+  std::vector<std::string> argv;
+  ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << err;
+  EXPECT_EQ(path, "/bin/sh");
+  EXPECT_EQ(argv, (std::vector<std::string>{"sh", "-u", "-m", "pkg.train"}));
+  LaunchConfig d;
+  d.program = "true";
+  d.no_python = true;
+  ASSERT_TRUE(BuildWorkerCommand(d, {{"PATH", "/nonexistent:/bin"}}, &path, &argv, &err)) << err;
+  EXPECT_EQ(path, "/bin/true");
+  EXPECT_EQ(argv, std::vector<std::string>{"true"});
+}
+
+TEST(WorkerCommandTest, MissingProgramIsAnError) {
+  LaunchConfig c;
+  c.program = "no-such-program-xyz";
+  std::string path, err;
+  std::vector<std::string> argv;
+  EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
+  EXPECT_NE(err.find("no-such-program-xyz"), std::string::npos);
+  c.program = "x.py";
+  c.python = "no-python-here";
+  EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
+  EXPECT_NE(err.find("--python: 'no-python-here'"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace elastic

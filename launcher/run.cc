@@ -1,0 +1,178 @@
+#include "launcher/run.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <memory>
+
+#include "common/log.h"
+#include "launcher/agent.h"
+#include "launcher/make_rendezvous.h"
+#include "launcher/worker_command.h"
+
+#ifdef ELASTIC_HAVE_HWLOC_BINDING
+#include "hwloc_binding/binding.h"
+#endif
+
+namespace elastic {
+namespace {
+
+constexpr int kUsageExit = 2;
+
+std::string Get(const EnvMap& env, const char* key) {
+  auto it = env.find(key);
+  return it == env.end() ? std::string() : it->second;
+}
+
+// The log directory: --log-dir as given, else a fresh one under $TMPDIR removed at exit.
+class LogDir {
+ public:
+  bool Make(const LaunchConfig& config, const EnvMap& env, std::string* err) {
+    if (!config.log_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(config.log_dir, ec);
+      if (ec) {
+        *err = fmt::format("--log-dir: '{}': {}", config.log_dir, ec.message());
+        return false;
+      }
+      path_ = config.log_dir;
+      return true;
+    }
+    std::string tmp = Get(env, "TMPDIR");
+    std::string templ = (tmp.empty() ? std::string("/tmp") : tmp) + "/elasticrun-XXXXXX";
+    if (mkdtemp(templ.data()) == nullptr) {
+      *err = fmt::format("cannot create a log directory '{}': {}", templ, strerror(errno));
+      return false;
+    }
+    path_ = templ;
+    remove_ = true;
+    return true;
+  }
+  ~LogDir() {
+    std::error_code ec;
+    if (remove_) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool remove_ = false;
+};
+
+#ifdef ELASTIC_HAVE_HWLOC_BINDING
+BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env) {
+  BindingRequest r;
+  std::string err;
+  ParseBindMode(config.bind, &r.mode, &err);
+  ParseMemBind(config.membind, &r.membind, &err);
+  r.topology_file = config.topology.empty() ? Get(env, "HWLOC_XMLFILE") : config.topology;
+  r.cpus_allowed = config.cpus_allowed;
+  r.gpu_vendor = config.gpu_vendor;
+  r.cuda_visible_devices = Get(env, "CUDA_VISIBLE_DEVICES");
+  r.slurm_step_gpus = env.count("SLURM_STEP_GPUS") ? Get(env, "SLURM_STEP_GPUS") : Get(env, "SLURM_JOB_GPUS");
+  r.nproc = config.nproc;
+  return r;
+}
+#endif
+
+// Fills spec->cpus/cores/bind from the binding plan. A plan that cannot be made is a
+// warning (workers run unbound), except for --print-binding where it is the answer.
+bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec, int* exit_code) {
+#ifdef ELASTIC_HAVE_HWLOC_BINDING
+  auto plan = std::make_shared<BindingPlan>();
+  std::string err;
+  bool planned = PlanBinding(MakeBindingRequest(config, env), plan.get(), &err);
+  if (!config.print_binding.empty()) {
+    if (!planned) {
+      Log(LogLevel::kError, "binding: {}", err);
+      *exit_code = 1;
+      return false;
+    }
+    std::string text = config.print_binding == "json" ? PlanToJson(*plan) : PlanToTable(*plan);
+    fmt::print("{}{}", text, text.empty() || text.back() == '\n' ? "" : "\n");
+    *exit_code = 0;
+    return false;
+  }
+  if (!planned) {
+    if (config.bind != "none") Log(LogLevel::kWarning, "binding: {}; workers run unbound", err);
+    return true;
+  }
+  if (!plan->note.empty()) Log(LogLevel::kInfo, "binding: {}", plan->note);
+  for (const WorkerBinding& w : plan->workers) {
+    spec->cpus.push_back(w.cpus);
+    spec->cores.push_back(w.cpus.empty() ? 0 : w.cores);
+  }
+  if (plan->mode != BindMode::kNone && plan->this_system) {
+    spec->bind = [plan](int local_rank, std::string* e) {
+      if (local_rank >= static_cast<int>(plan->workers.size())) return true;
+      return ApplyBinding(*plan, plan->workers[local_rank], e);
+    };
+  }
+  return true;
+#else
+  (void)env;
+  (void)spec;
+  if (!config.print_binding.empty()) {
+    Log(LogLevel::kError, "--print-binding: this elasticrun was built without hwloc binding");
+    *exit_code = 1;
+    return false;
+  }
+  return true;
+#endif
+}
+
+}  // namespace
+
+int RunElasticrun(LaunchConfig config, const EnvMap& env) {
+  std::string err;
+  if (!ResolveNproc(env, &config, &err)) {
+    Log(LogLevel::kError, "{}", err);
+    return kUsageExit;
+  }
+  WorkerSpec spec;
+  int exit_code = 0;
+  if (!PlanWorkers(config, env, &spec, &exit_code)) return exit_code;
+  if (!BuildWorkerCommand(config, env, &spec.path, &spec.argv, &err)) {
+    Log(LogLevel::kError, "{}", err);
+    return kUsageExit;
+  }
+  if (config.nproc > 1 && !env.count("OMP_NUM_THREADS") && spec.cores.empty()) {
+    Log(LogLevel::kDebug, "OMP_NUM_THREADS set to 1 for each worker (set it to override)");
+  }
+  LogDir log_dir;
+  if (!log_dir.Make(config, env, &err)) {
+    Log(LogLevel::kError, "{}", err);
+    return 1;
+  }
+  spec.log_dir = log_dir.path();
+  ElasticAgent agent(config, env, std::move(spec));
+  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.rdzv, agent.loop(), &err);
+  if (!rendezvous) {
+    Log(LogLevel::kError, "{}", err);
+    return kUsageExit;
+  }
+  return agent.Run(std::move(rendezvous));
+}
+
+int ElasticrunMain(int argc, const char* const* argv) {
+  SetLogProgram("elasticrun");
+  EnvMap env = CurrentEnv();
+  LaunchConfig config;
+  std::string out, err;
+  switch (ParseLaunchConfig(argc, argv, env, &config, &out, &err)) {
+    case ParseOutcome::kExitOk:
+      fmt::print("{}", out);
+      return 0;
+    case ParseOutcome::kUsageError:
+      Log(LogLevel::kError, "{}", err);
+      return kUsageExit;
+    case ParseOutcome::kRun:
+      break;
+  }
+  SetLogVerbose(config.verbose);
+  return RunElasticrun(std::move(config), env);
+}
+
+}  // namespace elastic

@@ -1,0 +1,152 @@
+#include "launcher/worker_command.h"
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/parse.h"
+
+#ifdef ELASTIC_HAVE_HWLOC_BINDING
+#include "hwloc_binding/binding.h"
+#endif
+
+namespace elastic {
+namespace {
+
+std::string Get(const EnvMap& env, const std::string& key) {
+  auto it = env.find(key);
+  return it == env.end() ? std::string() : it->second;
+}
+
+int CountCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+// GPUs this node may use; *source says where the number came from.
+int CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, std::string* source) {
+  for (const char* key : {"CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    if (env.count(key)) {
+      *source = key;
+      return CountDeviceList(Get(env, key));
+    }
+  }
+  *source = "hwloc";
+#ifdef ELASTIC_HAVE_HWLOC_BINDING
+  BindingRequest request;
+  request.topology_file = config.topology;
+  request.gpu_vendor = config.gpu_vendor;
+  int count = 0;
+  std::string err;
+  if (CountGpus(request, &count, &err)) return count;
+  *source = "hwloc (" + err + ")";
+#else
+  (void)config;
+  *source = "hwloc (not built in)";
+#endif
+  return 0;
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+int CountDeviceList(const std::string& list) {
+  if (list == "NoDevFiles" || list == "-1") return 0;
+  int n = 0;
+  for (const std::string& item : Split(list, ',')) {
+    if (!item.empty()) ++n;
+  }
+  return n;
+}
+
+bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err) {
+  const std::string& spec = config->nproc_spec;
+  if (spec != "gpu" && spec != "cpu" && spec != "auto") {
+    long long n = 0;
+    if (!ParseIntNamed("--nproc-per-node", spec, 1, 4096, &n, err)) {
+      *err += " (or gpu, cpu, auto)";
+      return false;
+    }
+    config->nproc = static_cast<int>(n);
+    return true;
+  }
+  if (spec == "cpu") {
+    config->nproc = CountCpus();
+    return true;
+  }
+  std::string source;
+  int gpus = CountGpusFromEnv(env, *config, &source);
+  if (gpus > 0) {
+    config->nproc = gpus;
+    return true;
+  }
+  if (spec == "gpu") {
+    *err = fmt::format(
+        "--nproc-per-node=gpu: this node has no GPU to use (looked at {}); "
+        "give a number or use --nproc-per-node=auto",
+        source);
+    return false;
+  }
+  config->nproc = CountCpus();
+  return true;
+}
+
+bool FindInPath(const std::string& name, const std::string& path_env, std::string* found) {
+  if (name.empty()) return false;
+  if (name.find('/') != std::string::npos) {
+    if (!IsExecutableFile(name)) return false;
+    *found = name;
+    return true;
+  }
+  for (const std::string& dir : Split(path_env.empty() ? "/usr/local/bin:/usr/bin:/bin" : path_env, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (IsExecutableFile(candidate)) {
+      *found = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::string* path,
+                        std::vector<std::string>* argv, std::string* err) {
+  std::string path_env = Get(env, "PATH");
+  bool use_python = !config.no_python &&
+                    (config.module || config.run_path || EndsWith(config.program, ".py"));
+  argv->clear();
+  if (use_python) {
+    if (!FindInPath(config.python, path_env, path)) {
+      *err = fmt::format("--python: '{}' is not an executable file{} (the interpreter must have torch)",
+                         config.python, config.python.find('/') == std::string::npos ? " in PATH" : "");
+      return false;
+    }
+    argv->push_back(config.python);
+    argv->push_back("-u");
+    if (config.module) argv->push_back("-m");
+    argv->push_back(config.program);
+  } else {
+    if (!FindInPath(config.program, path_env, path)) {
+      *err = fmt::format("cannot execute '{}': not an executable file{}", config.program,
+                         config.program.find('/') == std::string::npos ? " in PATH" : "");
+      return false;
+    }
+    argv->push_back(config.program);
+  }
+  argv->insert(argv->end(), config.args.begin(), config.args.end());
+  return true;
+}
+
+}  // namespace elastic

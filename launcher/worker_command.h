@@ -1,0 +1,31 @@
+// What the workers run and how many of them: the .py rule, -m, --python,
+// --no-python, PATH lookup, and --nproc-per-node N|gpu|cpu|auto.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/launch_config.h"
+
+namespace elastic {
+
+// Resolves config->nproc_spec into config->nproc. gpu/auto count the GPUs this node
+// may use: CUDA_VISIBLE_DEVICES (even when empty), else SLURM_STEP_GPUS, else
+// SLURM_JOB_GPUS, else hwloc. `gpu` with none is an error; `cpu` is the number of
+// CPUs this process may run on; `auto` is the GPU count, else the CPU count.
+bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err);
+
+// Counts the entries of a device list such as "0,1,3" ("", "NoDevFiles", "-1" -> 0).
+int CountDeviceList(const std::string& list);
+
+// The command the workers exec. A first argument ending in .py (or -m, --run-path)
+// runs as `<python> -u ...`; anything else is executed as given; --no-python forces
+// direct execution. The program (or the interpreter) is looked up in PATH here, so a
+// missing one is an error before anything starts.
+bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::string* path,
+                        std::vector<std::string>* argv, std::string* err);
+
+// Looks `name` up like execvp: a name with '/' as given, else each PATH entry.
+bool FindInPath(const std::string& name, const std::string& path_env, std::string* found);
+
+}  // namespace elastic

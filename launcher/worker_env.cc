@@ -1,0 +1,77 @@
+#include "launcher/worker_env.h"
+
+#include "common/parse.h"
+
+namespace elastic {
+namespace {
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+void SetDefault(EnvMap* env, const std::string& key, const std::string& value) {
+  env->emplace(key, value);  // keeps an inherited value
+}
+
+}  // namespace
+
+EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
+  const LaunchConfig& c = *in.config;
+  const RoundInfo& r = in.round;
+  EnvMap env;
+  for (const auto& [key, value] : *in.base) {
+    if (StartsWith(key, "ELASTIC_SPANK_") || StartsWith(key, "PET_") || key == "HWLOC_XMLFILE") {
+      continue;
+    }
+    env.emplace(key, value);
+  }
+  int rank = r.rank_offset + in.local_rank;
+  env["RANK"] = std::to_string(rank);
+  env["LOCAL_RANK"] = std::to_string(c.virtual_local_rank ? 0 : in.local_rank);
+  env["WORLD_SIZE"] = std::to_string(r.world_size);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(c.nproc);
+  env["GROUP_RANK"] = std::to_string(r.group_rank);
+  env["GROUP_WORLD_SIZE"] = std::to_string(r.group_world_size);
+  env["ROLE_NAME"] = c.role;
+  env["ROLE_RANK"] = std::to_string(rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(r.world_size);
+  env["MASTER_ADDR"] = r.store_addr;
+  env["MASTER_PORT"] = std::to_string(r.store_port);
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(r.round);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(c.rdzv.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = c.rdzv.run_id;
+  env["TORCHELASTIC_USE_AGENT_STORE"] = r.use_agent_store ? "True" : "False";
+  env["TORCHELASTIC_ERROR_FILE"] = in.error_file;
+  // PyTorch 2.x reads TORCH_NCCL_ASYNC_ERROR_HANDLING, 1.13 the old name: set both,
+  // and if the user set either one, give the other the same value.
+  auto torch_name = env.find("TORCH_NCCL_ASYNC_ERROR_HANDLING");
+  auto old_name = env.find("NCCL_ASYNC_ERROR_HANDLING");
+  std::string async = torch_name != env.end() ? torch_name->second
+                      : old_name != env.end() ? old_name->second
+                                              : "1";
+  SetDefault(&env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", async);
+  SetDefault(&env, "NCCL_ASYNC_ERROR_HANDLING", async);
+  if (in.bound_cores > 0) {
+    SetDefault(&env, "OMP_NUM_THREADS", std::to_string(in.bound_cores));
+  } else if (c.nproc > 1) {
+    SetDefault(&env, "OMP_NUM_THREADS", "1");
+  }
+  // Slurm and NVML number GPUs in PCI bus order; make CUDA agree.
+  SetDefault(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+  if (c.virtual_local_rank) {
+    auto it = env.find("CUDA_VISIBLE_DEVICES");
+    std::vector<std::string> devices;
+    if (it != env.end()) devices = Split(it->second, ',');
+    env["CUDA_VISIBLE_DEVICES"] = in.local_rank < static_cast<int>(devices.size())
+                                      ? devices[in.local_rank]
+                                      : std::to_string(in.local_rank);
+  }
+  return env;
+}
+
+std::vector<std::string> EnvToStrings(const EnvMap& env) {
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [key, value] : env) out.push_back(key + "=" + value);
+  return out;
+}
+
+}  // namespace elastic

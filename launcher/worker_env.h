@@ -1,0 +1,31 @@
+// The environment of one worker: torchrun's contract (REFERENCE.md section 1),
+// built as a pure function of the agent's environment, the round and the rank.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/launch_config.h"
+#include "rendezvous/rendezvous_handler.h"
+
+namespace elastic {
+
+struct WorkerEnvInput {
+  const EnvMap* base = nullptr;   // the agent's environment
+  const LaunchConfig* config = nullptr;
+  RoundInfo round;
+  int local_rank = 0;
+  std::string error_file;         // TORCHELASTIC_ERROR_FILE
+  int bound_cores = 0;            // cores of the worker's CPU binding, 0 = unbound
+};
+
+// Returns the worker's environment. Removes ELASTIC_SPANK_*, PET_* and HWLOC_XMLFILE;
+// keeps CUDA_VISIBLE_DEVICES as given (LOCAL_RANK picks the device), except with
+// --virtual-local-rank. OMP_NUM_THREADS, if not set by the user: the bound cores when
+// the worker is bound, else 1 when nproc > 1 (torchrun's rule).
+EnvMap BuildWorkerEnv(const WorkerEnvInput& in);
+
+// "KEY=VALUE" strings for execve.
+std::vector<std::string> EnvToStrings(const EnvMap& env);
+
+}  // namespace elastic

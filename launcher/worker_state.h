@@ -1,0 +1,116 @@
+// The agent's supervision logic as a pure state machine over the local
+// WorkerGroup: Step(status, event, now) -> (status, actions). No I/O, no clock
+// reads: the shell (agent.cc) turns events (worker exits, rendezvous callbacks,
+// signals, timers) into Step() calls and carries out the returned actions.
+//
+// States (torchelastic's WorkerState names) and transitions:
+//
+//   INIT       no workers; waiting for a rendezvous round.
+//     RoundReady            -> HEALTHY    [StartWorkers]
+//     Terminate(sig)        -> STOPPED    [ShutdownRendezvous, Exit(128+sig)]
+//     JobFailed / Fatal     -> FAILED     [Exit]
+//   HEALTHY    every worker started, none failed.
+//     WorkerExited(ok)      -> HEALTHY, or SUCCEEDED when it was the last one [ReportSucceeded]
+//     WorkerExited(failed)  -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer, ReportFailure]
+//     RestartRequired       -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then rejoin)
+//     Terminate(sig)        -> UNHEALTHY  [ShutdownRendezvous, SignalWorkers(sig), ArmStopTimer]
+//     Fatal / JobFailed     -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then fail)
+//   UNHEALTHY  the group is being stopped; `after_stop` says what comes next.
+//     WorkerExited          -> UNHEALTHY while workers remain, else STOPPED (below)
+//     StopTimeout           -> UNHEALTHY  [SignalWorkers(KILL)]  (grace period over)
+//     RestartRequired / JobFailed / Terminate / Fatal update after_stop.
+//   STOPPED    every worker reaped [EndAttempt]; then by after_stop:
+//     rejoin                -> INIT       [Join]
+//     job failed / fatal    -> FAILED     [Exit(code)]
+//     signal                -> STOPPED    [Exit(128+sig)]
+//     verdict pending       -> STOPPED, until RestartRequired (-> INIT [Join]) or JobFailed
+//                              (-> FAILED [Exit]) arrives from the rendezvous.
+//   SUCCEEDED  every local worker exited 0; Done -> [Exit(0)]; Terminate -> [Exit(128+sig)].
+//   FAILED     terminal.
+//
+// Exit codes (documented in --help): 0 all workers succeeded; the first failed
+// worker's exit code, or 128+signal when a signal killed it; 128+sig when the
+// agent itself got a terminating signal; 1 for rendezvous/fatal errors.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "rendezvous/rendezvous_handler.h"
+
+namespace elastic {
+
+enum class WorkerState { kInit, kHealthy, kUnhealthy, kStopped, kSucceeded, kFailed };
+const char* WorkerStateName(WorkerState state);
+
+// What happens once every worker of a stopping group is gone.
+// Ordered by strength: a later, stronger verdict overrides a weaker one.
+enum class AfterStop { kNone, kAwaitVerdict, kRejoin, kFail, kFatal, kExitSignal };
+
+struct GroupStatus {
+  WorkerState state = WorkerState::kInit;
+  int nproc = 1;                   // workers per attempt on this node
+  int alive = 0;                   // started and not yet reaped
+  AfterStop after_stop = AfterStop::kNone;
+  MonoClock::time_point kill_at{};  // when the grace period of a stop ends
+  bool kill_sent = false;
+  WorkerFailure failure;           // the failure reported in the summary (first one)
+  bool has_failure = false;
+  int exit_signal = 0;             // agent's terminating signal
+  std::string fatal_message;
+  bool exited = false;             // an Exit action was issued: nothing happens after it
+};
+
+enum class EventKind {
+  kRoundReady,       // rendezvous on_round
+  kWorkerExited,     // a worker was reaped; `failure` describes it (exit_code/signal)
+  kStopTimeout,      // the stop timer fired
+  kRestartRequired,  // rendezvous on_restart_required
+  kJobFailed,        // rendezvous on_job_failed(failure)
+  kDone,             // rendezvous on_done
+  kFatal,            // rendezvous on_fatal(message)
+  kTerminate,        // agent got SIGTERM/INT/HUP/QUIT (signal)
+  kForward,          // agent got SIGUSR1/USR2 (signal): pass it on
+};
+
+struct Event {
+  EventKind kind;
+  int signal = 0;
+  WorkerFailure failure;
+  std::string message;
+};
+
+enum class ActionKind {
+  kStartWorkers,
+  kSignalWorkers,       // signal every worker's process group
+  kArmStopTimer,        // deadline: kill_at
+  kReportFailure,       // RendezvousHandler::ReportWorkerFailure(failure)
+  kReportSucceeded,
+  kShutdownRendezvous,
+  kEndAttempt,          // every worker reaped: kill stragglers in their groups, drain output
+  kJoin,
+  kExit,                // exit_code; failure summary printed when has_failure
+};
+
+struct Action {
+  ActionKind kind;
+  int signal = 0;
+  MonoClock::time_point deadline{};
+  int exit_code = 0;
+};
+
+struct Transition {
+  GroupStatus status;
+  std::vector<Action> actions;
+};
+
+bool IsFailure(const WorkerFailure& exit);
+// The agent's exit code for a worker failure: its exit code, or 128+signal.
+int FailureExitCode(const WorkerFailure& failure);
+
+Transition Step(const GroupStatus& status, const Event& event, MonoClock::time_point now,
+                Millis shutdown_timeout);
+
+}  // namespace elastic

@@ -1,0 +1,257 @@
+// The supervision state machine as a table, with a fake clock, plus scenarios
+// driven through a fake process runner that carries out the actions.
+#include "launcher/worker_state.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+namespace elastic {
+namespace {
+
+using K = ActionKind;
+const Millis kGrace(30000);
+const MonoClock::time_point kT0{};  // the fake clock's origin
+
+WorkerFailure Exit(int code, int sig = 0) {
+  WorkerFailure f;
+  f.exit_code = code;
+  f.signal = sig;
+  return f;
+}
+Event Exited(int code, int sig = 0) { return Event{EventKind::kWorkerExited, 0, Exit(code, sig), {}}; }
+Event Simple(EventKind kind, int sig = 0) { return Event{kind, sig, {}, {}}; }
+
+GroupStatus Status(WorkerState state, int nproc, int alive, AfterStop after = AfterStop::kNone) {
+  GroupStatus s;
+  s.state = state;
+  s.nproc = nproc;
+  s.alive = alive;
+  s.after_stop = after;
+  s.kill_at = kT0 + kGrace;
+  return s;
+}
+
+std::vector<K> Kinds(const Transition& t) {
+  std::vector<K> kinds;
+  for (const Action& a : t.actions) kinds.push_back(a.kind);
+  return kinds;
+}
+
+struct Row {
+  const char* name;
+  GroupStatus before;
+  Event event;
+  WorkerState after;
+  std::vector<K> actions;
+  int exit_code = -1;  // checked when >= 0
+};
+
+class TransitionTable : public ::testing::TestWithParam<Row> {};
+
+TEST_P(TransitionTable, Step) {
+  const Row& row = GetParam();
+  Transition t = Step(row.before, row.event, kT0, kGrace);
+  EXPECT_EQ(WorkerStateName(t.status.state), std::string(WorkerStateName(row.after)));
+  EXPECT_EQ(Kinds(t), row.actions);
+  if (row.exit_code >= 0) {
+    ASSERT_FALSE(t.actions.empty());
+    EXPECT_EQ(t.actions.back().kind, K::kExit);
+    EXPECT_EQ(t.actions.back().exit_code, row.exit_code);
+  }
+}
+
+using S = WorkerState;
+using E = EventKind;
+INSTANTIATE_TEST_SUITE_P(
+    Supervision, TransitionTable,
+    ::testing::Values(
+        Row{"InitRoundStarts", Status(S::kInit, 2, 0), Simple(E::kRoundReady), S::kHealthy,
+            {K::kStartWorkers}},
+        Row{"InitTerminateExits", Status(S::kInit, 2, 0), Simple(E::kTerminate, SIGTERM), S::kStopped,
+            {K::kShutdownRendezvous, K::kExit}, 143},
+        Row{"HealthyOneSucceedsOthersRun", Status(S::kHealthy, 2, 2), Exited(0), S::kHealthy, {}},
+        Row{"HealthyLastSucceeds", Status(S::kHealthy, 2, 1), Exited(0), S::kSucceeded,
+            {K::kEndAttempt, K::kReportSucceeded}},
+        Row{"HealthyFailureStopsGroup", Status(S::kHealthy, 2, 2), Exited(1), S::kUnhealthy,
+            {K::kReportFailure, K::kSignalWorkers, K::kArmStopTimer}},
+        Row{"HealthyOnlyWorkerFailsAwaitsVerdict", Status(S::kHealthy, 1, 1), Exited(0, SIGKILL),
+            S::kStopped, {K::kReportFailure, K::kSignalWorkers, K::kArmStopTimer, K::kEndAttempt}},
+        Row{"HealthyRestartRequiredStops", Status(S::kHealthy, 2, 2), Simple(E::kRestartRequired),
+            S::kUnhealthy, {K::kSignalWorkers, K::kArmStopTimer}},
+        Row{"HealthyTerminateForwardsAndStops", Status(S::kHealthy, 2, 2), Simple(E::kTerminate, SIGINT),
+            S::kUnhealthy, {K::kShutdownRendezvous, K::kSignalWorkers, K::kArmStopTimer}},
+        Row{"HealthyForwardUsr1", Status(S::kHealthy, 2, 2), Simple(E::kForward, SIGUSR1), S::kHealthy,
+            {K::kSignalWorkers}},
+        Row{"UnhealthyWorkerExitsOthersLeft", Status(S::kUnhealthy, 3, 2, AfterStop::kRejoin), Exited(143),
+            S::kUnhealthy, {}},
+        Row{"UnhealthyLastExitRejoins", Status(S::kUnhealthy, 3, 1, AfterStop::kRejoin), Exited(0, SIGTERM),
+            S::kInit, {K::kEndAttempt, K::kJoin}},
+        Row{"UnhealthyLastExitAwaitsVerdict", Status(S::kUnhealthy, 3, 1, AfterStop::kAwaitVerdict),
+            Exited(0, SIGTERM), S::kStopped, {K::kEndAttempt}},
+        Row{"UnhealthyTimeoutKills", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin), Simple(E::kStopTimeout),
+            S::kUnhealthy, {K::kSignalWorkers}},
+        Row{"UnhealthyVerdictRestart", Status(S::kUnhealthy, 2, 1, AfterStop::kAwaitVerdict),
+            Simple(E::kRestartRequired), S::kUnhealthy, {}},
+        Row{"StoppedVerdictRestartJoins", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
+            Simple(E::kRestartRequired), S::kInit, {K::kJoin}},
+        Row{"StoppedJobFailedExits", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
+            Event{E::kJobFailed, 0, Exit(3), {}}, S::kFailed, {K::kExit}, 3},
+        Row{"StoppedJobFailedBySignalExits", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
+            Event{E::kJobFailed, 0, Exit(0, SIGSEGV), {}}, S::kFailed, {K::kExit}, 128 + SIGSEGV},
+        Row{"StoppedFatalExits1", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
+            Event{E::kFatal, 0, {}, "lost the store"}, S::kFailed, {K::kExit}, 1},
+        Row{"SucceededDoneExits0", Status(S::kSucceeded, 2, 0), Simple(E::kDone), S::kSucceeded, {K::kExit}, 0},
+        Row{"SucceededIgnoresRestart", Status(S::kSucceeded, 2, 0), Simple(E::kRestartRequired),
+            S::kSucceeded, {}},
+        Row{"HealthyIgnoresDone", Status(S::kHealthy, 2, 2), Simple(E::kDone), S::kHealthy, {}}),
+    [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });
+
+TEST(WorkerStateTest, StopTimeoutBeforeDeadlineDoesNothing) {
+  GroupStatus s = Status(S::kUnhealthy, 2, 2, AfterStop::kRejoin);
+  s.kill_at = kT0 + Millis(5000);
+  EXPECT_TRUE(Step(s, Simple(E::kStopTimeout), kT0 + Millis(4999), kGrace).actions.empty());
+  Transition t = Step(s, Simple(E::kStopTimeout), kT0 + Millis(5000), kGrace);
+  ASSERT_EQ(Kinds(t), std::vector<K>{K::kSignalWorkers});
+  EXPECT_EQ(t.actions[0].signal, SIGKILL);
+  // SIGKILL goes out once.
+  EXPECT_TRUE(Step(t.status, Simple(E::kStopTimeout), kT0 + Millis(9000), kGrace).actions.empty());
+}
+
+TEST(WorkerStateTest, StopTimerDeadlineIsNowPlusGrace) {
+  Transition t = Step(Status(S::kHealthy, 2, 2), Exited(1), kT0 + Millis(700), Millis(2500));
+  ASSERT_EQ(t.actions[2].kind, K::kArmStopTimer);
+  EXPECT_EQ(t.actions[2].deadline, kT0 + Millis(3200));
+  EXPECT_EQ(t.actions[1].signal, SIGTERM);
+}
+
+TEST(WorkerStateTest, FirstFailureIsKept) {
+  GroupStatus s = Status(S::kHealthy, 3, 3);
+  WorkerFailure first = Exit(7);
+  first.global_rank = 2;
+  s = Step(s, Event{E::kWorkerExited, 0, first, {}}, kT0, kGrace).status;
+  s = Step(s, Exited(0, SIGTERM), kT0, kGrace).status;
+  EXPECT_EQ(s.failure.global_rank, 2);
+  EXPECT_EQ(s.failure.exit_code, 7);
+}
+
+TEST(WorkerStateTest, SignalOverridesRejoinWhileStopping) {
+  GroupStatus s = Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin);
+  s = Step(s, Simple(E::kTerminate, SIGTERM), kT0, kGrace).status;
+  Transition t = Step(s, Exited(0, SIGTERM), kT0, kGrace);
+  EXPECT_EQ(Kinds(t), (std::vector<K>{K::kEndAttempt, K::kExit}));
+  EXPECT_EQ(t.actions.back().exit_code, 128 + SIGTERM);
+}
+
+TEST(WorkerStateTest, NothingAfterExit) {
+  GroupStatus s = Status(S::kSucceeded, 1, 0);
+  s = Step(s, Simple(E::kDone), kT0, kGrace).status;
+  EXPECT_TRUE(Step(s, Simple(E::kTerminate, SIGTERM), kT0, kGrace).actions.empty());
+}
+
+TEST(WorkerStateTest, FailureExitCodes) {
+  EXPECT_EQ(FailureExitCode(Exit(3)), 3);
+  EXPECT_EQ(FailureExitCode(Exit(0, SIGKILL)), 137);
+  EXPECT_EQ(FailureExitCode(Exit(0)), 1);  // a failure reported without a code
+}
+
+// A fake process runner: carries out the actions on pretend workers, and a fake
+// local rendezvous answers failures with restarts while the budget lasts.
+class FakeRun {
+ public:
+  FakeRun(int nproc, int max_restarts) : max_restarts_(max_restarts) { status_.nproc = nproc; }
+
+  void Send(const Event& e) {
+    std::vector<Event> queue{e};
+    while (!queue.empty()) {
+      Event next = queue.front();
+      queue.erase(queue.begin());
+      Transition t = Step(status_, next, now_, kGrace);
+      status_ = t.status;
+      for (const Action& a : t.actions) Carry(a, &queue);
+    }
+  }
+  void Advance(Millis d) { now_ += d; }
+
+  int started = 0;                 // workers started, all attempts
+  int joins = 0;
+  std::vector<int> signals;        // signals sent to the group
+  int exit_code = -1;
+  const GroupStatus& status() const { return status_; }
+
+ private:
+  void Carry(const Action& a, std::vector<Event>* queue) {
+    switch (a.kind) {
+      case K::kStartWorkers: started += status_.nproc; break;
+      case K::kSignalWorkers: signals.push_back(a.signal); break;
+      case K::kJoin: ++joins; queue->push_back(Simple(E::kRoundReady)); break;
+      case K::kReportFailure:
+        if (restarts_ < max_restarts_) {
+          ++restarts_;
+          queue->push_back(Simple(E::kRestartRequired));
+        } else {
+          queue->push_back(Event{E::kJobFailed, 0, status_.failure, {}});
+        }
+        break;
+      case K::kReportSucceeded: queue->push_back(Simple(E::kDone)); break;
+      case K::kExit: exit_code = a.exit_code; break;
+      default: break;
+    }
+  }
+  GroupStatus status_;
+  MonoClock::time_point now_ = kT0;
+  int max_restarts_;
+  int restarts_ = 0;
+};
+
+TEST(WorkerStateScenario, WorkerFailsOnceThenRunSucceeds) {
+  FakeRun run(2, 1);
+  run.Send(Simple(E::kRoundReady));
+  run.Send(Exited(1));                 // rank 0 fails: TERM to the group
+  run.Send(Exited(0, SIGTERM));        // rank 1 stops
+  EXPECT_EQ(run.joins, 1);
+  EXPECT_EQ(run.status().state, S::kHealthy);
+  run.Send(Exited(0));
+  run.Send(Exited(0));
+  EXPECT_EQ(run.started, 4);
+  EXPECT_EQ(run.signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(run.exit_code, 0);
+}
+
+TEST(WorkerStateScenario, RestartsExhaustedExitsWithWorkerCode) {
+  FakeRun run(2, 1);
+  run.Send(Simple(E::kRoundReady));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    run.Send(Exited(5));
+    run.Send(Exited(0, SIGTERM));
+  }
+  EXPECT_EQ(run.status().state, S::kFailed);
+  EXPECT_EQ(run.exit_code, 5);
+  EXPECT_EQ(run.started, 4);
+}
+
+TEST(WorkerStateScenario, WorkerIgnoringTermIsKilledAfterGrace) {
+  FakeRun run(2, 0);
+  run.Send(Simple(E::kRoundReady));
+  run.Send(Exited(1));
+  run.Advance(kGrace);
+  run.Send(Simple(E::kStopTimeout));
+  run.Send(Exited(0, SIGKILL));
+  EXPECT_EQ(run.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_EQ(run.exit_code, 1);
+}
+
+TEST(WorkerStateScenario, AgentSigtermForwardsAndExits143) {
+  FakeRun run(3, 3);
+  run.Send(Simple(E::kRoundReady));
+  run.Send(Simple(E::kTerminate, SIGTERM));
+  for (int i = 0; i < 3; ++i) run.Send(Exited(0, SIGTERM));
+  EXPECT_EQ(run.signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(run.exit_code, 143);
+  EXPECT_EQ(run.joins, 0);
+}
+
+}  // namespace
+}  // namespace elastic

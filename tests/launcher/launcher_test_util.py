@@ -1,0 +1,85 @@
+"""Helpers for elasticrun's real-process tests: run the agent, wait for files,
+and check that no process of a run is left (by process group)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ELASTICRUN = os.environ.get("ELASTICRUN", os.path.join(HERE, "../../build/launcher/elasticrun"))
+PYTHON = "/usr/bin/python3"  # Debian's python3 with torch
+WORKER = os.path.join(HERE, "worker.py")
+DEADLINE_S = 120  # generous: a hung test fails, a slow machine does not
+
+
+def live_members(pgid):
+    """Pids of the non-zombie processes in process group `pgid`."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != "Z":
+            members.append(int(entry))
+    return members
+
+
+def wait_for(test, condition, what):
+    end = time.monotonic() + DEADLINE_S
+    while not condition():
+        if time.monotonic() > end:
+            test.fail("gave up waiting for " + what)
+        time.sleep(0.02)
+
+
+class LauncherTestCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="elastic-launcher-test-")
+        self.groups = []  # process groups of the run: checked empty at the end
+
+    def tearDown(self):
+        for pgid in self.groups:
+            for pid in live_members(pgid):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def start(self, args, env=None, **kw):
+        full_env = dict(os.environ)
+        full_env.pop("OMP_NUM_THREADS", None)
+        full_env.update(env or {})
+        proc = subprocess.Popen([ELASTICRUN] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=full_env, start_new_session=True, **kw)
+        self.groups.append(proc.pid)
+        return proc
+
+    def run_agent(self, args, env=None):
+        proc = self.start(args, env)
+        out, err = proc.communicate(timeout=DEADLINE_S)
+        return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def worker_args(self, *args):
+        return [PYTHON, WORKER] + [str(a) for a in args]
+
+    def wait_ready(self, n):
+        for rank in range(n):
+            wait_for(self, lambda: os.path.exists(self.path("ready.%d" % rank)), "worker %d ready" % rank)
+        for rank in range(n):
+            with open(self.path("pids.%d" % rank)) as f:
+                self.groups.append(json.load(f)["pgid"])
+
+    def assert_nothing_left(self):
+        for pgid in self.groups:
+            wait_for(self, lambda: not live_members(pgid), "process group %d to be empty" % pgid)

@@ -1,0 +1,210 @@
+"""elasticrun with real worker processes (no torch): restarts, failures,
+signals, output. Every test checks that no process of the run is left."""
+import glob
+import json
+import os
+import re
+import signal
+import unittest
+
+from launcher_test_util import LauncherTestCase, wait_for
+
+
+class RestartTest(LauncherTestCase):
+    def test_worker_failing_once_is_restarted_and_run_succeeds(self):
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=3", "--max-restarts=1"]
+                                      + self.worker_args("fail-once", 7))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("[rank1]: rank 1 fails on purpose", out)
+        for rank in range(3):
+            self.assertIn("[rank%d]: rank %d ok at restart 1" % (rank, rank), out)
+        self.assertIn("restarting the workers", err)
+        self.assert_nothing_left()
+
+    def test_restarts_exhausted_exit_code_and_summary(self):
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=2",
+                                       "--shutdown-timeout=60"] + self.worker_args("fail", 9))
+        self.assertEqual(rc, 9, err)  # the first failed worker's exit code
+        self.assertEqual(err.count("restarting the workers"), 2, err)
+        self.assertIn("job failed: first failure: rank 0 (local rank 0)", err)
+        self.assertIn("exit code 9", err)
+        self.assertIn("restarts used: 2 of 2", err)
+        self.assertRegex(err, r"time: +\d{4}-\d\d-\d\dT")
+        self.assert_nothing_left()
+
+    def test_worker_killed_by_signal_gives_128_plus_signal(self):
+        rc, _, err = self.run_agent(["--nproc-per-node=1", "--no-python", "sh", "-c", "kill -SEGV $$"])
+        self.assertEqual(rc, 128 + signal.SIGSEGV, err)
+        self.assertIn("signal SIGSEGV (11)", err)
+        self.assert_nothing_left()
+
+
+class SignalTest(LauncherTestCase):
+    def test_sigterm_reaches_workers_and_leaves_nothing(self):
+        proc = self.start(["--nproc-per-node=3"] + self.worker_args("wait", self.dir, "child"))
+        self.wait_ready(3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        for rank in range(3):
+            self.assertTrue(os.path.exists(self.path("term.%d" % rank)), "rank %d saw no SIGTERM" % rank)
+        self.assert_nothing_left()  # the `sleep` children included
+
+    def test_sigint_exits_130(self):
+        proc = self.start(["--nproc-per-node=2"] + self.worker_args("wait", self.dir))
+        self.wait_ready(2)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT)
+        self.assert_nothing_left()
+
+    def test_worker_ignoring_sigterm_is_killed_after_shutdown_timeout(self):
+        proc = self.start(["--nproc-per-node=1", "--shutdown-timeout=0.5", "--no-python", "sh", "-c",
+                           "trap '' TERM; touch %s; while :; do sleep 1; done" % self.path("ready.0")])
+        wait_for(self, lambda: os.path.exists(self.path("ready.0")), "worker ready")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 143)
+        self.assertIn("SIGKILL", err.decode())
+        self.assert_nothing_left()
+
+    def test_sigkill_of_agent_kills_workers(self):
+        proc = self.start(["--nproc-per-node=3"] + self.worker_args("wait", self.dir))
+        self.wait_ready(3)
+        proc.kill()
+        proc.communicate(timeout=120)
+        self.assert_nothing_left()
+
+    def test_sigusr1_reaches_every_worker_and_run_goes_on(self):
+        proc = self.start(["--nproc-per-node=3"] + self.worker_args("wait", self.dir))
+        self.wait_ready(3)
+        proc.send_signal(signal.SIGUSR1)
+        for rank in range(3):
+            wait_for(self, lambda: os.path.exists(self.path("usr1.%d" % rank)), "SIGUSR1 at rank %d" % rank)
+        self.assertIsNone(proc.poll())  # still running
+        proc.send_signal(signal.SIGUSR2)  # forwarded too: the workers exit 0
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assert_nothing_left()
+
+
+class OutputTest(LauncherTestCase):
+    def test_four_workers_100000_lines_each_arrive_whole_and_prefixed(self):
+        n = 100000
+        rc, out, err = self.run_agent(["--nproc-per-node=4"] + self.worker_args("lines", n))
+        self.assertEqual(rc, 0, err)
+        seen = [0] * 4
+        pattern = re.compile(r"^\[rank(\d)\]: rank (\d) line (\d+) with some padding to make it longer$")
+        for line in out.split("\n")[:-1]:
+            m = pattern.match(line)
+            self.assertIsNotNone(m, "mangled line: %r" % line[:200])
+            rank, rank2, index = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            self.assertEqual(rank, rank2)
+            self.assertEqual(index, seen[rank], "rank %d: line %d out of order or lost" % (rank, index))
+            seen[rank] += 1
+        self.assertEqual(seen, [n] * 4)
+        self.assertTrue(out.endswith("\n"))
+        self.assert_nothing_left()
+
+    def test_stderr_is_prefixed_on_stderr(self):
+        rc, out, err = self.run_agent(["--nproc-per-node=2", "--no-python", "sh", "-c",
+                                       "echo to-err >&2; printf no-newline"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("[rank1]: to-err\n", err)
+        self.assertIn("[rank0]: no-newline\n", out)
+        self.assertNotIn("to-err", out)
+
+    def test_local_ranks_filter_limits_console(self):
+        rc, out, err = self.run_agent(["--nproc-per-node=3", "--local-ranks-filter=1", "--no-python",
+                                       "sh", "-c", "echo hi $RANK"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "[rank1]: hi 1\n")
+
+    def test_tee_redirects_and_log_dir_files_per_attempt_and_rank(self):
+        log_dir = self.path("logs")
+        flag = self.path("rank1-done")
+        rc, out, err = self.run_agent(
+            ["--nproc-per-node=2", "--max-restarts=1", "--log-dir", log_dir, "--tee=1", "--redirects=1:2",
+             "--no-python", "sh", "-c",
+             'C=$TORCHELASTIC_RESTART_COUNT; echo out $RANK $C; echo err $RANK >&2; '
+             'if [ $C = 0 ]; then if [ $RANK = 1 ]; then touch %s; '
+             'else while [ ! -e %s ]; do sleep 0.05; done; exit 1; fi; fi' % (flag, flag)])
+        self.assertEqual(rc, 0, err)
+        for attempt in (0, 1):
+            for rank in (0, 1):
+                d = os.path.join(log_dir, "attempt_%d" % attempt, str(rank))
+                with open(os.path.join(d, "stdout.log")) as f:
+                    self.assertEqual(f.read(), "out %d %d\n" % (rank, attempt))
+                self.assertEqual(os.path.exists(os.path.join(d, "stderr.log")), rank == 1)
+        self.assertIn("[rank0]: out 0 1", out)  # tee: console too
+        self.assertIn("[rank0]: err 0", err)
+        self.assertNotIn("[rank1]: err", err)  # redirected: file only
+
+
+class EnvironmentTest(LauncherTestCase):
+    def test_worker_environment_contract(self):
+        env = {"PET_RDZV_ID": "job42", "ELASTIC_SPANK_DEBUG": "x", "HWLOC_XMLFILE": "/x.xml"}
+        rc, _, err = self.run_agent(["--nproc-per-node=2", "--max-restarts=3"]
+                                    + self.worker_args("env", self.dir), env)
+        self.assertEqual(rc, 0, err)
+        envs = []
+        for r in (0, 1):
+            with open(self.path("env.%d.json" % r)) as f:
+                envs.append(json.load(f))
+        for rank, e in enumerate(envs):
+            self.assertEqual(e["RANK"], str(rank))
+            self.assertEqual(e["LOCAL_RANK"], str(rank))
+            self.assertEqual(e["WORLD_SIZE"], "2")
+            self.assertEqual(e["LOCAL_WORLD_SIZE"], "2")
+            self.assertEqual(e["GROUP_RANK"], "0")
+            self.assertEqual(e["GROUP_WORLD_SIZE"], "1")
+            self.assertEqual(e["ROLE_NAME"], "default")
+            self.assertEqual(e["ROLE_RANK"], str(rank))
+            self.assertEqual(e["ROLE_WORLD_SIZE"], "2")
+            self.assertEqual(e["MASTER_ADDR"], "127.0.0.1")
+            self.assertEqual(e["TORCHELASTIC_RESTART_COUNT"], "0")
+            self.assertEqual(e["TORCHELASTIC_MAX_RESTARTS"], "3")
+            self.assertEqual(e["TORCHELASTIC_RUN_ID"], "job42")
+            self.assertEqual(e["TORCHELASTIC_USE_AGENT_STORE"], "False")
+            self.assertTrue(e["TORCHELASTIC_ERROR_FILE"].endswith("/attempt_0/%d/error.json" % rank))
+            self.assertEqual(e["NCCL_ASYNC_ERROR_HANDLING"], "1")
+            self.assertEqual(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1")
+            self.assertEqual(e["CUDA_DEVICE_ORDER"], "PCI_BUS_ID")
+            self.assertIn("OMP_NUM_THREADS", e)
+            for gone in ("PET_RDZV_ID", "ELASTIC_SPANK_DEBUG", "HWLOC_XMLFILE"):
+                self.assertNotIn(gone, e)
+        self.assertEqual(envs[0]["MASTER_PORT"], envs[1]["MASTER_PORT"])
+        # The default log directory is removed at exit.
+        self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(os.path.dirname(envs[0]["TORCHELASTIC_ERROR_FILE"])))))
+
+    def test_spank_wrapped_program_and_pet_options(self):
+        env = {"ELASTIC_SPANK_ARGV0": "sh", "PET_NPROC_PER_NODE": "2"}
+        rc, out, err = self.run_agent(["-c", "echo wrapped $RANK $ELASTIC_SPANK_ARGV0."], env)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("[rank0]: wrapped 0 .", out)
+        self.assertIn("[rank1]: wrapped 1 .", out)
+
+
+class UsageTest(LauncherTestCase):
+    def test_bad_value_exits_2_before_starting(self):
+        rc, out, err = self.run_agent(["--nproc-per-node=many", "--no-python", "touch", self.path("x")])
+        self.assertEqual(rc, 2)
+        self.assertIn("--nproc-per-node: 'many'", err)
+        self.assertFalse(os.path.exists(self.path("x")))
+
+    def test_missing_program_exits_2(self):
+        rc, _, err = self.run_agent(["no-such-program-xyz"])
+        self.assertEqual(rc, 2)
+        self.assertIn("no-such-program-xyz", err)
+
+    def test_help_and_version(self):
+        rc, out, _ = self.run_agent(["--help"])
+        self.assertEqual(rc, 0)
+        self.assertIn("--nproc-per-node", out)
+        rc, out, _ = self.run_agent(["--version"])
+        self.assertEqual(rc, 0)
+        self.assertIn("elasticrun", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,89 @@
+"""A stand-in worker for elasticrun's real-process tests (stdlib only).
+
+Usage: worker.py MODE [ARGS]
+  env DIR            dump the environment to DIR/env.<RANK>.json
+  fail-once CODE     rank 1 exits CODE on the first attempt; everyone else exits 0
+  fail CODE          rank 0 exits CODE at once; the others wait for a signal
+  wait DIR [child]   record pid/pgid in DIR, then wait: SIGTERM -> DIR/term.<RANK>, exit 143;
+                     SIGUSR1 -> DIR/usr1.<RANK>; SIGUSR2 -> exit 0. `child`: also start a
+                     `sleep` in the worker's process group.
+  lines N            print N numbered lines in odd-sized writes; the last one without newline
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+
+RANK = int(os.environ.get("RANK", "-1"))
+
+
+def touch(path, text=""):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+
+
+def mode_env(out_dir):
+    touch(os.path.join(out_dir, "env.%d.json" % RANK), json.dumps(dict(os.environ)))
+
+
+def mode_wait(out_dir, child):
+    def on_term(signum, frame):
+        touch(os.path.join(out_dir, "term.%d" % RANK))
+        os._exit(143)
+
+    def on_usr1(signum, frame):
+        touch(os.path.join(out_dir, "usr1.%d" % RANK))
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGUSR1, on_usr1)
+    signal.signal(signal.SIGUSR2, lambda s, f: os._exit(0))
+    pids = [os.getpid()]
+    if child:
+        pids.append(subprocess.Popen(["sleep", "1000"]).pid)
+    touch(os.path.join(out_dir, "pids.%d" % RANK),
+          json.dumps({"pids": pids, "pgid": os.getpgid(0)}))
+    touch(os.path.join(out_dir, "ready.%d" % RANK))
+    while True:
+        signal.pause()
+
+
+def mode_lines(n):
+    lines = ["rank %d line %d with some padding to make it longer\n" % (RANK, i) for i in range(n)]
+    data = "".join(lines)[:-1]  # the last line has no newline
+    out = sys.stdout.buffer
+    rnd = random.Random(RANK)
+    pos = 0
+    while pos < len(data):
+        size = rnd.randint(1, 9000)
+        out.write(data[pos:pos + size].encode())
+        out.flush()
+        pos += size
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "env":
+        mode_env(sys.argv[2])
+    elif mode == "fail-once":
+        if RANK == 1 and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+            print("rank 1 fails on purpose", flush=True)
+            sys.exit(int(sys.argv[2]))
+        print("rank %d ok at restart %s" % (RANK, os.environ["TORCHELASTIC_RESTART_COUNT"]))
+    elif mode == "fail":
+        if RANK == 0:
+            sys.exit(int(sys.argv[2]))
+        while True:
+            signal.pause()
+    elif mode == "wait":
+        mode_wait(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "child")
+    elif mode == "lines":
+        mode_lines(int(sys.argv[2]))
+    else:
+        sys.exit("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()
