@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <memory>
 
 #include "hwloc_binding/binding.h"
 #include "hwloc_binding/gpus.h"
@@ -166,11 +168,33 @@ int CountCores(const Topology& topology, const Bitmap& cpus) {
   return static_cast<int>(CoresIn(topology, cpus).size());
 }
 
-// Loads the topology and the GPUs the request may use.
-bool LoadGpus(const BindingRequest& request, Topology* topology, std::vector<Gpu>* gpus,
+// The topology of `file` ("" = this machine), loaded once per process: the
+// launcher asks CountGpus then PlanBinding, and plans again on every restart.
+// A changed XML file (size or mtime) is loaded again.
+const Topology* CachedTopology(const std::string& file, std::string* err) {
+  static std::unique_ptr<Topology> cached;
+  static std::string cached_key;
+  std::string key = file;
+  if (!file.empty()) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(file, ec);
+    auto mtime = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
+    key += fmt::format("\n{}\n{}", ec ? 0 : size, ec ? 0 : mtime);
+  }
+  if (cached && cached_key == key) return cached.get();
+  auto topology = std::make_unique<Topology>();
+  if (!topology->Load(file, err)) return nullptr;
+  cached = std::move(topology);
+  cached_key = key;
+  return cached.get();
+}
+
+// The topology and the GPUs the request may use.
+bool LoadGpus(const BindingRequest& request, const Topology** topology, std::vector<Gpu>* gpus,
               std::string* err) {
-  if (!topology->Load(ResolveTopologyFile(request.topology_file), err)) return false;
-  *gpus = FindGpus(*topology);
+  *topology = CachedTopology(ResolveTopologyFile(request.topology_file), err);
+  if (!*topology) return false;
+  *gpus = FindGpus(**topology);
   if (!SelectVendor(request.gpu_vendor, gpus, err)) return false;
   return SelectVisibleGpus(request.cuda_visible_devices, request.slurm_step_gpus, gpus, err);
 }
@@ -178,7 +202,7 @@ bool LoadGpus(const BindingRequest& request, Topology* topology, std::vector<Gpu
 }  // namespace
 
 bool CountGpus(const BindingRequest& request, int* count, std::string* err) {
-  Topology topology;
+  const Topology* topology = nullptr;
   std::vector<Gpu> gpus;
   if (!LoadGpus(request, &topology, &gpus, err)) return false;
   *count = static_cast<int>(gpus.size());
@@ -190,9 +214,10 @@ bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* 
     *err = fmt::format("nproc-per-node must be at least 1 (got {})", request.nproc);
     return false;
   }
-  Topology topology;
+  const Topology* loaded = nullptr;
   std::vector<Gpu> gpus;
-  if (!LoadGpus(request, &topology, &gpus, err)) return false;
+  if (!LoadGpus(request, &loaded, &gpus, err)) return false;
+  const Topology& topology = *loaded;
   Bitmap allowed;
   if (!AllowedCpus(topology, request.cpus_allowed, &allowed, err)) return false;
 

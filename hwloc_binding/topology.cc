@@ -6,8 +6,65 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 
 namespace elastic {
+namespace {
+
+// hwloc dlopens every plugin when the first topology is created and closes them
+// when the last is destroyed: libxml2, libpciaccess, the OpenCL ICD loader and
+// libGL/X11 cost ~20 ms per load here, and discovery through the OpenCL plugin
+// would initialise the GPU driver on a real node. We read GPUs as PCI devices
+// only, so none is needed: the built-in Linux backend finds PCI devices in
+// sysfs and the built-in XML parser reads hwloc's exports (v1 and v2).
+// HWLOC_PLUGINS_BLACKLIST is read when the plugins are loaded; it is set only
+// around that, and never when the user set it, so workers do not inherit it.
+constexpr char kPluginBlacklist[] = "hwloc_gl,hwloc_opencl,hwloc_xml_libxml,hwloc_pci";
+
+class PluginBlacklist {
+ public:
+  PluginBlacklist() : set_(std::getenv("HWLOC_PLUGINS_BLACKLIST") == nullptr) {
+    if (set_) setenv("HWLOC_PLUGINS_BLACKLIST", kPluginBlacklist, 1);
+  }
+  ~PluginBlacklist() {
+    if (set_) unsetenv("HWLOC_PLUGINS_BLACKLIST");
+  }
+  PluginBlacklist(const PluginBlacklist&) = delete;
+  PluginBlacklist& operator=(const PluginBlacklist&) = delete;
+
+ private:
+  bool set_;
+};
+
+std::optional<unsigned> ReadHex(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  unsigned value = 0;
+  if (!(in >> std::hex >> value)) return std::nullopt;
+  return value;
+}
+
+// Whether this machine may have an NVIDIA or AMD GPU, from sysfs text files.
+// hwloc's PCI discovery reads every device's config space, which some virtual
+// machines emulate slowly (~3 ms per read here): skip it when no GPU exists.
+// Anything unreadable answers "maybe".
+bool MayHaveGpu() {
+  if (std::getenv("HWLOC_FSROOT")) return true;
+  std::error_code ec;
+  std::filesystem::directory_iterator devices("/sys/bus/pci/devices", ec);
+  if (ec) return true;
+  for (const auto& device : devices) {
+    std::optional<unsigned> vendor = ReadHex(device.path() / "vendor");
+    std::optional<unsigned> pci_class = ReadHex(device.path() / "class");
+    if (!vendor || !pci_class) return true;
+    unsigned base_class = *pci_class >> 16;
+    if ((*vendor == 0x10de || *vendor == 0x1002) && (base_class == 0x03 || base_class == 0x12)) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::string Bitmap::List() const {
   char* text = nullptr;
@@ -57,12 +114,15 @@ bool Topology::Load(const std::string& xml_file, std::string* err) {
     }
     std::fclose(probe);
   }
+  PluginBlacklist blacklist;
   if (hwloc_topology_init(&topology_) != 0) {
     topology_ = nullptr;
     *err = fmt::format("hwloc_topology_init: {}", std::strerror(errno));
     return false;
   }
-  hwloc_topology_set_io_types_filter(topology_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  bool want_io = !xml_file.empty() || MayHaveGpu();
+  hwloc_topology_set_io_types_filter(topology_, want_io ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT
+                                                        : HWLOC_TYPE_FILTER_KEEP_NONE);
   if (!xml_file.empty() && hwloc_topology_set_xml(topology_, xml_file.c_str()) != 0) {
     *err = fmt::format("topology file {}: not a readable hwloc XML file", xml_file);
     return false;

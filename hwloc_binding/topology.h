@@ -53,7 +53,10 @@ class Topology {
 
   // Loads `xml_file`, or this machine when it is empty, keeping the important
   // I/O devices (PCI display/3D/accelerator classes and OS devices): hwloc's
-  // library default drops all I/O, even from XML. Errors name the file.
+  // library default drops all I/O, even from XML. On this machine, I/O
+  // discovery is skipped when sysfs shows no NVIDIA/AMD GPU (it only serves to
+  // find GPUs, and costs tens of ms in VMs). hwloc's plugins (OpenCL, GL,
+  // libxml2, libpciaccess) are not loaded: see topology.cc. Errors name the file.
   bool Load(const std::string& xml_file, std::string* err);
 
   hwloc_topology_t get() const { return topology_; }
