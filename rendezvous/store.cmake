@@ -3,7 +3,7 @@
 set(_store ${CMAKE_CURRENT_LIST_DIR})
 add_library(elastic_store STATIC
   ${_store}/store_protocol.cc ${_store}/store_state.cc ${_store}/store_net.cc
-  ${_store}/store_server.cc ${_store}/store_client.cc)
+  ${_store}/store_server.cc ${_store}/store_client.cc ${_store}/store_codec.cc)
 target_include_directories(elastic_store PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(elastic_store PUBLIC elastic_common)
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rendezvous/store_codec.h"
 #include "rendezvous/store_net.h"
 #include "rendezvous/store_protocol.h"
 
@@ -27,11 +28,6 @@ bool WaitFd(int fd, short events, std::chrono::steady_clock::time_point deadline
     *err = n == 0 ? "timed out" : std::string("poll: ") + strerror(errno);
     return false;
   }
-}
-
-void PutKeys(std::string* out, const std::vector<std::string>& keys) {
-  PutU64(out, keys.size());
-  for (const auto& k : keys) PutString(out, k);
 }
 
 }  // namespace
@@ -105,9 +101,7 @@ bool StoreClient::RecvString(std::string* v, Deadline d, std::string* err) {
 
 bool StoreClient::Set(std::string_view key, std::string_view value, std::string* err) {
   frame_.clear();
-  PutU8(&frame_, legacy_op::kSet);
-  PutString(&frame_, key);
-  PutString(&frame_, value);
+  store_codec::EncodeSet(&frame_, key, value);
   return Send(frame_, After(timeout_), err);
 }
 
@@ -115,17 +109,14 @@ bool StoreClient::Get(std::string_view key, std::string* value, std::string* err
   auto deadline = After(timeout_);
   if (!Wait({std::string(key)}, timeout_, err)) return false;
   frame_.clear();
-  PutU8(&frame_, legacy_op::kGet);
-  PutString(&frame_, key);
+  store_codec::EncodeGet(&frame_, key);
   return Send(frame_, deadline, err) && RecvString(value, deadline, err);
 }
 
 bool StoreClient::Add(std::string_view key, int64_t delta, int64_t* result, std::string* err) {
   auto deadline = After(timeout_);
   frame_.clear();
-  PutU8(&frame_, legacy_op::kAdd);
-  PutString(&frame_, key);
-  PutI64(&frame_, delta);
+  store_codec::EncodeAdd(&frame_, key, delta);
   return Send(frame_, deadline, err) && RecvI64(result, deadline, err);
 }
 
@@ -133,18 +124,14 @@ bool StoreClient::CompareSet(std::string_view key, std::string_view expected, st
                              std::string* result, std::string* err) {
   auto deadline = After(timeout_);
   frame_.clear();
-  PutU8(&frame_, legacy_op::kCompareSet);
-  PutString(&frame_, key);
-  PutString(&frame_, expected);
-  PutString(&frame_, desired);
+  store_codec::EncodeCompareSet(&frame_, key, expected, desired);
   return Send(frame_, deadline, err) && RecvString(result, deadline, err);
 }
 
 bool StoreClient::Wait(const std::vector<std::string>& keys, Millis timeout, std::string* err) {
   auto deadline = After(timeout);
   frame_.clear();
-  PutU8(&frame_, legacy_op::kWait);
-  PutKeys(&frame_, keys);
+  store_codec::EncodeWait(&frame_, keys);
   uint8_t reply = 0;
   if (!Send(frame_, deadline, err) || !RecvU8(&reply, deadline, err)) return false;
   if (reply != kWaitStopWaiting) return Fail("unexpected WAIT reply " + std::to_string(reply), err);
@@ -154,8 +141,7 @@ bool StoreClient::Wait(const std::vector<std::string>& keys, Millis timeout, std
 bool StoreClient::Check(const std::vector<std::string>& keys, bool* ready, std::string* err) {
   auto deadline = After(timeout_);
   frame_.clear();
-  PutU8(&frame_, legacy_op::kCheck);
-  PutKeys(&frame_, keys);
+  store_codec::EncodeCheck(&frame_, keys);
   uint8_t reply = 0;
   if (!Send(frame_, deadline, err) || !RecvU8(&reply, deadline, err)) return false;
   *ready = reply == kCheckReady;
@@ -165,8 +151,7 @@ bool StoreClient::Check(const std::vector<std::string>& keys, bool* ready, std::
 bool StoreClient::DeleteKey(std::string_view key, bool* deleted, std::string* err) {
   auto deadline = After(timeout_);
   frame_.clear();
-  PutU8(&frame_, legacy_op::kDeleteKey);
-  PutString(&frame_, key);
+  store_codec::EncodeDeleteKey(&frame_, key);
   int64_t n = 0;
   if (!Send(frame_, deadline, err) || !RecvI64(&n, deadline, err)) return false;
   *deleted = n > 0;
@@ -176,7 +161,7 @@ bool StoreClient::DeleteKey(std::string_view key, bool* deleted, std::string* er
 bool StoreClient::NumKeys(int64_t* count, std::string* err) {
   auto deadline = After(timeout_);
   frame_.clear();
-  PutU8(&frame_, legacy_op::kGetNumKeys);
+  store_codec::EncodeNumKeys(&frame_);
   return Send(frame_, deadline, err) && RecvI64(count, deadline, err);
 }
 

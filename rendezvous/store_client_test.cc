@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "rendezvous/store_codec.h"
 #include "rendezvous/store_test_util.h"
 
 namespace elastic {
@@ -87,6 +88,46 @@ TEST(StoreClient, ConnectToClosedPortFailsWithReason) {
   auto c = StoreClient::Connect("127.0.0.1", port, milliseconds(2000), &err);
   EXPECT_FALSE(c);
   EXPECT_NE(err.find("cannot connect"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace elastic
+
+namespace elastic {
+namespace {
+
+TEST(StoreCodec, EncodedRequestsParseAsTheSameOperation) {
+  std::string buf;
+  store_codec::EncodeSet(&buf, "/k", "v");
+  store_codec::EncodeWait(&buf, {"/k", "/j"});
+  store_codec::EncodeAdd(&buf, "/n", -3);
+  StoreDialect d = StoreDialect::kUnknown;
+  StoreRequest req;
+  std::vector<StoreOp> ops;
+  std::string_view rest = buf;
+  while (!rest.empty()) {
+    ParseResult r = ParseStoreRequest(rest, {}, &d, &req);
+    ASSERT_EQ(r.status, ParseStatus::kRequest);
+    ops.push_back(req.op);
+    rest.remove_prefix(r.consumed);
+  }
+  EXPECT_EQ(ops, (std::vector<StoreOp>{StoreOp::kSet, StoreOp::kWait, StoreOp::kAdd}));
+  EXPECT_EQ(req.delta, -3);
+}
+
+TEST(StoreCodec, DecodersWaitForCompleteReplies) {
+  std::string reply;
+  PutString(&reply, "value");
+  std::string v;
+  for (size_t len = 0; len < reply.size(); ++len) EXPECT_EQ(store_codec::DecodeString(reply.substr(0, len), &v), 0u);
+  EXPECT_EQ(store_codec::DecodeString(reply + "next", &v), reply.size());
+  EXPECT_EQ(v, "value");
+  int64_t n = 0;
+  EXPECT_EQ(store_codec::DecodeI64(std::string(7, '\0'), &n), 0u);
+  uint8_t b = 9;
+  EXPECT_EQ(store_codec::DecodeU8("", &b), 0u);
+  EXPECT_EQ(store_codec::DecodeU8(std::string(1, '\0'), &b), 1u);
+  EXPECT_EQ(b, 0);
 }
 
 }  // namespace
