@@ -41,10 +41,17 @@ DEFAULT_MUNGE_SOCKET=/run/munge/munge.socket.2
 MARKER=.slurm-elastic-cluster
 
 DIR=${ELASTIC_CLUSTER_DIR:-/tmp/slurm-elastic-cluster}
+# One cluster per machine (namespace names and the munge socket are global).
+# `up` and `down` hold this lock (flock) while they run; the Python helper
+# (cluster.py) holds it from up to down and tells us so with
+# ELASTIC_CLUSTER_LOCK_HELD=1. A second user waits (bounded) for the first.
+LOCK=${ELASTIC_CLUSTER_LOCK:-/tmp/slurm-elastic-cluster.lock}
+LOCK_WAIT=${ELASTIC_CLUSTER_LOCK_WAIT:-900}
 KILLED=()
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 log() { echo "cluster.sh: $*" >&2; }
+dbg() { [ -z "${CLUSTER_DEBUG:-}" ] || echo "cluster.sh: $(date +%T.%N | cut -c1-12) $*" >&2; }
 
 usage() { sed -n '/^# Usage:/,/^# State/p' "$0" | sed 's/^# \{0,1\}//' | head -n -1 >&2; exit 2; }
 
@@ -72,10 +79,11 @@ check_node_name() {
 
 # A process counts as alive unless it is gone or a zombie (our daemons are
 # reparented to init, which may reap them late).
-alive() {
-  local st
-  st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+alive() { # no fork: this runs in polling loops
+  local line
+  { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+  line=${line##*) }
+  [ -n "$line" ] && [ "${line:0:1}" != Z ] && [ "${line:0:1}" != X ]
 }
 
 # Waits (bounded: at most $2 tenths of a second) until none of the pids is alive.
@@ -133,26 +141,29 @@ do_down() {
   for ns in "${namespaces[@]}"; do
     for p in $(ip netns pids "$ns" 2>/dev/null || true); do pids+=("$p"); done
   done
+  dbg "down: TERM ${pids[*]:-}"
   if [ ${#pids[@]} -gt 0 ]; then
-    kill -TERM "${pids[@]}" 2>/dev/null || true
-    # slurmd exits in ~2 s, slurmctld in ~5 s on TERM; state is wiped on the
-    # next `up` anyway, so give them a moment and then kill what is left.
-    wait_gone 10 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
-    wait_gone 50 "${pids[@]}" || log "warning: still alive after KILL: ${pids[*]}"
+    # No graceful stop: slurmd takes ~2 s and slurmctld ~5 s on TERM, and the
+    # next `up` wipes all state anyway. munged gets TERM (it removes its socket).
+    local munged_pid
+    munged_pid=$(cat "$DIR/pids/munged.pid" 2>/dev/null || true)
+    for p in "${pids[@]}"; do
+      if [ "$p" = "$munged_pid" ]; then kill -TERM "$p"; else kill -KILL "$p"; fi 2>/dev/null || true
+    done
+    wait_gone 50 "${pids[@]}" || kill -KILL "${pids[@]}" 2>/dev/null || true
   fi
   KILLED+=("${pids[@]}")
+  dbg "down: emptying namespaces ${namespaces[*]:-}"
   for ns in "${namespaces[@]}"; do kill_ns_procs "$ns" || true; done
-  # Killed daemons are reparented to init, which reaps them a little later:
-  # wait (bounded, 5 s) until not even a zombie is left, so that a check right
-  # after `down` sees nothing.
-  for ((i = 0; i < 50; i++)); do
-    local left=0
-    for p in "${KILLED[@]}"; do [ -e "/proc/$p" ] && left=1 && break; done
-    [ $left -eq 0 ] && break
-    sleep 0.1
-  done
+  dbg "down: waiting for ${KILLED[*]:-}"
+  # Killed daemons are reparented to init, which reaps them (some inits late):
+  # wait (bounded, 5 s) until none is alive; zombies of init do not count
+  # (tests/check_leftovers.sh ignores them as well).
+  wait_gone 50 "${KILLED[@]}" || log "warning: still alive: ${KILLED[*]}"
+  dbg "down: deleting namespaces"
+  for ns in "${namespaces[@]}"; do echo "netns del $ns"; done | ip -force -batch - 2>/dev/null || true
   for ns in "${namespaces[@]}"; do
-    ip netns del "$ns" 2>/dev/null || log "warning: could not delete namespace $ns"
+    ! ns_exists "$ns" || ip netns del "$ns" || log "warning: could not delete namespace $ns"
   done
   # 3. The munge socket we created (munged removes it on TERM; not on KILL).
   if [ -f "$DIR/state.env" ]; then
@@ -164,6 +175,7 @@ do_down() {
     fi
     rm -f "$DIR/pids"/*.pid
     echo "DOWN=1" >>"$DIR/state.env"
+    dbg "down: done"
   fi
   return 0
 }
@@ -244,7 +256,7 @@ start_munged() {
   state_set MUNGE_OURS 1
   setsid munged -F --key-file="$DIR/munge/key/munge.key" --socket="$sock" \
     --pid-file="$DIR/munge/munged.pid" --log-file="$DIR/log/munged.log" \
-    --seed-file="$DIR/munge/munged.seed" </dev/null >>"$DIR/log/munged.out" 2>&1 &
+    --seed-file="$DIR/munge/munged.seed" </dev/null >>"$DIR/log/munged.out" 2>&1 9>&- &
   echo $! >"$DIR/pids/munged.pid"
   # Bounded wait for the socket to answer.
   for ((i = 0; i < 100; i++)); do
@@ -281,7 +293,7 @@ start_slurmd() {
   ns=$(node_ns "$name")
   mkdir -p "$DIR/spool/$name" "$DIR/tmpfs/$name"
   SLURM_CONF=$DIR/etc/slurm.conf setsid nsenter --net="/run/netns/$ns" unshare --uts \
-    sh -c "hostname $name && exec slurmd -D" </dev/null >>"$DIR/log/slurmd-$name.out" 2>&1 &
+    sh -c "hostname $name && exec slurmd -D" </dev/null >>"$DIR/log/slurmd-$name.out" 2>&1 9>&- &
   echo $! >"$DIR/log/slurmd-$name.launch-pid"
 }
 
@@ -366,7 +378,7 @@ do_up() {
   make_network "$nodes"
 
   SLURM_CONF=$DIR/etc/slurm.conf setsid nsenter --net="/run/netns/$HUB" unshare --uts \
-    sh -c "hostname ctl && exec slurmctld -D -i" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 &
+    sh -c "hostname ctl && exec slurmctld -D -i" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- &
   echo $! >"$DIR/log/slurmctld.launch-pid"
   for ((i = 1; i <= nodes; i++)); do start_slurmd "n$i"; done
 
@@ -420,9 +432,19 @@ done
 cmd=$1; shift
 [ -d "$DIR" ] && DIR=$(realpath "$DIR")
 
+take_lock() {
+  [ -z "${ELASTIC_CLUSTER_LOCK_HELD:-}" ] || return 0
+  exec 9>>"$LOCK"
+  if ! flock -n 9; then
+    log "waiting for the cluster lock $LOCK (held by: $(cat "$LOCK.owner" 2>/dev/null || echo '?'); at most ${LOCK_WAIT}s)"
+    flock -w "$LOCK_WAIT" 9 || die "the test cluster is in use (lock $LOCK held by $(cat "$LOCK.owner" 2>/dev/null || echo '?'))"
+  fi
+  echo "pid $$: cluster.sh $cmd" >"$LOCK.owner"
+}
+
 case "$cmd" in
-  up) do_up "$@" ;;
-  down) do_down ;;
+  up) take_lock; do_up "$@" ;;
+  down) take_lock; do_down ;;
   run)
     require_up; [ $# -ge 1 ] || die "run: give a command"
     run_in_hub "$@" ;;
