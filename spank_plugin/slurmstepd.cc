@@ -50,6 +50,11 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
     std::stringstream text;
     text << conf.rdbuf();
     step->munge_socket = MungeSocketFromSlurmConf(text.str());
+    // libmunge finds the default socket by itself: say nothing then.
+    if (step->munge_socket == "/run/munge/munge.socket.2" ||
+        step->munge_socket == "/var/run/munge/munge.socket.2") {
+      step->munge_socket.clear();
+    }
   }
   return true;
 }

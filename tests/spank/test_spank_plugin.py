@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""spank.plugin: spank_elastic.so through real srun/sbatch on the 3-node test cluster.
+
+The launcher is env_dump.sh (prints what the plugin handed it), so these tests
+check the plugin alone: options in --help, validation in srun before launch,
+plugstack.conf arguments, wrapping (argv[0] + PET_* environment) on every node,
+sbatch inheritance, --export=NONE, --resv-ports, --mpi=pmix, and that bad input
+fails the step with a message but never takes srun or a node down.
+Environment: SPANK_SO (the built plugin), PMIX_PROBE (elastic_pmix_probe, optional).
+"""
+
+import os
+import re
+import sys
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "cluster"))
+from cluster import ClusterTestCase  # noqa: E402
+
+SPANK_SO = os.environ.get("SPANK_SO", str(HERE.parents[1] / "build/spank_plugin/spank_elastic.so"))
+DUMP = str(HERE / "env_dump.sh")
+PMIX_PROBE = os.environ.get("PMIX_PROBE", "")
+OPTIONS = ["elastic", "elastic-nproc-per-node", "elastic-max-restarts", "elastic-rdzv-port",
+           "elastic-rdzv-id", "elastic-rdzv-endpoint", "elastic-rdzv-conf", "elastic-bind",
+           "elastic-log-dir", "elastic-no-python", "elastic-python"]
+NODE_ADDR = {"n1": "10.200.0.11", "n2": "10.200.0.12", "n3": "10.200.0.13"}
+
+
+def parse_dump(text):
+    """{host: {KEY: VALUE}} from env_dump.sh's lines."""
+    nodes = {}
+    for line in text.splitlines():
+        m = re.match(r"^(n\d+) ([A-Za-z0-9_]+)=(.*)$", line)
+        if m:
+            nodes.setdefault(m.group(1), {})[m.group(2)] = m.group(3)
+    return nodes
+
+
+class TestSpankPlugin(ClusterTestCase):
+    nodes = 3
+    plugin = SPANK_SO
+    plugin_args = [f"launcher={DUMP}"]
+
+    def setUp(self):
+        self.plugstack = self.cluster.plugstack_conf.read_text()
+
+    def tearDown(self):
+        self.cluster.plugstack_conf.write_text(self.plugstack)  # re-read by every srun
+
+    def set_plugstack_args(self, *args):
+        self.cluster.plugstack_conf.write_text(f"required {Path(SPANK_SO).resolve()} {' '.join(args)}\n")
+
+    def srun_dump(self, args, timeout=60, **kw):
+        r = self.cluster.srun(args, timeout=timeout, **kw)
+        return r, parse_dump(r.stdout)
+
+    def assert_nodes_healthy(self):
+        states = self.cluster.node_states()
+        for node, state in states.items():
+            self.assertIn(state.split()[0].rstrip("*"), ("idle", "mixed", "allocated", "completing"),
+                          f"{node} is {state}")
+
+    # ---------------------------------------------------------------- options
+
+    def test_help_lists_every_option_with_prefix(self):
+        for cmd in (["srun", "--help"], ["sbatch", "--help"], ["salloc", "--help"]):
+            r = self.cluster.run(cmd, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for opt in OPTIONS:
+                self.assertRegex(r.stdout, rf"--{re.escape(opt)}\b", f"{cmd[0]} --help lacks --{opt}")
+            self.assertGreaterEqual(r.stdout.count("[elastic]"), len(OPTIONS), cmd[0])
+
+    def test_bad_value_fails_in_srun_before_launch(self):
+        cases = [("--elastic=3:2", "'3:2'"), ("--elastic=x", "MIN:MAX"),
+                 ("--elastic-nproc-per-node=gpus", "gpu, cpu or auto"),
+                 ("--elastic-rdzv-port=70000", "[1, 65535]"),
+                 ("--elastic-bind=socket", "binding mode"),
+                 ("--elastic-rdzv-conf=novalue", "key=value")]
+        for opt, what in cases:
+            with self.subTest(opt=opt):
+                start = time.monotonic()
+                r = self.cluster.srun(["-N3", "--elastic", opt, "true"] if not opt.startswith("--elastic=")
+                                      else ["-N3", opt, "true"], timeout=30)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn("elastic", r.stderr)
+                self.assertIn(what, r.stderr)
+                self.assertNotIn("job", r.stderr.lower().replace("elastic", ""),
+                                 "srun got as far as an allocation")
+                self.assertLess(time.monotonic() - start, 10)
+
+    def test_sbatch_rejects_bad_value_before_submitting(self):
+        r = self.cluster.run(["sbatch", "--elastic=0:1", "--wrap", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--elastic: '0:1'", r.stderr)
+        self.assertNotIn("Submitted", r.stdout)
+
+    def test_options_without_elastic_are_an_error(self):
+        r = self.cluster.srun(["-N1", "--elastic-max-restarts=2", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--elastic-max-restarts needs --elastic", r.stderr)
+
+    def test_bad_plugstack_argument_is_reported(self):
+        for args, what in ((["colour=blue"], "unknown argument 'colour'"),
+                           (["port=9-3"], "port: '9-3'"),
+                           (["default=maybe"], "default: 'maybe'")):
+            with self.subTest(args=args):
+                self.set_plugstack_args(f"launcher={DUMP}", *args)
+                r = self.cluster.srun(["-N1", "true"], timeout=30)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(what, r.stderr)
+
+    # ---------------------------------------------------------------- wrapping
+
+    def test_wraps_every_node_with_the_contract(self):
+        r, nodes = self.srun_dump(["-N3", "--elastic=2:3", "--gpus-per-node=4", "python3", "train.py",
+                                   "--epochs", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(nodes), ["n1", "n2", "n3"], r.stdout)
+        ports = set()
+        for host, env in nodes.items():
+            with self.subTest(host=host):
+                self.assertEqual(env["ARGV0"], DUMP)
+                self.assertEqual(env["ARGS"], "train.py --epochs 2")
+                self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
+                self.assertEqual(env["PET_NNODES"], "2:3")
+                self.assertEqual(env["PET_NODE_RANK"], env["SLURM_NODEID"])
+                self.assertEqual(env["PET_NPROC_PER_NODE"], "4")
+                self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3")
+                self.assertEqual(env["PET_RDZV_BACKEND"], "c10d")
+                host_part, port = env["PET_RDZV_ENDPOINT"].rsplit(":", 1)
+                self.assertEqual(host_part, NODE_ADDR["n1"])  # names do not resolve: Slurm NodeAddr
+                ports.add(port)
+                is_host = "1" if env["SLURM_NODEID"] == "0" else "0"
+                self.assertEqual(env["PET_RDZV_CONF"], f"expected_nodes=3,is_host={is_host}")
+                self.assertRegex(env["PET_RDZV_ID"], r"^\d+\.\d+$")
+        self.assertEqual(len(ports), 1)
+        self.assertEqual(len({env["PET_RDZV_ID"] for env in nodes.values()}), 1)
+
+    def test_no_value_means_the_steps_nodes_and_no_gpus_means_one(self):
+        r, nodes = self.srun_dump(["-N2", "--elastic", "hostname"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(nodes), 2)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:2")
+            self.assertEqual(env["PET_NPROC_PER_NODE"], "1")
+
+    def test_without_elastic_nothing_changes(self):
+        r = self.cluster.srun(["-N3", "sh", "-c", 'echo "$0 ${PET_NNODES:-none} ${ELASTIC_SPANK_ARGV0:-none}"'],
+                              timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([os.path.basename(line) for line in r.stdout.splitlines()], ["sh none none"] * 3)
+
+    def test_options_reach_every_node(self):
+        r, nodes = self.srun_dump(["-N2", "--elastic=1:4", "--elastic-nproc-per-node=3",
+                                   "--elastic-max-restarts=5", "--elastic-rdzv-id=myrun",
+                                   "--elastic-rdzv-port=23456", "--elastic-rdzv-conf=join_timeout=30",
+                                   "--elastic-bind=numa", "--elastic-log-dir=/tmp/elogs",
+                                   "--elastic-no-python", "--elastic-python=/usr/bin/python3", "x.py"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "1:4")
+            self.assertEqual(env["PET_NPROC_PER_NODE"], "3")
+            self.assertEqual(env["PET_MAX_RESTARTS"], "5")
+            self.assertEqual(env["PET_RDZV_ID"], "myrun")
+            self.assertEqual(env["PET_RDZV_ENDPOINT"], f"{NODE_ADDR['n1']}:23456")
+            self.assertTrue(env["PET_RDZV_CONF"].endswith(",join_timeout=30"), env["PET_RDZV_CONF"])
+            self.assertEqual(env["PET_BIND"], "numa")
+            self.assertEqual(env["PET_LOG_DIR"], "/tmp/elogs")
+            self.assertEqual(env["PET_NO_PYTHON"], "1")
+            self.assertEqual(env["PET_PYTHON"], "/usr/bin/python3")
+
+    def test_explicit_endpoint_node_name_goes_through_slurm(self):
+        r, nodes = self.srun_dump(["-N2", "--elastic", "--elastic-rdzv-endpoint=n2:24000", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for env in nodes.values():
+            self.assertEqual(env["PET_RDZV_ENDPOINT"], f"{NODE_ADDR['n2']}:24000")
+            self.assertEqual(env["PET_RDZV_CONF"], "expected_nodes=2")
+
+    def test_export_none_is_still_wrapped(self):
+        r, nodes = self.srun_dump(["-N3", "--export=NONE", "--elastic=2:3", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(nodes), 3, r.stdout + r.stderr)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:3")
+            self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "true")
+
+    def test_resv_ports_give_the_port(self):
+        r, nodes = self.srun_dump(["-N2", "--resv-ports=1", "--elastic", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for env in nodes.values():
+            port = int(env["PET_RDZV_ENDPOINT"].rsplit(":", 1)[1])
+            self.assertTrue(12000 <= port <= 12999, port)
+
+    def test_sbatch_elastic_is_inherited_by_plain_srun(self):
+        rc, job, out = self.cluster.sbatch("#!/bin/sh\n#SBATCH -N3\n#SBATCH --gpus-per-node=2\n#SBATCH --elastic=2:3\n"
+                                           "srun --gpus-per-node=2 python3 train.py\n", timeout=120)
+        self.assertEqual(rc, 0, out)
+        nodes = parse_dump(out)
+        self.assertEqual(sorted(nodes), ["n1", "n2", "n3"], out)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:3")
+            self.assertEqual(env["PET_NPROC_PER_NODE"], "2")
+            self.assertEqual(env["PET_RDZV_ID"], f"{job}.0")
+            self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
+
+    def test_default_on_and_off(self):
+        self.set_plugstack_args(f"launcher={DUMP}", "default=on")
+        r, nodes = self.srun_dump(["-N2", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(nodes), 2)
+        r = self.cluster.srun(["-N2", "--elastic=off", "sh", "-c", 'echo "x${PET_NNODES}x"'], timeout=60)
+        self.assertEqual(r.stdout.split(), ["xx", "xx"])
+
+    def test_mpi_pmix_defers_the_address_to_pmix(self):
+        r, nodes = self.srun_dump(["-N3", "--mpi=pmix", "--elastic", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for env in nodes.values():
+            self.assertEqual(env.get("ELASTIC_SPANK_PMIX_ENDPOINT"), "1")
+
+    @unittest.skipUnless(PMIX_PROBE, "elastic_pmix_probe not built (no libpmix-dev)")
+    def test_pmix_bootstrap_across_nodes(self):
+        r = self.cluster.srun(["-N3", "--mpi=pmix", PMIX_PROBE], timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ranks = sorted(int(x) for x in re.findall(r"node_rank=(\d+)", r.stdout))
+        self.assertEqual(ranks, [0, 1, 2], r.stdout)
+        self.assertEqual(re.findall(r"nnodes=(\d+)", r.stdout), ["3"] * 3)
+        self.assertEqual(re.findall(r"^host_address=(.*)$", r.stdout, re.M), [NODE_ADDR["n1"]] * 3)
+
+    # ---------------------------------------------------------------- refusals
+
+    def test_more_than_one_task_per_node_says_what_to_add(self):
+        r = self.cluster.srun(["-N2", "-n4", "--elastic", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("add --ntasks-per-node=1", r.stderr)
+
+    def test_more_nodes_than_max_is_refused(self):
+        r = self.cluster.srun(["-N3", "--elastic=1:2", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("allows at most 2", r.stderr)
+
+    def test_multi_prog_is_refused(self):
+        conf = self.cluster.dir / "jobs" / "multi.conf"
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text("* true\n")
+        r = self.cluster.srun(["-N2", "--elastic", "--multi-prog", str(conf)], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--multi-prog", r.stderr)
+
+    def test_missing_launcher_fails_the_step_not_the_node(self):
+        self.set_plugstack_args("launcher=/nonexistent/elasticrun")
+        r = self.cluster.srun(["-N3", "--elastic", "true"], timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/nonexistent/elasticrun", r.stderr)
+        self.tearDown()
+        r = self.cluster.srun(["-N3", "hostname"], timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_nodes_healthy()
+
+    def test_env_form_of_a_bad_option_fails_the_step_cleanly(self):
+        # Slurm turns this variable into the option callback, in srun and on the nodes.
+        r = self.cluster.srun(["-N2", "true"], timeout=30,
+                              env={"SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic": "9:1"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("'9:1'", r.stderr)
+        r = self.cluster.srun(["-N3", "hostname"], timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_nodes_healthy()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
