@@ -130,7 +130,11 @@ do_down() {
     for f in "$DIR"/pids/*.pid; do
       [ -f "$f" ] || continue
       p=$(cat "$f" 2>/dev/null || true)
-      [[ $p =~ ^[0-9]+$ ]] && alive "$p" && pids+=("$p")
+      [[ $p =~ ^[0-9]+$ ]] && alive "$p" || continue
+      # Only if the pid is still one of our daemons (not reused by another process).
+      local comm=""
+      { read -r comm <"/proc/$p/comm"; } 2>/dev/null || true
+      case "$comm" in munged | slurmctld | slurmd) pids+=("$p") ;; esac
     done
   fi
   # 2. Every process in our namespaces (slurmd, slurmstepd, tasks, strays).
