@@ -151,6 +151,27 @@ class Test2Teardown(unittest.TestCase):
             self.assertIn("tearing down", err)
         self.assertEqual(our_leftovers(), [])
 
+    def test_signal_to_a_test_process_tears_down(self):
+        # A test process that is terminated (SIGTERM) or interrupted (SIGINT)
+        # while its cluster is up takes the cluster down before it dies.
+        child = ("import sys, time; sys.path.insert(0, %r)\n"
+                 "from cluster import Cluster\n"
+                 "Cluster(nodes=1, take_lock=False).up()\n"
+                 "print('up', flush=True)\n"
+                 "time.sleep(600)\n") % str(CLUSTER_SH.parent)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(sig=sig.name):
+                p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=LOCKED_ENV)
+                line = p.stdout.readline()  # blocks until the cluster is up (or the child died)
+                self.assertEqual(line.strip(), "up", p.stderr.read() if p.poll() is not None else "")
+                self.assertTrue(os.path.exists("/run/netns/elastic-n1"))
+                p.send_signal(sig)
+                p.communicate(timeout=120)
+                self.assertEqual(p.returncode, -sig)
+                self.assertEqual(our_leftovers(), [])
+                self.assertFalse(os.path.exists("/run/munge/munge.socket.2"))
+
     def test_failed_up_reports_and_cleans_up(self):
         r = subprocess.run([str(CLUSTER_SH), "up", "--plugin", "/nonexistent/spank_x.so"],
                            capture_output=True, text=True, env=LOCKED_ENV)
