@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""Worker for the rendezvous tests: joins the gloo group through the agent
+store, checks an all_reduce of the ranks, prints what it saw, then either ends
+or, while TORCHELASTIC_RESTART_COUNT < HOLD_ROUNDS, keeps "training" until its
+agent stops it (so a test can kill or add agents mid-training without timing)."""
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+env = os.environ
+rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
+restart = int(env["TORCHELASTIC_RESTART_COUNT"])
+hold_rounds = int(env.get("HOLD_ROUNDS", "0"))
+
+dist.init_process_group("gloo")
+total = torch.tensor([float(rank)])
+dist.all_reduce(total)
+ok = total.item() == world * (world - 1) / 2
+print(f"worker rank={rank} world={world} round={restart} group_rank={env['GROUP_RANK']} "
+      f"local_rank={env['LOCAL_RANK']} agent_store={env['TORCHELASTIC_USE_AGENT_STORE']} "
+      f"all_reduce={'OK' if ok else 'WRONG'}", flush=True)
+if restart < hold_rounds:
+    while True:  # held until the agent stops us (a restart, or the test)
+        time.sleep(0.5)
+dist.barrier()
+dist.destroy_process_group()
+sys.exit(0 if ok else 3)

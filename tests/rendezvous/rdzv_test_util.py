@@ -1,0 +1,131 @@
+"""Helpers for the multi-agent rendezvous tests: start elasticrun agents on
+loopback, wait for output lines, and make sure nothing of a test survives it
+(every process started carries a marker in its environment)."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ELASTICRUN = os.environ.get("ELASTICRUN", os.path.join(HERE, "../../build/launcher/elasticrun"))
+PYTHON = "/usr/bin/python3"
+WORKER = os.path.join(HERE, "elastic_worker.py")
+DEADLINE_S = 240  # a hung test fails; a slow, loaded machine does not
+
+WORKER_LINE = re.compile(r"worker rank=(\d+) world=(\d+) round=(\d+) group_rank=(\d+) "
+                         r"local_rank=(\d+) agent_store=(\S+) all_reduce=(\S+)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def marked_pids(marker):
+    """Live processes whose environment carries `marker`."""
+    pids = []
+    needle = ("ELASTIC_RDZV_TEST_MARKER=" + marker).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2:].split()[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+class Agent:
+    def __init__(self, proc, log_path):
+        self.proc = proc
+        self.log_path = log_path
+
+    def output(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def workers(self):
+        return [tuple(m.groups()) for m in WORKER_LINE.finditer(self.output())]
+
+
+class RendezvousTestCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="elastic-rdzv-test-")
+        self.marker = uuid.uuid4().hex
+        self.port = free_port()
+        self.run_id = "rdzv-test-" + self.marker[:8]
+        self.agents = []
+
+    def tearDown(self):
+        for agent in self.agents:
+            if agent.proc.poll() is None:
+                os.killpg(agent.proc.pid, signal.SIGKILL)
+        for pid in marked_pids(self.marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for agent in self.agents:
+            agent.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start_agent(self, nnodes, nproc=2, conf="", extra=(), env=None, program=WORKER,
+                    worker_args=()):
+        log = os.path.join(self.dir, "agent%d.log" % len(self.agents))
+        full_env = dict(os.environ)
+        full_env.pop("OMP_NUM_THREADS", None)
+        full_env["ELASTIC_RDZV_TEST_MARKER"] = self.marker
+        full_env.update(env or {})
+        args = [ELASTICRUN, "--nnodes=%s" % nnodes, "--nproc-per-node=%d" % nproc,
+                "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:%d" % self.port,
+                "--rdzv-id=" + self.run_id, "--python=" + PYTHON]
+        if conf:
+            args.append("--rdzv-conf=" + conf)
+        args += list(extra) + [program] + list(worker_args)
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=full_env,
+                                    start_new_session=True)
+        agent = Agent(proc, log)
+        self.agents.append(agent)
+        return agent
+
+    def wait_for(self, condition, what):
+        end = time.monotonic() + DEADLINE_S
+        while not condition():
+            if time.monotonic() > end:
+                self.fail("gave up waiting for %s\n%s" % (what, self.dump()))
+            time.sleep(0.05)
+
+    def wait_listening(self):
+        def up():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", self.port)) == 0
+        self.wait_for(up, "the rendezvous host to listen")
+
+    def wait_exit(self, agent):
+        self.wait_for(lambda: agent.proc.poll() is not None, "agent %d to exit" % agent.proc.pid)
+        return agent.proc.returncode
+
+    def wait_workers(self, agent, round_, count):
+        self.wait_for(lambda: len([w for w in agent.workers() if int(w[2]) == round_]) >= count,
+                      "%d worker(s) of round %d on agent %d" % (count, round_, agent.proc.pid))
+
+    def assert_nothing_left(self):
+        self.wait_for(lambda: not marked_pids(self.marker), "every process of the test to end")
+
+    def dump(self):
+        return "\n".join("--- agent %d (pid %d) ---\n%s" % (i, a.proc.pid, a.output())
+                         for i, a in enumerate(self.agents))

@@ -1,0 +1,137 @@
+"""Multi-agent rendezvous on loopback with real elasticrun agents and real
+PyTorch workers (gloo through the agent store): training, ranks, elasticity,
+losses, the host's loss, authentication. Every test ends with nothing left."""
+import os
+import re
+import signal
+import unittest
+
+from rdzv_test_util import HERE, RendezvousTestCase
+
+TRAIN = os.path.join(HERE, "../../examples/train.py")
+
+
+class TrainingTest(RendezvousTestCase):
+    def test_three_agents_two_workers_each_all_reduce_with_contiguous_ranks(self):
+        agents = [self.start_agent(3, program=TRAIN) for _ in range(3)]
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        seen = {}
+        for i, agent in enumerate(agents):
+            ranks = sorted(int(r) for r in
+                           re.findall(r"rank (\d+)/6 restart 0: all_reduce sum of ranks = 15 "
+                                                    r"\(expected 15\) OK", agent.output()))
+            self.assertEqual(len(ranks), 2, self.dump())
+            self.assertEqual(ranks[1], ranks[0] + 1, "ranks of one node are contiguous")
+            self.assertEqual(ranks[0] % 2, 0)
+            seen[i] = ranks
+        self.assertEqual(sorted(r for rs in seen.values() for r in rs), list(range(6)))
+        self.assert_nothing_left()
+
+    def test_workers_use_the_agent_store_and_ranks_follow_node_rank(self):
+        # --node-rank in reverse start order: group ranks follow it, not join order.
+        agents = [self.start_agent(3, extra=["--node-rank=%d" % (2 - i)]) for i in range(3)]
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        for i, agent in enumerate(agents):
+            workers = agent.workers()
+            self.assertEqual(len(workers), 2, self.dump())
+            for rank, world, round_, group_rank, local_rank, agent_store, ok in workers:
+                self.assertEqual((world, round_, agent_store, ok), ("6", "0", "True", "OK"))
+                self.assertEqual(int(group_rank), 2 - i)
+                self.assertEqual(int(rank), 2 * (2 - i) + int(local_rank))
+        self.assert_nothing_left()
+
+    def test_worker_failure_on_one_node_restarts_every_node_in_the_same_round(self):
+        agents = [self.start_agent(2, extra=["--max-restarts=1"], program=TRAIN,
+                                   worker_args=["--fail-once-rank=3"]) for _ in range(2)]
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        for agent in agents:
+            self.assertEqual(len(re.findall(r"/4 restart 1: all_reduce .* OK",
+                                                          agent.output())), 2, self.dump())
+        self.assert_nothing_left()
+
+
+class ElasticityTest(RendezvousTestCase):
+    def start_host_then(self, count, nnodes, conf, hold_rounds, max_restarts=3):
+        env = {"HOLD_ROUNDS": str(hold_rounds)}
+        extra = ["--max-restarts=%d" % max_restarts]
+        host = self.start_agent(nnodes, conf=conf, env=env, extra=extra)
+        self.wait_listening()
+        others = [self.start_agent(nnodes, conf=conf, env=env, extra=extra) for _ in range(count - 1)]
+        return [host] + others
+
+    def test_sigkill_of_one_agent_restarts_survivors_into_world_size_4(self):
+        agents = self.start_host_then(3, "2:3", "expected_nodes=3", hold_rounds=1)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.kill(agents[2].proc.pid, signal.SIGKILL)
+        for agent in agents[:2]:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            round1 = [w for w in agent.workers() if w[2] == "1"]
+            self.assertEqual(len(round1), 2, self.dump())
+            self.assertTrue(all(w[1] == "4" and w[6] == "OK" for w in round1), self.dump())
+        self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
+        self.assert_nothing_left()
+
+    def test_late_third_agent_grows_the_running_job_to_world_size_6(self):
+        agents = self.start_host_then(2, "2:3", "expected_nodes=2", hold_rounds=1)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        agents.append(self.start_agent("2:3", conf="expected_nodes=2",
+                                       env={"HOLD_ROUNDS": "1"}, extra=["--max-restarts=3"]))
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            round1 = [w for w in agent.workers() if w[2] == "1"]
+            self.assertEqual(len(round1), 2, self.dump())
+            self.assertTrue(all(w[1] == "6" and w[6] == "OK" for w in round1), self.dump())
+        self.assertIn("growing the job", agents[0].output())
+        self.assert_nothing_left()
+
+    def test_losing_a_node_below_min_ends_every_agent_non_zero(self):
+        agents = self.start_host_then(2, "2:3", "expected_nodes=2", hold_rounds=99)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.kill(agents[1].proc.pid, signal.SIGKILL)
+        self.assertNotEqual(self.wait_exit(agents[0]), 0)
+        self.assertIn("below the minimum of 2", agents[0].output())
+        self.assert_nothing_left()
+
+    def test_killing_the_host_ends_every_other_agent_with_a_message_naming_it(self):
+        agents = self.start_host_then(3, "2:3", "expected_nodes=3", hold_rounds=99)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.kill(agents[0].proc.pid, signal.SIGKILL)
+        for agent in agents[1:]:
+            self.assertNotEqual(self.wait_exit(agent), 0)
+            self.assertIn("lost the rendezvous host 127.0.0.1:%d" % self.port, agent.output())
+        self.assert_nothing_left()
+
+
+class AuthTest(RendezvousTestCase):
+    def test_agent_with_a_wrong_token_is_refused_and_the_host_keeps_waiting(self):
+        host = self.start_agent(2, conf="token=right-token")
+        self.wait_listening()
+        intruder = self.start_agent(2, conf="token=wrong-token")
+        self.assertNotEqual(self.wait_exit(intruder), 0)
+        self.assertIn("authentication (token) failed", intruder.output())
+        self.assertIsNone(host.proc.poll())
+        friend = self.start_agent(2, env={"ELASTIC_RDZV_TOKEN": "right-token"})
+        self.assertEqual(self.wait_exit(friend), 0, self.dump())
+        self.assertEqual(self.wait_exit(host), 0, self.dump())
+        self.assert_nothing_left()
+
+
+class StandaloneTest(RendezvousTestCase):
+    def test_standalone_workers_use_the_agent_store(self):
+        agent = self.start_agent(1, extra=["--standalone"])
+        self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        workers = agent.workers()
+        self.assertEqual(len(workers), 2, self.dump())
+        self.assertTrue(all(w[5] == "True" and w[6] == "OK" for w in workers), self.dump())
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    unittest.main()
