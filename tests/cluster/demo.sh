@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The demo on the real 3-node test cluster:
+#   srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 python3 examples/train.py
+# with one injected worker failure (every node restarts its workers) and then
+# one killed node (n3: every process in its namespace, kill -9) while the
+# restarted workers run: the two survivors restart into world size 8 and finish.
+# Prints the training result and tears the cluster down (also on failure or ^C).
+#
+#   tests/cluster/demo.sh [BUILD_DIR]      (default: build; needs spank_plugin/spank_elastic.so
+#                                           and launcher/elasticrun in it: scripts/build.sh)
+# Environment: DEMO_STEPS (training steps, default 3000: long enough to kill a
+# node mid-training), DEMO_FAIL_RANK (default 5), DEMO_KILL_NODE (default n3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=$(realpath "${1:-build}")
+SO=$BUILD/spank_plugin/spank_elastic.so
+ELASTICRUN=$BUILD/launcher/elasticrun
+CLUSTER=$ROOT/tests/cluster/cluster.sh
+STEPS=${DEMO_STEPS:-3000}
+FAIL_RANK=${DEMO_FAIL_RANK:-5}
+VICTIM=${DEMO_KILL_NODE:-n3}
+
+for f in "$SO" "$ELASTICRUN"; do
+  [ -f "$f" ] || { echo "demo: $f is missing; build first (scripts/build.sh)" >&2; exit 1; }
+done
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  [ -n "${SRUN_PID:-}" ] && kill "$SRUN_PID" 2>/dev/null || true
+  say "tearing the cluster down"
+  "$CLUSTER" down
+  # Informational (on a shared machine it also lists other people's processes).
+  bash "$ROOT/tests/check_leftovers.sh" || true
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "starting a 3-node Slurm cluster (munge, slurmctld, 3 x slurmd in their own namespaces, 8 fake GPUs each)"
+"$CLUSTER" up --nodes 3 --plugin "$SO" launcher="$ELASTICRUN"
+"$CLUSTER" run sinfo -N -o '%N %T %G'
+
+# True once a worker of restart $2 runs on node $1 (read from the workers' environment).
+worker_running() {
+  local p
+  for p in $(ip netns pids "elastic-$1" 2>/dev/null); do
+    tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "TORCHELASTIC_RESTART_COUNT=$2" && return 0
+  done
+  return 1
+}
+
+LOG=$(mktemp /tmp/slurm-elastic-demo.XXXXXX.log)
+say "srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 python3 examples/train.py --steps $STEPS --fail-once-rank $FAIL_RANK"
+# GLOO_SOCKET_IFNAME: node names do not resolve here, not even on the node itself,
+# and gloo then falls back to 127.0.0.1 (see tests/cluster/README.md).
+"$CLUSTER" run env GLOO_SOCKET_IFNAME=eth0 \
+  srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 \
+  /usr/bin/python3 "$ROOT/examples/train.py" --steps "$STEPS" --fail-once-rank "$FAIL_RANK" \
+  > >(tee "$LOG") 2>&1 &
+SRUN_PID=$!
+
+# Wait until the restarted workers (after rank $FAIL_RANK's failure) run on the
+# victim, then kill the node. Bounded: at most 10 minutes, 0.2 s apart.
+for ((i = 0; i < 3000; i++)); do
+  worker_running "$VICTIM" 1 && break
+  kill -0 "$SRUN_PID" 2>/dev/null || break
+  sleep 0.2
+done
+if worker_running "$VICTIM" 1; then
+  say "worker failure handled (restart 1 running on every node); killing node $VICTIM now (kill -9 of every process in it)"
+  "$CLUSTER" kill-node "$VICTIM"
+else
+  echo "demo: the restarted workers never ran on $VICTIM" >&2
+fi
+
+rc=0
+wait "$SRUN_PID" || rc=$?
+SRUN_PID=
+say "result (srun exit code $rc)"
+grep -E 'all_reduce|failing on purpose|rendezvous: round|lost|elasticrun: (error|warning): (node|job)' "$LOG" | sort | uniq || true
+final=$(grep -cE 'rank [0-9]+/8 restart [1-9][0-9]*: all_reduce sum of ranks = 28 \(expected 28\) OK' "$LOG" || true)
+if [ "$rc" -eq 0 ] && [ "$final" -eq 8 ]; then
+  say "OK: 12 workers, one failure restarted, node $VICTIM lost, 8 workers on 2 nodes finished the training"
+else
+  say "demo did not end as expected (see $LOG)"
+  exit 1
+fi
