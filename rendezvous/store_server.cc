@@ -164,8 +164,8 @@ void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
   if (events & EPOLLOUT) {
     Flush(*c);
     if (!(c = Find(id))) return;
-    // Drained below the high-water mark: resume requests held back.
-    if (c->pending() == 0 && !ProcessInput(*c)) return;
+    // Below the high-water mark again: resume requests held back.
+    if (c->pending() < kOutputHighWater && !ProcessInput(*c)) return;
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
     if (!ReadInput(*c)) return;
@@ -202,30 +202,34 @@ bool StoreServer::ReadInput(Connection& c) {
 }
 
 bool StoreServer::ProcessInput(Connection& c) {
-  StoreConnId id = c.id;
   size_t pos = 0;
   std::string err;
-  while (c.in.size() - pos >= c.need && c.pending() < kOutputHighWater) {
-    std::string_view buf(c.in.data() + pos, c.in.size() - pos);
-    ParseResult r = ParseStoreRequest(buf, limits_, &c.dialect, &scratch_);
-    if (r.status == ParseStatus::kNeedMore) {
-      c.need = r.need;
-      break;
+  for (;;) {
+    while (c.in.size() - pos >= c.need && c.pending() < kOutputHighWater) {
+      std::string_view buf(c.in.data() + pos, c.in.size() - pos);
+      ParseResult r = ParseStoreRequest(buf, limits_, &c.dialect, &scratch_);
+      if (r.status == ParseStatus::kNeedMore) {
+        c.need = r.need;
+        break;
+      }
+      if (r.status == ParseStatus::kError) {
+        Close(c.id, "protocol error: " + r.error, true);
+        return false;
+      }
+      c.need = 1;
+      if (!Execute(c, scratch_, &err)) {
+        Close(c.id, err, true);
+        return false;
+      }
+      pos += r.consumed;
     }
-    if (r.status == ParseStatus::kError) {
-      Close(id, "protocol error: " + r.error, true);
-      return false;
-    }
-    c.need = 1;
-    if (!Execute(c, scratch_, &err)) {
-      Close(id, err, true);
-      return false;
-    }
-    pos += r.consumed;
+    Flush(c);
+    // Stopped at the high-water mark but the socket took it all: go on with
+    // the requests already buffered (no further event would announce them).
+    if (c.pending() >= kOutputHighWater || c.eof || c.in.size() - pos < c.need) break;
   }
   c.in.erase(0, pos);
-  Flush(c);
-  return Find(id) != nullptr;
+  return true;
 }
 
 bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* err) {

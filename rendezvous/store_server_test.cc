@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "rendezvous/store_test_util.h"
 
 namespace elastic {
@@ -211,6 +213,41 @@ TEST(StoreServer, LargeValueRoundTrips) {
   c.Send(KeyValue(legacy_op::kSet, "/big", big));
   c.Send(KeyOnly(legacy_op::kGet, "/big"));
   EXPECT_EQ(c.ReadString(), big);
+}
+
+TEST(StoreServer, ClientThatDoesNotReadIsHeldBackOthersAreServed) {
+  ServerThread s;
+  RawClient slow(s.port());
+  std::string big(4 << 20, 'b');
+  slow.Send(KeyValue(legacy_op::kSet, "/big", big));
+  // 32 GETs of 4 MiB pipelined, none read yet: 128 MiB of replies that the
+  // server must buffer only up to its high-water mark.
+  std::string gets;
+  for (int i = 0; i < 32; ++i) gets += KeyOnly(legacy_op::kGet, "/big");
+  std::thread sender([&] { slow.Send(gets); });
+  RawClient other(s.port());
+  other.Send(KeyValue(legacy_op::kSet, "/small", "s"));
+  other.Send(KeyOnly(legacy_op::kGet, "/small"));
+  EXPECT_EQ(other.ReadString(), "s");
+  int intact = 0;
+  for (int i = 0; i < 32; ++i) intact += slow.ReadString() == big;  // no 4 MiB diffs in the log
+  sender.join();
+  EXPECT_EQ(intact, 32);
+}
+
+TEST(StoreServer, WaiterThatDisconnectsIsForgotten) {
+  ServerThread s;
+  {
+    RawClient gone = V2Client(s.port());
+    gone.Send(Keys(v2_op::kWait, {"/later"}));
+    gone.Send(V2Ping(1));
+    gone.Read(4);
+  }
+  RawClient setter(s.port());
+  setter.Send(KeyValue(legacy_op::kSet, "/later", "x"));
+  setter.Send(Frame(legacy_op::kGetNumKeys));
+  EXPECT_EQ(setter.ReadI64(), 1);
+  EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 1u);
 }
 
 TEST(StoreServer, GarbageDisconnectsOnlyTheSender) {
