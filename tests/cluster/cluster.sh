@@ -173,9 +173,15 @@ do_down() {
   if [ -f "$DIR/state.env" ]; then
     local sock
     sock=$(state_get MUNGE_SOCKET)
+    # Only once (MUNGE_OURS=0 afterwards), and never while a munged (then not
+    # ours: ours was killed above) answers on it.
     if [ -n "$sock" ] && [ "$(state_get MUNGE_OURS)" = 1 ]; then
-      rm -f "$sock" "$sock.lock"
-      [ "$(state_get MUNGE_MADE_DIR)" = 1 ] && rmdir "$(dirname "$sock")" 2>/dev/null || true
+      if ! munge -n -S "$sock" >/dev/null 2>&1; then
+        rm -f "$sock" "$sock.lock"
+        [ "$(state_get MUNGE_MADE_DIR)" = 1 ] && rmdir "$(dirname "$sock")" 2>/dev/null || true
+      fi
+      state_set MUNGE_OURS 0
+      state_set MUNGE_MADE_DIR 0
     fi
     rm -f "$DIR/pids"/*.pid
     echo "DOWN=1" >>"$DIR/state.env"

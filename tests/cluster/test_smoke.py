@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 from pathlib import Path
@@ -171,6 +172,40 @@ class Test2Teardown(unittest.TestCase):
                 self.assertEqual(p.returncode, -sig)
                 self.assertEqual(our_leftovers(), [])
                 self.assertFalse(os.path.exists("/run/munge/munge.socket.2"))
+
+    def test_foreign_munged_is_refused_and_left_alone(self):
+        sock = "/run/munge/munge.socket.2"
+        if os.path.exists(sock):
+            self.skipTest(f"{sock} exists")
+        key_dir = Path(tempfile.mkdtemp(prefix="foreign-munge-"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(key_dir)])
+        os.chmod(key_dir, 0o755)
+        (key_dir / "key").mkdir(mode=0o700)
+        (key_dir / "key" / "k").write_bytes(os.urandom(1024))
+        os.chmod(key_dir / "key" / "k", 0o600)
+        made_dir = not os.path.isdir("/run/munge")
+        os.makedirs("/run/munge", mode=0o755, exist_ok=True)
+        m = subprocess.Popen(["munged", "-F", f"--key-file={key_dir}/key/k", f"--pid-file={key_dir}/pid",
+                              f"--log-file={key_dir}/log", f"--seed-file={key_dir}/seed"],
+                             stderr=subprocess.DEVNULL)
+
+        def stop():
+            m.terminate()
+            m.wait()
+            if made_dir:
+                subprocess.run(["rm", "-rf", "/run/munge"])
+        self.addCleanup(stop)
+        for _ in range(200):  # bounded: until the foreign munged answers
+            if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)
+        r = subprocess.run([str(CLUSTER_SH), "up", "--nodes", "1"], capture_output=True, text=True, env=LOCKED_ENV)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("a munged that is not ours already serves", r.stderr)
+        subprocess.run([str(CLUSTER_SH), "down"], check=True, env=LOCKED_ENV)
+        self.assertIsNone(m.poll())
+        self.assertEqual(subprocess.run(["munge", "-n"], capture_output=True).returncode, 0)
+        self.assertEqual(our_leftovers(), [])
 
     def test_failed_up_reports_and_cleans_up(self):
         r = subprocess.run([str(CLUSTER_SH), "up", "--plugin", "/nonexistent/spank_x.so"],
