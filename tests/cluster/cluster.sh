@@ -280,20 +280,24 @@ start_munged() {
 
 make_network() {
   local n=$1 i ns
-  # Record the namespaces before creating them, so `down` finds them.
-  ip netns add "$HUB"
-  in_ns "$HUB" ip link set lo up
-  in_ns "$HUB" ip link add br0 type bridge
-  in_ns "$HUB" ip addr add "$CTL_ADDR/24" dev br0
-  in_ns "$HUB" ip link set br0 up
+  # Few processes (ip -batch): this machine may be busy.
+  {
+    echo "netns add $HUB"
+    for ((i = 1; i <= n; i++)); do echo "netns add $(node_ns "n$i")"; done
+  } | ip -batch -
+  {
+    echo "link set lo up"
+    echo "link add br0 type bridge"
+    echo "addr add $CTL_ADDR/24 dev br0"
+    echo "link set br0 up"
+    for ((i = 1; i <= n; i++)); do
+      echo "link add n$i-br type veth peer name eth0 netns $(node_ns "n$i")"
+      echo "link set n$i-br master br0 up"
+    done
+  } | ip -n "$HUB" -batch -
   for ((i = 1; i <= n; i++)); do
-    ns=$(node_ns "n$i")
-    ip netns add "$ns"
-    in_ns "$ns" ip link set lo up
-    ip -n "$HUB" link add "n$i-br" type veth peer name eth0 netns "$ns"
-    ip -n "$HUB" link set "n$i-br" master br0 up
-    in_ns "$ns" ip addr add "$SUBNET.$((10 + i))/24" dev eth0
-    in_ns "$ns" ip link set eth0 up
+    printf 'link set lo up\naddr add %s/24 dev eth0\nlink set eth0 up\n' "$SUBNET.$((10 + i))" |
+      ip -n "$(node_ns "n$i")" -batch -
   done
 }
 
@@ -353,6 +357,7 @@ do_up() {
   done
 
   # Clean start: whatever is left of an earlier cluster goes first.
+  dbg "up: down first"
   do_down
   if [ -e "$DIR" ]; then
     if [ -f "$DIR/$MARKER" ] || [ -z "$(ls -A "$DIR")" ]; then
@@ -384,19 +389,24 @@ do_up() {
     echo "# no SPANK plugins (cluster.sh up --plugin SO ARGS... or --plugstack FILE)" >"$DIR/etc/plugstack.conf"
   fi
 
+  dbg "up: munged"
   start_munged
+  dbg "up: network"
   make_network "$nodes"
+  dbg "up: daemons"
 
   SLURM_CONF=$DIR/etc/slurm.conf setsid nsenter --net="/run/netns/$HUB" unshare --uts \
     sh -c "hostname ctl && exec slurmctld -D -i" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- &
   echo $! >"$DIR/log/slurmctld.launch-pid"
   for ((i = 1; i <= nodes; i++)); do start_slurmd "n$i"; done
 
+  dbg "up: waiting for $nodes idle nodes"
   if ! wait_nodes_idle "$nodes"; then
     tail -n 20 "$DIR"/log/*.log "$DIR"/log/*.out >&2 2>/dev/null || true
     exit 1
   fi
   state_set UP 1
+  dbg "up: done"
   trap - EXIT INT TERM
   log "up: $nodes nodes idle (state in $DIR; run commands with: $0 --dir $DIR run srun -N$nodes hostname)"
 }
