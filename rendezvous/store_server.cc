@@ -17,7 +17,6 @@
 namespace elastic {
 namespace {
 
-constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kReadBudget = 1 << 20;        // per event, so one client cannot starve others
 constexpr size_t kOutputHighWater = 4 << 20;   // stop reading a client that does not read replies
 
@@ -67,7 +66,8 @@ StoreServer::StoreServer(EventLoop& loop, StoreLimits limits)
               Flush(*c);
             }
           }}),
-      spare_fd_(open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+      spare_fd_(open("/dev/null", O_RDONLY | O_CLOEXEC)),
+      read_buf_(64 * 1024) {}
 
 StoreServer::~StoreServer() {
   for (auto& [id, c] : conns_) loop_.Remove(c->fd.get());
@@ -181,12 +181,13 @@ void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
 bool StoreServer::ReadInput(Connection& c) {
   size_t budget = kReadBudget;
   while (budget > 0 && c.pending() < kOutputHighWater) {
-    size_t old = c.in.size();
-    c.in.resize(old + kReadChunk);
-    ssize_t n = recv(c.fd.get(), c.in.data() + old, kReadChunk, 0);
-    c.in.resize(old + std::max<ssize_t>(n, 0));
+    // Into a shared buffer, then append: growing c.in by a zero-filled chunk
+    // per read would cost more than the small requests themselves.
+    ssize_t n = recv(c.fd.get(), read_buf_.data(), read_buf_.size(), 0);
     if (n > 0) {
+      c.in.append(read_buf_.data(), n);
       budget -= std::min<size_t>(budget, n);
+      if (static_cast<size_t>(n) < read_buf_.size()) return true;  // drained for now
       continue;
     }
     if (n == 0) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/event_loop.h"
 #include "common/unique_fd.h"
@@ -73,7 +74,8 @@ class StoreServer {
   StoreConnId next_id_ = 1;
   std::unordered_map<StoreConnId, std::unique_ptr<Connection>> conns_;
   UniqueFd spare_fd_;  // released to refuse a client when out of descriptors
-  StoreRequest scratch_;  // reused across requests to avoid allocations
+  StoreRequest scratch_;        // reused across requests to avoid allocations
+  std::vector<char> read_buf_;  // one recv buffer for all connections
 };
 
 }  // namespace elastic
