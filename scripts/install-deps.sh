@@ -16,6 +16,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   gnuplot-nox hyperfine
   dpkg-dev file ccache
+  help2man lua5.1 man-db
 )
 
 missing=()
