@@ -3,11 +3,16 @@
 # under the same load from the same generator (bench/store/store_load, built on
 # our client library), in one run, servers alternating per configuration.
 #   bench/store/run.sh [BUILD_DIR]        (about 1.5 minutes)
-# Env: SECONDS_PER_RUN (default 5), FANOUT_ROUNDS (default 10), OUT (results JSON lines).
+# Each set+get configuration runs REPS times (default 3), alternating servers,
+# and the summary takes the median run of each, so load from other processes
+# hits both servers alike.
+# Env: SECONDS_PER_RUN (default 4), REPS (default 3), FANOUT_ROUNDS (default 10),
+#      OUT (results as JSON lines; default BUILD_DIR/store-bench.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-secs=${SECONDS_PER_RUN:-5}
+secs=${SECONDS_PER_RUN:-4}
+reps=${REPS:-3}
 rounds=${FANOUT_ROUNDS:-10}
 out=${OUT:-$build/store-bench.jsonl}
 load=$(find "$build" -name store_load -type f -perm -u+x | head -1)
@@ -34,9 +39,11 @@ wait_file "$tmp/ours"; wait_file "$tmp/torch"
 declare -A port=([ours]=$(cat "$tmp/ours") [torch]=$(cat "$tmp/torch"))
 
 : > "$out"
-for conns in 1 8 64; do
-  for server in ours torch; do
-    echo "{\"server\":\"$server\",$("$load" setget --port "${port[$server]}" --conns "$conns" --seconds "$secs" | cut -c2-)" | tee -a "$out"
+for rep in $(seq "$reps"); do
+  for conns in 1 8 64; do
+    for server in ours torch; do
+      echo "{\"server\":\"$server\",\"rep\":$rep,$("$load" setget --port "${port[$server]}" --conns "$conns" --seconds "$secs" | cut -c2-)" | tee -a "$out"
+    done
   done
 done
 for server in ours torch; do
@@ -47,11 +54,12 @@ done
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def get(server, mode, **kw):
-    for r in rows:
-        if r["server"] == server and r["mode"] == mode and all(r[k] == v for k, v in kw.items()):
-            return r
+    # The median run (by throughput) of this server and configuration.
+    runs = [r for r in rows if r["server"] == server and r["mode"] == mode and all(r[k] == v for k, v in kw.items())]
+    runs.sort(key=lambda r: r.get("pairs_per_s", 0))
+    return runs[len(runs) // 2]
 print()
-print("| load | ours pairs/s | torch pairs/s | ratio | ours p50/p99 us | torch p50/p99 us |")
+print("| load (median of %d runs) | ours pairs/s | torch pairs/s | ratio | ours p50/p99 us | torch p50/p99 us |" % max(r.get("rep", 1) for r in rows))
 print("|---|---|---|---|---|---|")
 for c in (1, 8, 64):
     o, t = get("ours", "setget", conns=c), get("torch", "setget", conns=c)
