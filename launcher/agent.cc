@@ -90,7 +90,7 @@ void ElasticAgent::SetCallbacks() {
     Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
   };
   cb.on_restart_required = [this](const std::string& reason) {
-    Log(LogLevel::kInfo, "restarting the workers: {}", reason);
+    Log(LogLevel::kInfo, "the rendezvous asks for a restart: {}", reason);
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };
   cb.on_job_failed = [this](const WorkerFailure& f) {
@@ -160,6 +160,11 @@ void ElasticAgent::Execute(const Action& action) {
       EndAttempt();
       break;
     case ActionKind::kJoin:
+      if (status_.has_failure) {
+        Log(LogLevel::kInfo, "restarting the workers after rank {} failed", status_.failure.global_rank);
+      } else {
+        Log(LogLevel::kInfo, "restarting the workers");
+      }
       rendezvous_->Join(config_.nproc);
       break;
     case ActionKind::kExit:

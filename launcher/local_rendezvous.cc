@@ -19,6 +19,7 @@ class LocalRendezvous : public RendezvousHandler {
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
 
   void Join(int local_world_size) override {
+    if (job_failed_) return;  // on_job_failed is on its way
     RoundInfo info;
     info.round = joins_++;
     info.group_rank = 0;
@@ -35,12 +36,11 @@ class LocalRendezvous : public RendezvousHandler {
   }
 
   void ReportWorkerFailure(const WorkerFailure& failure) override {
+    // Restarts remain: the agent stops its workers and Joins again (no callback needed).
     if (restarts_used_ < options_.max_restarts) {
       ++restarts_used_;
-      Post([this] {
-        if (callbacks_.on_restart_required) callbacks_.on_restart_required("a local worker failed");
-      });
     } else {
+      job_failed_ = true;
       Post([this, failure] {
         if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
       });
@@ -81,6 +81,7 @@ class LocalRendezvous : public RendezvousHandler {
   uint64_t joins_ = 0;
   int restarts_used_ = 0;
   bool shut_down_ = false;
+  bool job_failed_ = false;
   std::set<EventLoop::TimerId> pending_;
 };
 

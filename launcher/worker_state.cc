@@ -66,7 +66,6 @@ class Stepper {
         Exit(WorkerState::kStopped, 128 + s().exit_signal);
         break;
       case AfterStop::kNone:
-      case AfterStop::kAwaitVerdict:
         break;
     }
   }
@@ -100,7 +99,9 @@ void OnWorkerExited(Stepper& st, const WorkerFailure& exit) {
     }
     st.RecordFailure(exit);
     st.Do(ActionKind::kReportFailure);
-    st.BeginStop(SIGTERM, AfterStop::kAwaitVerdict);
+    // RendezvousHandler's life cycle: report, stop, Join again. A rendezvous whose
+    // restarts are used up answers with JobFailed instead of a round.
+    st.BeginStop(SIGTERM, AfterStop::kRejoin);
     return;
   }
   if (s.state == WorkerState::kUnhealthy && s.alive == 0) st.Stopped();
@@ -140,9 +141,7 @@ void OnVerdict(Stepper& st, AfterStop verdict) {
       s.after_stop = verdict;
       st.Resolve();
       break;
-    case WorkerState::kStopped:
-      st.Decide(verdict);
-      st.Resolve();
+    case WorkerState::kStopped:  // only on the way out (Exit issued): nothing to decide
       break;
     case WorkerState::kSucceeded:
       // Our workers are done; a restart elsewhere needs us no more, a failure is the job's.

@@ -7,11 +7,14 @@
 //
 //   INIT       no workers; waiting for a rendezvous round.
 //     RoundReady            -> HEALTHY    [StartWorkers]
+//     RestartRequired       -> INIT       (already rejoining)
 //     Terminate(sig)        -> STOPPED    [ShutdownRendezvous, Exit(128+sig)]
 //     JobFailed / Fatal     -> FAILED     [Exit]
 //   HEALTHY    every worker started, none failed.
 //     WorkerExited(ok)      -> HEALTHY, or SUCCEEDED when it was the last one [ReportSucceeded]
-//     WorkerExited(failed)  -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer, ReportFailure]
+//     WorkerExited(failed)  -> UNHEALTHY  [ReportFailure, SignalWorkers(TERM), ArmStopTimer]
+//                              (then rejoin: the rendezvous answers the Join with a round,
+//                              or with JobFailed when the restarts are used up)
 //     RestartRequired       -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then rejoin)
 //     Terminate(sig)        -> UNHEALTHY  [ShutdownRendezvous, SignalWorkers(sig), ArmStopTimer]
 //     Fatal / JobFailed     -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then fail)
@@ -23,8 +26,6 @@
 //     rejoin                -> INIT       [Join]
 //     job failed / fatal    -> FAILED     [Exit(code)]
 //     signal                -> STOPPED    [Exit(128+sig)]
-//     verdict pending       -> STOPPED, until RestartRequired (-> INIT [Join]) or JobFailed
-//                              (-> FAILED [Exit]) arrives from the rendezvous.
 //   SUCCEEDED  every local worker exited 0; Done -> [Exit(0)]; Terminate -> [Exit(128+sig)].
 //   FAILED     terminal.
 //
@@ -47,7 +48,7 @@ const char* WorkerStateName(WorkerState state);
 
 // What happens once every worker of a stopping group is gone.
 // Ordered by strength: a later, stronger verdict overrides a weaker one.
-enum class AfterStop { kNone, kAwaitVerdict, kRejoin, kFail, kFatal, kExitSignal };
+enum class AfterStop { kNone, kRejoin, kFail, kFatal, kExitSignal };
 
 struct GroupStatus {
   WorkerState state = WorkerState::kInit;

@@ -30,7 +30,7 @@ GroupStatus Status(WorkerState state, int nproc, int alive, AfterStop after = Af
   s.nproc = nproc;
   s.alive = alive;
   s.after_stop = after;
-  s.kill_at = kT0 + kGrace;
+  s.kill_at = kT0;  // rows run at kT0: a running stop is past its grace period
   return s;
 }
 
@@ -77,8 +77,8 @@ INSTANTIATE_TEST_SUITE_P(
             {K::kEndAttempt, K::kReportSucceeded}},
         Row{"HealthyFailureStopsGroup", Status(S::kHealthy, 2, 2), Exited(1), S::kUnhealthy,
             {K::kReportFailure, K::kSignalWorkers, K::kArmStopTimer}},
-        Row{"HealthyOnlyWorkerFailsAwaitsVerdict", Status(S::kHealthy, 1, 1), Exited(0, SIGKILL),
-            S::kStopped, {K::kReportFailure, K::kSignalWorkers, K::kArmStopTimer, K::kEndAttempt}},
+        Row{"HealthyOnlyWorkerFailsRejoins", Status(S::kHealthy, 1, 1), Exited(0, SIGKILL),
+            S::kInit, {K::kReportFailure, K::kSignalWorkers, K::kArmStopTimer, K::kEndAttempt, K::kJoin}},
         Row{"HealthyRestartRequiredStops", Status(S::kHealthy, 2, 2), Simple(E::kRestartRequired),
             S::kUnhealthy, {K::kSignalWorkers, K::kArmStopTimer}},
         Row{"HealthyTerminateForwardsAndStops", Status(S::kHealthy, 2, 2), Simple(E::kTerminate, SIGINT),
@@ -89,20 +89,20 @@ INSTANTIATE_TEST_SUITE_P(
             S::kUnhealthy, {}},
         Row{"UnhealthyLastExitRejoins", Status(S::kUnhealthy, 3, 1, AfterStop::kRejoin), Exited(0, SIGTERM),
             S::kInit, {K::kEndAttempt, K::kJoin}},
-        Row{"UnhealthyLastExitAwaitsVerdict", Status(S::kUnhealthy, 3, 1, AfterStop::kAwaitVerdict),
-            Exited(0, SIGTERM), S::kStopped, {K::kEndAttempt}},
         Row{"UnhealthyTimeoutKills", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin), Simple(E::kStopTimeout),
             S::kUnhealthy, {K::kSignalWorkers}},
-        Row{"UnhealthyVerdictRestart", Status(S::kUnhealthy, 2, 1, AfterStop::kAwaitVerdict),
-            Simple(E::kRestartRequired), S::kUnhealthy, {}},
-        Row{"StoppedVerdictRestartJoins", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
-            Simple(E::kRestartRequired), S::kInit, {K::kJoin}},
-        Row{"StoppedJobFailedExits", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
-            Event{E::kJobFailed, 0, Exit(3), {}}, S::kFailed, {K::kExit}, 3},
-        Row{"StoppedJobFailedBySignalExits", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
-            Event{E::kJobFailed, 0, Exit(0, SIGSEGV), {}}, S::kFailed, {K::kExit}, 128 + SIGSEGV},
-        Row{"StoppedFatalExits1", Status(S::kStopped, 2, 0, AfterStop::kAwaitVerdict),
-            Event{E::kFatal, 0, {}, "lost the store"}, S::kFailed, {K::kExit}, 1},
+        Row{"UnhealthyJobFailedWhileStopping", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin),
+            Event{E::kJobFailed, 0, Exit(3), {}}, S::kUnhealthy, {}},
+        Row{"InitRestartRequiredAlreadyRejoining", Status(S::kInit, 2, 0), Simple(E::kRestartRequired),
+            S::kInit, {}},
+        Row{"InitJobFailedExits", Status(S::kInit, 2, 0), Event{E::kJobFailed, 0, Exit(3), {}},
+            S::kFailed, {K::kExit}, 3},
+        Row{"InitJobFailedBySignalExits", Status(S::kInit, 2, 0), Event{E::kJobFailed, 0, Exit(0, SIGSEGV), {}},
+            S::kFailed, {K::kExit}, 128 + SIGSEGV},
+        Row{"InitFatalExits1", Status(S::kInit, 2, 0), Event{E::kFatal, 0, {}, "lost the store"},
+            S::kFailed, {K::kExit}, 1},
+        Row{"StoppedAfterSignalIgnoresRestart", Status(S::kStopped, 2, 0), Simple(E::kRestartRequired),
+            S::kStopped, {}},
         Row{"SucceededDoneExits0", Status(S::kSucceeded, 2, 0), Simple(E::kDone), S::kSucceeded, {K::kExit}, 0},
         Row{"SucceededIgnoresRestart", Status(S::kSucceeded, 2, 0), Simple(E::kRestartRequired),
             S::kSucceeded, {}},
@@ -186,12 +186,15 @@ class FakeRun {
     switch (a.kind) {
       case K::kStartWorkers: started += status_.nproc; break;
       case K::kSignalWorkers: signals.push_back(a.signal); break;
-      case K::kJoin: ++joins; queue->push_back(Simple(E::kRoundReady)); break;
-      case K::kReportFailure:
+      case K::kJoin:
+        ++joins;
+        if (!failed_) queue->push_back(Simple(E::kRoundReady));
+        break;
+      case K::kReportFailure:  // like LocalRendezvous: count, or fail the job
         if (restarts_ < max_restarts_) {
           ++restarts_;
-          queue->push_back(Simple(E::kRestartRequired));
         } else {
+          failed_ = true;
           queue->push_back(Event{E::kJobFailed, 0, status_.failure, {}});
         }
         break;
@@ -204,6 +207,7 @@ class FakeRun {
   MonoClock::time_point now_ = kT0;
   int max_restarts_;
   int restarts_ = 0;
+  bool failed_ = false;
 };
 
 TEST(WorkerStateScenario, WorkerFailsOnceThenRunSucceeds) {
