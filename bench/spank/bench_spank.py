@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""srun --elastic vs `srun torchrun` on the 3-node test cluster, side by side.
+
+    bench/spank/bench_spank.py [--reps N] [--nproc N] [--build DIR]
+
+Both run the same worker (tests/spank/worker.py), N per node on 3 nodes, with
+one worker failing once (rank 1, before init_process_group) and one restart
+allowed. From srun's merged output, timestamped as it arrives:
+  start:   srun start -> every worker started (its first line, printed before
+           `import torch`), and -> every worker in init_process_group's group (READY);
+  restart: the failing worker's FAILING line -> every worker started again, and READY again.
+torchrun is Debian's 1.13 with the usual Slurm recipe (underscored flags,
+--redirects=9:1 --tee=9:1 for Debian's Python 3.11, the first node's address
+since node names do not resolve here). Prints a table and a markdown block
+for docs/benchmarks.md. Needs root (the test cluster).
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "cluster"))
+from cluster import Cluster  # noqa: E402
+
+WORKER = str(ROOT / "tests" / "spank" / "worker.py")
+FIRST_NODE_ADDR = "10.200.0.11"
+
+
+def timed_run(cluster, args, world, timeout=600):
+    """Runs srun ARGS; returns the four durations (s) or raises with the output."""
+    t0 = time.monotonic()
+    proc = cluster.popen(["srun", *args], env={"GLOO_SOCKET_IFNAME": "eth0"}, stderr=subprocess.STDOUT)
+    lines = []
+
+    def read():
+        for line in proc.stdout:
+            lines.append((time.monotonic() - t0, line.rstrip("\n")))
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        rc = "timeout"
+    reader.join(10)
+    text = "\n".join(f"{t:7.2f} {l}" for t, l in lines)
+
+    def nth(kind, n, after=0.0):
+        hits = [t for t, l in lines if t >= after and (l.startswith(kind + " ") or f"]: {kind} " in l)]
+        return hits[n - 1] if len(hits) >= n else None
+
+    started = nth("START", world)
+    ready = nth("READY", world)
+    failed = nth("FAILING", 1)
+    if rc != 0 or None in (started, ready, failed):
+        raise RuntimeError(f"run failed (rc {rc}):\n{text}")
+    # After the failure every worker starts again; READY lines of the first
+    # attempt cannot come after FAILING (the group never formed).
+    restarted = nth("START", world, after=failed)
+    ready_again = nth("READY", world, after=failed)
+    if None in (restarted, ready_again):
+        raise RuntimeError(f"no full restart seen:\n{text}")
+    return {"start": started, "ready": ready, "restart": restarted - failed,
+            "ready_again": ready_again - failed}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    a = ap.parse_args()
+    build = Path(a.build).resolve()
+    so = build / "spank_plugin" / "spank_elastic.so"
+    elasticrun = build / "launcher" / "elasticrun"
+    world = 3 * a.nproc
+    elastic = ["-N3", "--elastic=3", f"--elastic-nproc-per-node={a.nproc}", "--elastic-max-restarts=1",
+               "/usr/bin/python3", WORKER, "--fail-once-rank=1"]
+    torchrun = ["-N3", "sh", "-c",
+                f"exec torchrun --nnodes=$SLURM_NNODES --nproc_per_node={a.nproc} --max_restarts=1 "
+                f"--rdzv_backend=c10d --rdzv_endpoint={FIRST_NODE_ADDR}:29500 --rdzv_id=$SLURM_JOB_ID "
+                f"--redirects=9:1 --tee=9:1 {WORKER} --fail-once-rank=1"]
+    results = {"srun --elastic": [], "srun torchrun": []}
+    with Cluster(nodes=3, plugin=so, plugin_args=[f"launcher={elasticrun}"]) as cluster:
+        for rep in range(a.reps):
+            for name, args in (("srun --elastic", elastic), ("srun torchrun", torchrun)):
+                r = timed_run(cluster, args, world)
+                results[name].append(r)
+                print(f"rep {rep} {name:15s} " + " ".join(f"{k}={v:.2f}s" for k, v in r.items()), flush=True)
+    med = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for name, runs in results.items()}
+    e, t = med["srun --elastic"], med["srun torchrun"]
+    rows = [("srun start -> all workers started", "start"), ("srun start -> all workers in the group", "ready"),
+            ("worker crash -> all workers started again", "restart"),
+            ("worker crash -> all workers in the group again", "ready_again")]
+    print(f"\n3 nodes x {a.nproc} workers, median of {a.reps} runs\n")
+    print("| measure | srun --elastic | srun torchrun (1.13) | ratio |")
+    print("|---|---|---|---|")
+    for label, k in rows:
+        print(f"| {label} | {e[k]:.2f} s | {t[k]:.2f} s | {t[k] / e[k]:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""spank.e2e: `srun --elastic` with the real elasticrun and real PyTorch (gloo, CPU)
+on the 3-node test cluster, 8 fake GPUs per node.
+
+Environment: SPANK_SO, ELASTICRUN (the built binaries). Node names do not
+resolve in the test cluster, so gloo is told its interface (GLOO_SOCKET_IFNAME).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "cluster"))
+from cluster import ClusterTestCase  # noqa: E402
+
+SPANK_SO = os.environ.get("SPANK_SO", str(HERE.parents[1] / "build/spank_plugin/spank_elastic.so"))
+ELASTICRUN = os.environ.get("ELASTICRUN", str(HERE.parents[1] / "build/launcher/elasticrun"))
+WORKER = str(HERE / "worker.py")
+TRAIN = str(HERE.parents[1] / "examples" / "train.py")
+ENV = {"GLOO_SOCKET_IFNAME": "eth0"}
+RUN_TIMEOUT = 300  # 12 workers importing torch on a small CI machine
+
+
+def records(text, kind):
+    """[{key: value}] of the worker's `KIND k=v ...` lines (elasticrun prefixes [rankN]: )."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(rf"^(?:\[rank\d+\]: )?{kind} (.*)$", line)
+        if m:
+            out.append(dict(kv.split("=", 1) for kv in m.group(1).split() if "=" in kv))
+    return out
+
+
+class Background:
+    """A running srun whose merged output is collected line by line."""
+
+    def __init__(self, cluster, args):
+        self.proc = cluster.popen(["srun", *args], env=ENV, stderr=subprocess.STDOUT)
+        self.lines = []
+        self.start = time.monotonic()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic() - self.start, line.rstrip("\n")))
+
+    def text(self):
+        return "\n".join(line for _, line in self.lines)
+
+    def wait_for(self, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate(self.text()):
+                return True
+            if self.proc.poll() is not None:
+                self.thread.join(5)
+                return predicate(self.text())
+            time.sleep(0.1)
+        return False
+
+    def finish(self, timeout):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait(10)
+        self.thread.join(10)
+        return rc
+
+
+class TestSpankEndToEnd(ClusterTestCase):
+    nodes = 3
+    plugin = SPANK_SO
+    plugin_args = [f"launcher={ELASTICRUN}"]
+
+    def srun(self, args, timeout=RUN_TIMEOUT):
+        return self.cluster.srun(args, timeout=timeout, env=ENV)
+
+    def job_processes(self):
+        """Processes left on the nodes other than slurmd (and zombies)."""
+        left = []
+        for node in self.cluster.node_names():
+            for pid in self.cluster.node_pids(node):
+                try:
+                    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    continue
+                if comm != "slurmd" and state not in ("Z", "X"):
+                    left.append(f"{node}:{pid}:{comm}")
+        return left
+
+    def assert_nothing_left(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while self.job_processes() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(self.job_processes(), [])
+
+    def check_contract(self, text, nodes=3, per_node=4):
+        env = records(text, "ENV")
+        world = nodes * per_node
+        self.assertEqual(len(env), world, text)
+        for e in env:
+            self.assertEqual(e["group_rank"], e["nodeid"], e)  # Slurm's node order
+            self.assertEqual(int(e["rank"]), int(e["group_rank"]) * per_node + int(e["local_rank"]), e)
+            self.assertEqual(int(e["world"]), world, e)
+            self.assertEqual(int(e["group_world"]), nodes, e)
+            self.assertEqual(int(e["local_world"]), per_node, e)
+            self.assertEqual(e["host"], f"n{int(e['nodeid']) + 1}", e)
+        self.assertEqual(sorted(int(e["rank"]) for e in env), list(range(world)))
+        sums = records(text, "SUM")
+        self.assertEqual(len(sums), world, text)
+        for s in sums:
+            self.assertEqual(s["sum"], s["expected"], s)
+        return env
+
+    # ------------------------------------------------------------------ runs
+
+    def test_srun_three_nodes_twelve_workers(self):
+        start = time.monotonic()
+        r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", WORKER])
+        elapsed = time.monotonic() - start
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        env = self.check_contract(r.stdout)
+        for e in env:
+            self.assertEqual(e["cvd"], "0,1,2,3", e)  # as Slurm gave it
+        # expected_nodes=3: the round closes when all three joined, no 30 s last call.
+        self.assertIn("round 0 complete: 3 node(s), 12 worker(s)", r.stderr)
+        self.assertLess(elapsed, RUN_TIMEOUT)
+
+    def test_example_train_py(self):
+        r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", TRAIN])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(re.findall(r"all_reduce sum of ranks = 66 \(expected 66\) OK", r.stdout)), 12,
+                         r.stdout)
+
+    def test_sbatch_elastic_and_plain_srun(self):
+        script = ("#!/bin/sh\n#SBATCH -N3\n#SBATCH --gpus-per-node=4\n#SBATCH --elastic=2:3\n"
+                  f"export GLOO_SOCKET_IFNAME=eth0\nsrun /usr/bin/python3 {WORKER}\n")
+        rc, job, out = self.cluster.sbatch(script, timeout=RUN_TIMEOUT)
+        self.assertEqual(rc, 0, out)
+        self.check_contract(out)
+
+    def test_mpi_pmix(self):
+        r = self.srun(["-N3", "--mpi=pmix", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", WORKER])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.check_contract(r.stdout)
+
+    def test_worker_fails_once_and_is_restarted_everywhere(self):
+        r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
+                       "/usr/bin/python3", WORKER, "--fail-once-rank=3"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        done = records(r.stdout, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(6)), r.stdout)
+        self.assertEqual({d["restart"] for d in done}, {"1"}, done)
+
+    def test_restarts_exhausted_names_rank_and_host(self):
+        r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
+                       "/usr/bin/python3", WORKER, "--fail-always-rank=3"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"rank 3\b")
+        self.assertIn("n2", r.stderr)  # rank 3 = node 1 (n2), local rank 1
+
+    def test_node_loss_with_no_kill(self):
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
+                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=40"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
+            self.cluster.kill_node("n3")
+            rc = bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+        text = bg.text()
+        done = records(text, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(8)), text)
+        self.assertEqual({d["world"] for d in done}, {"8"}, text)
+        self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
+        del rc  # Slurm's srun exits 0 here; the report above is elasticrun's
+
+    def test_scancel_terminates_every_worker(self):
+        bg = Background(self.cluster, ["-N3", "--elastic", "--gpus-per-node=2", "/usr/bin/python3", WORKER,
+                                       "--seconds=600"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 6, RUN_TIMEOUT), bg.text())
+            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+            self.assertEqual(len(jobs), 1, jobs)
+            self.cluster.run(["scancel", jobs[0]], timeout=30, check=True)
+            bg.finish(60)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+        sigs = [s for s in records(bg.text(), "SIGNAL")]
+        self.assertEqual(len([s for s in bg.text().splitlines() if "SIGNAL SIGTERM" in s]), 6, bg.text())
+        del sigs
+        self.assert_nothing_left()
+
+    def test_scancel_usr1_reaches_workers_and_training_goes_on(self):
+        bg = Background(self.cluster, ["-N3", "--elastic", "--gpus-per-node=2", "/usr/bin/python3", WORKER,
+                                       "--seconds=15"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 6, RUN_TIMEOUT), bg.text())
+            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+            self.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
+            rc = bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+        text = bg.text()
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(text.count("SIGNAL SIGUSR1"), 6, text)
+        self.assertEqual(len(records(text, "DONE")), 6, text)
+
+    def test_time_limit_terminates_every_worker(self):
+        bg = Background(self.cluster, ["-N3", "--time=1", "--elastic", "--gpus-per-node=2", "/usr/bin/python3",
+                                       WORKER, "--seconds=600"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 6, RUN_TIMEOUT), bg.text())
+            rc = bg.finish(180)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(len([s for s in bg.text().splitlines() if "SIGNAL SIGTERM" in s]), 6, bg.text())
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""A worker for the plugin's end-to-end tests: prints its torchrun contract,
+does a real gloo all_reduce, then optionally keeps training (a barrier every
+0.2 s) for --seconds, reporting the signals it gets.
+
+Lines (each flushed): START (before import torch), ENV ..., READY ..., SUM ..., SIGNAL ..., DONE ...
+"""
+import argparse
+import os
+import signal
+import socket
+import sys
+import time
+
+
+def say(*words):
+    print(" ".join(str(w) for w in words), flush=True)
+
+
+# Before importing torch: when the launcher started this worker (benchmarks).
+say("START", f"rank={os.environ.get('RANK')} restart={os.environ.get('TORCHELASTIC_RESTART_COUNT')}")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float, default=0)
+    p.add_argument("--fail-once-rank", type=int, default=-1)
+    p.add_argument("--fail-always-rank", type=int, default=-1)
+    args = p.parse_args()
+    e = os.environ
+    rank = int(e["RANK"])
+    restart = int(e.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    me = (f"rank={rank} local_rank={e['LOCAL_RANK']} world={e['WORLD_SIZE']} "
+          f"local_world={e['LOCAL_WORLD_SIZE']} group_rank={e['GROUP_RANK']} "
+          f"group_world={e['GROUP_WORLD_SIZE']} nodeid={e.get('SLURM_NODEID', '-')} "
+          f"host={socket.gethostname()} cvd={e.get('CUDA_VISIBLE_DEVICES', '-')} restart={restart}")
+    say("ENV", me)
+
+    def on_signal(signum, frame):
+        say("SIGNAL", signal.Signals(signum).name, f"rank={rank}")
+        if signum == signal.SIGTERM:
+            sys.exit(143)
+    signal.signal(signal.SIGUSR1, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    if rank == args.fail_always_rank or (rank == args.fail_once_rank and restart == 0):
+        say("FAILING", f"rank={rank} restart={restart}")
+        sys.exit(1)
+    dist.init_process_group("gloo")
+    world = dist.get_world_size()
+    say("READY", f"rank={rank} world={world} restart={restart}")
+    total = torch.tensor([float(rank)])
+    dist.all_reduce(total)
+    say("SUM", f"rank={rank} sum={total.item():g} expected={world * (world - 1) / 2:g}")
+    end = time.monotonic() + args.seconds
+    while time.monotonic() < end:
+        time.sleep(0.2)
+        dist.barrier()
+    dist.barrier()
+    say("DONE", f"rank={rank} world={world} restart={restart}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
