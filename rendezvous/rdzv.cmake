@@ -23,9 +23,22 @@ if(TARGET elastic_store)
   target_sources(rendezvous_tests PRIVATE host_client_test.cc)
 endif()
 
-if(ELASTIC_FUZZ)
-  add_executable(rdzv_frame_fuzz frame_fuzz.cc)
-  target_compile_options(rdzv_frame_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_options(rdzv_frame_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(rdzv_frame_fuzz PRIVATE elastic_rendezvous)
+# libFuzzer target of the frame parser and message decoder. With gcc as the main
+# compiler it is built by clang++ through a custom command (as the store's), so
+# the short fuzz run is part of every build that has clang.
+set(_rdzv_fuzz_srcs ${CMAKE_CURRENT_SOURCE_DIR}/frame_fuzz.cc ${CMAKE_CURRENT_SOURCE_DIR}/frame.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/messages.cc)
+find_program(ELASTIC_RDZV_CLANGXX NAMES clang++ clang++-14)
+if(ELASTIC_RDZV_CLANGXX)
+  set(_rdzv_fuzz_bin ${CMAKE_CURRENT_BINARY_DIR}/rdzv_frame_fuzz)
+  add_custom_command(OUTPUT ${_rdzv_fuzz_bin}
+    COMMAND ${ELASTIC_RDZV_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
+            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${_rdzv_fuzz_srcs} -lfmt
+            -o ${_rdzv_fuzz_bin}
+    DEPENDS ${_rdzv_fuzz_srcs} ${CMAKE_CURRENT_SOURCE_DIR}/frame.h ${CMAKE_CURRENT_SOURCE_DIR}/messages.h
+    COMMENT "Building the rendezvous frame fuzz target with clang++")
+  add_custom_target(rdzv_frame_fuzz ALL DEPENDS ${_rdzv_fuzz_bin})
+  add_test(NAME rendezvous.frame_fuzz_short
+           COMMAND ${_rdzv_fuzz_bin} -runs=20000 -max_len=4096 -seed=1)
+  set_tests_properties(rendezvous.frame_fuzz_short PROPERTIES LABELS unit)
 endif()
