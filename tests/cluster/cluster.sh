@@ -47,6 +47,9 @@ DIR=${ELASTIC_CLUSTER_DIR:-/tmp/slurm-elastic-cluster}
 # ELASTIC_CLUSTER_LOCK_HELD=1. A second user waits (bounded) for the first.
 LOCK=${ELASTIC_CLUSTER_LOCK:-/tmp/slurm-elastic-cluster.lock}
 LOCK_WAIT=${ELASTIC_CLUSTER_LOCK_WAIT:-900}
+# The state directory of the cluster that is up, whatever --dir it was given:
+# `down` cleans that one too (munged, pids), not only its own --dir.
+ACTIVE=$LOCK.active
 KILLED=()
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -124,6 +127,19 @@ munge_socket() {
 # ---------------------------------------------------------------- down
 
 do_down() {
+  local active mine=$DIR
+  active=$(cat "$ACTIVE" 2>/dev/null || true)
+  if [ -n "$active" ] && [ "$active" != "$DIR" ] && [ -f "$active/$MARKER" ]; then
+    dbg "down: also the cluster of $active"
+    DIR=$active
+    down_one
+    DIR=$mine
+  fi
+  down_one
+  rm -f "$ACTIVE"
+}
+
+down_one() {
   local pids=() p ns f
   # 1. Every daemon we started, by recorded pid (TERM all in parallel).
   if [ -d "$DIR/pids" ]; then
@@ -370,6 +386,7 @@ do_up() {
   DIR=$(realpath "$DIR")
   chmod 0755 "$DIR"
   touch "$DIR/$MARKER"
+  echo "$DIR" >"$ACTIVE"
   mkdir -p "$DIR"/{etc,state,spool,tmpfs,log,pids,dev}
   : >"$DIR/state.env"
   state_set NODES "$nodes"
@@ -414,11 +431,23 @@ do_up() {
 # ---------------------------------------------------------------- other commands
 
 require_up() {
-  [ -f "$DIR/state.env" ] && ns_exists "$HUB" || die "no cluster is up (state dir $DIR); run '$0 up' first"
+  [ -f "$DIR/state.env" ] && [ "$(state_get UP)" = 1 ] && [ "$(state_get DOWN)" != 1 ] && ns_exists "$HUB" && return 0
+  local active
+  active=$(cat "$ACTIVE" 2>/dev/null || true)
+  if [ -n "$active" ] && [ "$active" != "$DIR" ] && ns_exists "$HUB"; then
+    die "no cluster is up in $DIR, but one is in $active: use --dir $active"
+  fi
+  die "no cluster is up (state dir $DIR); run '$0 up' first"
 }
 
 do_status() {
-  if ! [ -f "$DIR/state.env" ] || ! ns_exists "$HUB"; then echo "down"; return 3; fi
+  if ! [ -f "$DIR/state.env" ] || [ "$(state_get DOWN)" = 1 ] || ! ns_exists "$HUB"; then
+    echo "down (state dir $DIR)"
+    local active
+    active=$(cat "$ACTIVE" 2>/dev/null || true)
+    [ -z "$active" ] || [ "$active" = "$DIR" ] || echo "a cluster is up with --dir $active"
+    return 3
+  fi
   echo "up: state in $DIR, munge socket $(munge_socket), $(state_get NODES) nodes"
   local f p
   for f in "$DIR"/pids/*.pid; do

@@ -207,6 +207,19 @@ class Test2Teardown(unittest.TestCase):
         self.assertEqual(subprocess.run(["munge", "-n"], capture_output=True).returncode, 0)
         self.assertEqual(our_leftovers(), [])
 
+    def test_down_finds_a_cluster_started_with_another_dir(self):
+        other = tempfile.mkdtemp(prefix="cluster-other-dir-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", other])
+        subprocess.run([str(CLUSTER_SH), "--dir", other, "up", "--nodes", "1"], check=True,
+                       capture_output=True, env=LOCKED_ENV)
+        r = subprocess.run([str(CLUSTER_SH), "run", "true"], capture_output=True, text=True, env=LOCKED_ENV)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"--dir {other}", r.stderr)
+        subprocess.run([str(CLUSTER_SH), "down"], check=True, env=LOCKED_ENV)  # the default --dir
+        self.assertEqual(our_leftovers(), [])
+        self.assertFalse(os.path.exists("/run/munge/munge.socket.2"))
+        self.assertEqual(subprocess.run(["pgrep", "-x", "munged"], capture_output=True).stdout, b"")
+
     def test_failed_up_reports_and_cleans_up(self):
         r = subprocess.run([str(CLUSTER_SH), "up", "--plugin", "/nonexistent/spank_x.so"],
                            capture_output=True, text=True, env=LOCKED_ENV)
