@@ -77,3 +77,6 @@ elastic_add_fuzzer(error_file RUNS 20000
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc common/parse.cc)
+# Rendezvous messages as the host and the agents read them off the network.
+elastic_add_fuzzer(rdzv_messages RUNS 50000
+  SOURCES rendezvous/frame.cc rendezvous/messages.cc)
