@@ -1,5 +1,6 @@
 # libFuzzer targets for the parsers of outside input that are not the store's
-# frame parser (rendezvous/fuzz) and not rendezvous messages (rendezvous/).
+# frame parser (rendezvous/fuzz/) and not rendezvous frames and messages
+# (rendezvous/frame_fuzz.cc): those are built beside their code.
 # The main build is gcc; libFuzzer needs clang, so each target is compiled by
 # a custom command with clang++ straight from the sources it needs. Without
 # clang++ nothing is built and no fuzz test is registered (a status message
@@ -77,6 +78,3 @@ elastic_add_fuzzer(error_file RUNS 20000
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc common/parse.cc)
-# Rendezvous messages as the host and the agents read them off the network.
-elastic_add_fuzzer(rdzv_messages RUNS 50000
-  SOURCES rendezvous/frame.cc rendezvous/messages.cc)
