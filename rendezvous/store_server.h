@@ -43,7 +43,8 @@ class StoreServer {
   int port() const { return port_; }
 
   // Connections from peers for which this returns false are closed at accept
-  // (logged). Default: accept all.
+  // (logged). Default: accept all. Listening on "::" makes IPv4 peers appear
+  // as v4-mapped IPv6 addresses (::ffff:a.b.c.d); "0.0.0.0" gives AF_INET.
   void SetPeerFilter(std::function<bool(const sockaddr_storage& peer)> filter);
 
   // In-process access for the agent hosting the store (no socket), same
