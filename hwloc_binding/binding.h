@@ -16,8 +16,8 @@ struct BindingRequest {
   MemBind membind = MemBind::kPreferred;
   std::string topology_file;            // --topology, else $HWLOC_XMLFILE, else this machine
   std::string cpus_allowed;             // --cpus-allowed LIST (simulate a restriction)
-  std::string gpu_vendor;               // "", "nvidia", "amd"
-  std::string cuda_visible_devices;     // $CUDA_VISIBLE_DEVICES, "" if unset
+  std::string gpu_vendor;               // "", "nvidia", "amd" ("": NVIDIA if the node has any, else AMD)
+  std::string cuda_visible_devices;     // $CUDA_VISIBLE_DEVICES, "" if unset (indexes in bus id order, GPU-<uuid>, NoDevFiles, -1)
   std::string slurm_step_gpus;          // $SLURM_STEP_GPUS (or SLURM_JOB_GPUS), "" if unset
   int nproc = 1;                        // local workers
 };
@@ -44,6 +44,21 @@ struct BindingPlan {
 // Parses "gpu", "gpu-exclusive", "numa", "none", "auto" / "preferred", "strict", "none".
 bool ParseBindMode(const std::string& text, BindMode* mode, std::string* err);
 bool ParseMemBind(const std::string& text, MemBind* membind, std::string* err);
+
+// Modes, as PlanBinding implements them (plan.cc has the details):
+// - gpu: local rank i gets the i-th visible GPU (PCI bus id order) and that GPU's
+//   locality (cpuset of its closest non-I/O ancestor) ∩ the allowed CPUs; memory =
+//   the ancestor's NUMA nodes minus GPU-memory nodes. nproc > visible GPUs is an error.
+// - gpu-exclusive: the same, each locality's cores split evenly among the ranks
+//   sharing it (disjoint whole cores; PUs when cores run short; shared PUs, with
+//   a note, when even PUs run short).
+// - numa: rank i on the (i mod n)-th NUMA node with allowed CPUs (DRAM nodes only).
+// - none: no CPU or memory binding (gpu_busid still reported).
+// Fallback (note set, said once): a GPU whose locality is the whole multi-NUMA
+// machine, or has no allowed CPU, makes the GPU modes spread over NUMA nodes as
+// numa does (GPUs kept); GPU modes on a node without GPUs do the same.
+// The topology is loaded once per process and reused (not thread-safe: call
+// from the agent's thread).
 
 // Number of GPUs this node may use (visible devices, else all GPU PCI devices
 // of the chosen vendor). For --nproc-per-node=gpu|auto.
