@@ -1,0 +1,3 @@
+#!/bin/sh
+# Benchmark worker: records when it started (ns since the epoch) and ends.
+date +%s%N > "$BENCH_DIR/start.$$"
