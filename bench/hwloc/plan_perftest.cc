@@ -1,6 +1,7 @@
 // plan_perftest: what binding adds to elasticrun's launch latency. For each
 // topology: the first CountGpus + PlanBinding in a fresh process (what every
-// elasticrun start pays: load the topology, find GPUs, plan), a topology load
+// elasticrun start pays: load the topology, find GPUs, plan; measured inside a
+// freshly exec'd process, startup excluded), a topology load
 // alone, and a re-plan with the topology already loaded (worker restarts).
 // Prints median / p90 / min of wall time and of CPU time over N runs; on a
 // busy machine the CPU time is the stable figure (wall includes waiting for a CPU).
@@ -47,25 +48,43 @@ Sample Time(const std::function<void()>& body) {
   return {NowMs(CLOCK_MONOTONIC) - wall, NowMs(CLOCK_PROCESS_CPUTIME_ID) - cpu};
 }
 
-// Runs `body` in a forked child (which has loaded nothing yet) and returns its timing.
-Sample TimeInFreshChild(const std::function<void()>& body) {
+// Runs `plan_perftest --once FILE` (a fresh process that has loaded nothing)
+// and returns the timing it measured around its first CountGpus+PlanBinding.
+Sample TimeInFreshProcess(const std::string& file) {
   int fds[2];
   if (pipe(fds) != 0) Die("pipe failed");
   pid_t pid = fork();
   if (pid < 0) Die("fork failed");
   if (pid == 0) {
     close(fds[0]);
-    Sample sample = Time(body);
-    _exit(write(fds[1], &sample, sizeof sample) == sizeof sample ? 0 : 1);
+    dup2(fds[1], STDOUT_FILENO);
+    execl("/proc/self/exe", "plan_perftest", "--once", file.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
   }
   close(fds[1]);
-  Sample sample{};
-  bool ok = read(fds[0], &sample, sizeof sample) == sizeof sample;
+  char text[128] = {};
+  ssize_t n = read(fds[0], text, sizeof text - 1);
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("child failed");
+  Sample sample{};
+  if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      std::sscanf(text, "%lf %lf", &sample.wall_ms, &sample.cpu_ms) != 2) {
+    Die("child failed");
+  }
   return sample;
+}
+
+// What every elasticrun start pays: CountGpus (--nproc-per-node=gpu) then PlanBinding.
+void FirstPlan(const std::string& file) {
+  std::string err;
+  elastic::BindingRequest request;
+  request.topology_file = file;
+  int gpus = 0;
+  if (!elastic::CountGpus(request, &gpus, &err)) Die(err);
+  request.nproc = std::max(gpus, 1);
+  elastic::BindingPlan plan;
+  if (!elastic::PlanBinding(request, &plan, &err)) Die(err);
 }
 
 void Report(const char* what, const std::string& source, std::vector<Sample> samples) {
@@ -86,6 +105,11 @@ void Report(const char* what, const std::string& source, std::vector<Sample> sam
 int main(int argc, char** argv) {
   int runs = 50;
   std::vector<std::string> files;
+  if (argc == 3 && std::strcmp(argv[1], "--once") == 0) {
+    Sample sample = Time([&] { FirstPlan(argv[2]); });
+    std::printf("%f %f\n", sample.wall_ms, sample.cpu_ms);
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(1, std::atoi(argv[++i]));
@@ -106,17 +130,9 @@ int main(int argc, char** argv) {
     std::string err;
     elastic::BindingRequest request;
     request.topology_file = file;
-    auto first_plan = [&] {
-      int gpus = 0;
-      elastic::BindingPlan plan;
-      elastic::BindingRequest child = request;
-      if (!elastic::CountGpus(child, &gpus, &err)) Die(err);  // --nproc-per-node=gpu
-      child.nproc = std::max(gpus, 1);
-      if (!elastic::PlanBinding(child, &plan, &err)) Die(err);
-    };
     std::vector<Sample> samples;
-    TimeInFreshChild(first_plan);
-    for (int i = 0; i < runs; ++i) samples.push_back(TimeInFreshChild(first_plan));
+    TimeInFreshProcess(file);
+    for (int i = 0; i < runs; ++i) samples.push_back(TimeInFreshProcess(file));
     Report("first CountGpus+PlanBinding (fresh)", source, samples);
 
     samples.clear();
