@@ -38,7 +38,9 @@ std::unique_ptr<RendezvousHandler> MakeHost(EventLoop& loop, const C10dParams& p
   config.bind_addr = bind_addr;
   config.auth = auth;
   auto host = RendezvousHost::Create(loop, std::move(config), std::move(listener), err);
-  if (host) Log(LogLevel::kDebug, "rendezvous: {}", host->Describe());
+  if (host)
+    Log(p.standalone ? LogLevel::kDebug : LogLevel::kInfo, "rendezvous: hosting: {}",
+        host->Describe());
   return host;
 }
 

@@ -4,6 +4,7 @@ losses, the host's loss, authentication. Every test ends with nothing left."""
 import os
 import re
 import signal
+import subprocess
 import unittest
 
 from rdzv_test_util import HERE, RendezvousTestCase
@@ -120,6 +121,59 @@ class AuthTest(RendezvousTestCase):
         friend = self.start_agent(2, env={"ELASTIC_RDZV_TOKEN": "right-token"})
         self.assertEqual(self.wait_exit(friend), 0, self.dump())
         self.assertEqual(self.wait_exit(host), 0, self.dump())
+        self.assert_nothing_left()
+
+
+class MungeTest(RendezvousTestCase):
+    """Agents prove with a munge credential; each munged here has its own key (realm)."""
+
+    def start_munged(self, name):
+        d = os.path.join(self.dir, name)
+        os.makedirs(d)
+        os.chmod(d, 0o711)
+        key = os.path.join(d, "munge.key")
+        with open(key, "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(key, 0o600)
+        sock = os.path.join(d, "munge.sock")
+        env = dict(os.environ, ELASTIC_RDZV_TEST_MARKER=self.marker)
+        proc = subprocess.Popen(["/usr/sbin/munged", "-F", "-f", "--socket=" + sock,
+                                 "--key-file=" + key, "--log-file=" + os.path.join(d, "log"),
+                                 "--pid-file=" + os.path.join(d, "pid"),
+                                 "--seed-file=" + os.path.join(d, "seed")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        self.munged.append(proc)
+        self.wait_for(lambda: os.path.exists(sock), "munged to create its socket")
+        return sock
+
+    def setUp(self):
+        super().setUp()
+        self.munged = []
+        if not os.path.exists("/usr/sbin/munged"):
+            self.skipTest("munge is not installed")
+
+    def tearDown(self):
+        for proc in self.munged:
+            proc.kill()
+            proc.wait()
+        super().tearDown()
+
+    def test_agents_of_one_munge_realm_join_and_others_are_refused(self):
+        realm = self.start_munged("realm")
+        stranger = self.start_munged("stranger")
+        host = self.start_agent(2, conf="munge_socket=" + realm)
+        self.wait_listening()
+        intruder = self.start_agent(2, conf="munge_socket=" + stranger)
+        self.assertNotEqual(self.wait_exit(intruder), 0)
+        self.assertIn("authentication (munge) failed", intruder.output())
+        friend = self.start_agent(2, conf="munge_socket=" + realm)
+        self.assertEqual(self.wait_exit(friend), 0, self.dump())
+        self.assertEqual(self.wait_exit(host), 0, self.dump())
+        self.assertIn("auth munge", host.output())
+        for proc in self.munged:
+            proc.kill()
+            proc.wait()
         self.assert_nothing_left()
 
 
