@@ -28,8 +28,8 @@ endif()
 set(ELASTIC_FUZZ_DIR ${PROJECT_BINARY_DIR}/fuzz)
 file(MAKE_DIRECTORY ${ELASTIC_FUZZ_DIR})
 set(_fuzz_flags -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
-    -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR}
-    -DELASTIC_VERSION=\"${PROJECT_VERSION}\")
+    -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -I${ELASTIC_GENERATED_DIR}
+    "-DELASTIC_VERSION=\"${PROJECT_VERSION}\"")
 
 # elastic_add_fuzzer(<name> RUNS <n> SOURCES <project-relative sources...>)
 #   builds ${build}/fuzz/<name>_fuzz from fuzz/<name>_fuzz.cc and SOURCES,
@@ -56,7 +56,8 @@ function(elastic_add_fuzzer name)
   add_custom_command(OUTPUT ${_bin}
     COMMAND ${ELASTIC_FUZZ_CLANGXX} ${_fuzz_flags} ${_srcs} -lfmt -o ${_bin}
     DEPENDS ${_deps}
-    COMMENT "Building fuzz target ${name}_fuzz with clang++")
+    COMMENT "Building fuzz target ${name}_fuzz with clang++"
+    VERBATIM)
   add_custom_target(${name}_fuzz ALL DEPENDS ${_bin})
   add_test(NAME fuzz_${name}
     COMMAND sh -c "mkdir -p work-${name} && exec \"$0\" -seed=1 -runs=${F_RUNS} -max_len=2048 work-${name} \"$1\""
