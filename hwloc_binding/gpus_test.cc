@@ -259,7 +259,7 @@ TEST(BadInputTest, BadCpusAllowedAndNproc) {
   request.topology_file = TopologyPath("chimera.xml");
   BindingPlan plan;
   std::string err;
-  for (const char* bad : {"0-", "x", "1,,2", "-3", "0-3junk"}) {
+  for (const char* bad : {"0-", "x", "1,,2", "-3", "0-3junk", "3-1", " 0"}) {
     request.cpus_allowed = bad;
     EXPECT_FALSE(PlanBinding(request, &plan, &err)) << bad;
     EXPECT_NE(err.find("--cpus-allowed"), std::string::npos) << err;
