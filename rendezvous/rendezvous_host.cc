@@ -34,7 +34,8 @@ bool RendezvousHost::Start(std::string* err) {
     return IsLoopback(peer) || allowed_addrs_.count(AddressText(peer)) > 0;
   });
   if (config_.bind_addr != "0.0.0.0" && config_.bind_addr != "::")
-    allowed_addrs_.insert(config_.bind_addr);
+    local_addrs_.insert(config_.bind_addr);
+  allowed_addrs_ = local_addrs_;
   if (!loop_.Add(listener_.get(), EPOLLIN, [this](uint32_t) { OnAccept(); }, err)) return false;
   heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
                                     [this] { OnHeartbeatTick(); });
@@ -101,8 +102,8 @@ void RendezvousHost::OnAccept() {
     NodeId id = next_id_++;
     Peer peer;
     peer.addr = PeerAddress(fd.get());
-    local_addrs_.insert(LocalAddress(fd.get()));
-    allowed_addrs_.insert(LocalAddress(fd.get()));  // our own workers may use this address
+    local_addrs_.insert(LocalAddress(fd.get()));  // our own workers may come from it
+    allowed_addrs_.insert(LocalAddress(fd.get()));
     peer.challenge = ChallengeText(MakeNonce(), config_.run_id);
     RendezvousConnection::Callbacks cb;
     cb.on_message = [this, id](const Message& m) { OnPeerMessage(id, m); };
@@ -222,7 +223,10 @@ void RendezvousHost::Carry(const RendezvousAction& action) {
   SendToPeer(action);
 }
 
+// The workers' store accepts this machine's addresses, loopback, and the nodes of
+// the round just completed (nobody else: it speaks PyTorch's unauthenticated protocol).
 void RendezvousHost::AllowRoundPeers() {
+  allowed_addrs_ = local_addrs_;
   for (NodeId id : state_.members) {
     auto it = state_.nodes.find(id);
     if (it != state_.nodes.end()) allowed_addrs_.insert(it->second.desc.addr);
