@@ -63,6 +63,9 @@ UniqueFd ListenOn(const SocketAddress& addr, int* bind_errno, std::string* err) 
     return {};
   }
   if (listen(fd.get(), 4096) != 0) {
+    // With SO_REUSEADDR two agents can both bind before either listens; the loser
+    // learns here that the port is taken.
+    *bind_errno = errno;
     if (err) *err = fmt::format("listen: {}", std::strerror(errno));
     return {};
   }

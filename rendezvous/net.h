@@ -17,7 +17,7 @@ struct SocketAddress {
 };
 
 bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::string* err);
-// Binds and listens. *bind_errno is the errno of a failed bind (EADDRINUSE...).
+// Binds and listens. *bind_errno is the errno of a failed bind or listen (EADDRINUSE...).
 UniqueFd ListenOn(const SocketAddress& addr, int* bind_errno, std::string* err);
 // Starts a non-blocking connect; completion is signalled by EPOLLOUT (check ConnectError).
 UniqueFd StartConnect(const SocketAddress& addr, std::string* err);
