@@ -48,7 +48,8 @@ bool ParseMemBind(const std::string& text, MemBind* membind, std::string* err);
 // Modes, as PlanBinding implements them (plan.cc has the details):
 // - gpu: local rank i gets the i-th visible GPU (PCI bus id order) and that GPU's
 //   locality (cpuset of its closest non-I/O ancestor) ∩ the allowed CPUs; memory =
-//   the ancestor's NUMA nodes minus GPU-memory nodes. nproc > visible GPUs is an error.
+//   the ancestor's NUMA nodes minus GPU-memory nodes. nproc > visible GPUs is an error
+//   (auto then means numa, with a note: more workers than GPUs is a CPU job).
 // - gpu-exclusive: the same, each locality's cores split evenly among the ranks
 //   sharing it (disjoint whole cores; PUs when cores run short; shared PUs, with
 //   a note, when even PUs run short).

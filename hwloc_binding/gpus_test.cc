@@ -152,7 +152,9 @@ TEST_F(VisibleGpusTest, BadIndexesAreClearErrors) {
 }
 
 TEST_F(VisibleGpusTest, MoreWorkersThanVisibleGpusIsAnError) {
-  std::string err = Error(Request("1,2", "", 3));
+  BindingRequest gpu = Request("1,2", "", 3);
+  gpu.mode = BindMode::kGpu;
+  std::string err = Error(gpu);
   EXPECT_NE(err.find("3 workers"), std::string::npos) << err;
   EXPECT_NE(err.find("2 visible GPU"), std::string::npos) << err;
   BindingRequest request = Request("", "", 9);
@@ -163,6 +165,18 @@ TEST_F(VisibleGpusTest, MoreWorkersThanVisibleGpusIsAnError) {
   std::string ignored;
   EXPECT_TRUE(PlanBinding(request, &plan, &ignored)) << ignored;
   EXPECT_FALSE(plan.workers[8].gpu_busid);
+}
+
+TEST_F(VisibleGpusTest, AutoModeWithMoreWorkersThanGpusBindsByNuma) {
+  BindingPlan plan;
+  std::string err;
+  ASSERT_TRUE(PlanBinding(Request("1,2", "", 3), &plan, &err)) << err;
+  EXPECT_EQ(plan.mode, BindMode::kNuma);
+  EXPECT_NE(plan.note.find("3 workers but 2 visible GPU"), std::string::npos) << plan.note;
+  ASSERT_EQ(plan.workers.size(), 3u);
+  EXPECT_EQ(plan.workers[0].gpu_busid.value_or(""), pci_[1].at("pci_busid"));
+  EXPECT_FALSE(plan.workers[2].gpu_busid);
+  EXPECT_NE(plan.workers[0].mems, plan.workers[1].mems);  // g4dnmetal: 2 NUMA nodes
 }
 
 TEST(GpuDiscoveryTest, OneGpuPerPciDeviceEvenWithManyOsDevices) {

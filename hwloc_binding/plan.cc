@@ -199,6 +199,48 @@ bool LoadGpus(const BindingRequest& request, const Topology** topology, std::vec
   return SelectVisibleGpus(request.cuda_visible_devices, request.slurm_step_gpus, gpus, err);
 }
 
+// auto: gpu when there is a GPU per worker, else numa (with a note when GPUs
+// exist: more workers than GPUs is then a CPU job, not an error). An explicit
+// GPU mode with more workers than visible GPUs is an error.
+bool ResolveMode(const BindingRequest& request, size_t gpus, const Topology& topology, BindingPlan* plan,
+                 std::string* err) {
+  size_t nproc = static_cast<size_t>(request.nproc);
+  plan->mode = request.mode;
+  if (plan->mode == BindMode::kAuto) {
+    plan->mode = gpus > 0 && nproc <= gpus ? BindMode::kGpu : BindMode::kNuma;
+    if (gpus > 0 && nproc > gpus) {
+      AddNote(plan, fmt::format("{} workers but {} visible GPU(s): binding workers to NUMA nodes", nproc, gpus));
+    }
+    return true;
+  }
+  bool gpu_mode = plan->mode == BindMode::kGpu || plan->mode == BindMode::kGpuExclusive;
+  if (gpu_mode && gpus > 0 && nproc > gpus) {
+    *err = fmt::format(
+        "--bind {}: {} workers per node but {} visible GPU(s) on {}; lower --nproc-per-node "
+        "(or use --nproc-per-node=gpu), or bind with --bind numa",
+        BindModeName(plan->mode), nproc, gpus, topology.source());
+    return false;
+  }
+  return true;
+}
+
+// gpu-exclusive: splits each place among the workers that share it.
+void SplitShared(const Topology& topology, std::vector<Place>* places, BindingPlan* plan) {
+  std::map<std::string, std::vector<size_t>> sharing;
+  for (size_t rank = 0; rank < places->size(); ++rank) {
+    sharing[(*places)[rank].cpus.List() + "/" + (*places)[rank].mems.List()].push_back(rank);
+  }
+  bool shared = false;
+  std::vector<Place> split = *places;
+  for (const auto& [key, ranks] : sharing) {
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      split[ranks[j]].cpus = ExclusiveSlice(topology, (*places)[ranks[j]].cpus, j, ranks.size(), &shared);
+    }
+  }
+  *places = std::move(split);
+  if (shared) AddNote(plan, "more workers than CPUs: some workers share a CPU");
+}
+
 }  // namespace
 
 bool CountGpus(const BindingRequest& request, int* count, std::string* err) {
@@ -224,17 +266,9 @@ bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* 
   *plan = BindingPlan{};
   plan->membind = request.membind;
   plan->this_system = topology.this_system();
-  plan->mode = request.mode;
-  if (plan->mode == BindMode::kAuto) plan->mode = gpus.empty() ? BindMode::kNuma : BindMode::kGpu;
+  if (!ResolveMode(request, gpus.size(), topology, plan, err)) return false;
   bool gpu_mode = plan->mode == BindMode::kGpu || plan->mode == BindMode::kGpuExclusive;
   size_t nproc = static_cast<size_t>(request.nproc);
-  if (gpu_mode && !gpus.empty() && nproc > gpus.size()) {
-    *err = fmt::format(
-        "--bind {}: {} workers per node but {} visible GPU(s) on {}; lower --nproc-per-node "
-        "(or use --nproc-per-node=gpu), or bind with --bind numa",
-        plan->mode == BindMode::kGpu ? "gpu" : "gpu-exclusive", nproc, gpus.size(), topology.source());
-    return false;
-  }
 
   std::vector<Place> places;  // one per worker
   if (gpu_mode && !gpus.empty()) {
@@ -249,22 +283,7 @@ bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* 
     for (size_t rank = 0; rank < nproc; ++rank) places.push_back(numa[rank % numa.size()]);
   }
 
-  // gpu-exclusive: split each place among the workers that share it.
-  if (plan->mode == BindMode::kGpuExclusive) {
-    std::map<std::string, std::vector<size_t>> sharing;
-    for (size_t rank = 0; rank < nproc; ++rank) {
-      sharing[places[rank].cpus.List() + "/" + places[rank].mems.List()].push_back(rank);
-    }
-    bool shared = false;
-    std::vector<Place> split = places;
-    for (const auto& [key, ranks] : sharing) {
-      for (size_t j = 0; j < ranks.size(); ++j) {
-        split[ranks[j]].cpus = ExclusiveSlice(topology, places[ranks[j]].cpus, j, ranks.size(), &shared);
-      }
-    }
-    places = std::move(split);
-    if (shared) AddNote(plan, "more workers than CPUs: some workers share a CPU");
-  }
+  if (plan->mode == BindMode::kGpuExclusive) SplitShared(topology, &places, plan);
 
   for (size_t rank = 0; rank < nproc; ++rank) {
     WorkerBinding worker;
