@@ -109,6 +109,34 @@ class ElasticityTest(RendezvousTestCase):
             self.assertIn("lost the rendezvous host 127.0.0.1:%d" % self.port, agent.output())
         self.assert_nothing_left()
 
+    def test_silent_agent_is_dropped_after_heartbeat_timeout_and_survivors_go_on(self):
+        conf = "expected_nodes=3,heartbeat_interval=0.5,heartbeat_timeout=3"
+        agents = self.start_host_then(3, "2:3", conf, hold_rounds=1)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.kill(agents[2].proc.pid, signal.SIGSTOP)  # alive, connected, silent
+        for agent in agents[:2]:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            self.assertTrue(any(w[2] == "1" and w[1] == "4" for w in agent.workers()), self.dump())
+        self.assertIn("no heartbeat for 3 s", agents[0].output())
+        os.kill(agents[2].proc.pid, signal.SIGKILL)
+        self.wait_exit(agents[2])
+        self.assert_nothing_left()
+
+    def test_silent_host_ends_every_other_agent_after_heartbeat_timeout(self):
+        conf = "expected_nodes=3,heartbeat_interval=0.5,heartbeat_timeout=3"
+        agents = self.start_host_then(3, "2:3", conf, hold_rounds=99)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.kill(agents[0].proc.pid, signal.SIGSTOP)  # the host: connected but silent
+        for agent in agents[1:]:
+            self.assertNotEqual(self.wait_exit(agent), 0)
+            self.assertIn("lost the rendezvous host 127.0.0.1:%d: silent for" % self.port,
+                          agent.output())
+        os.kill(agents[0].proc.pid, signal.SIGKILL)
+        self.wait_exit(agents[0])
+        self.assert_nothing_left()
+
 
 class AuthTest(RendezvousTestCase):
     def test_agent_with_a_wrong_token_is_refused_and_the_host_keeps_waiting(self):
