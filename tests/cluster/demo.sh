@@ -25,6 +25,16 @@ for f in "$SO" "$ELASTICRUN"; do
   [ -f "$f" ] || { echo "demo: $f is missing; build first (scripts/build.sh)" >&2; exit 1; }
 done
 
+# Hold the machine-wide cluster lock for the whole demo (cluster.sh alone holds
+# it only while up/down run), so that no test replaces our cluster meanwhile.
+LOCK=${ELASTIC_CLUSTER_LOCK:-/tmp/slurm-elastic-cluster.lock}
+if [ -z "${ELASTIC_CLUSTER_LOCK_HELD:-}" ]; then
+  exec 9>>"$LOCK"
+  flock -n 9 || { echo "demo: waiting for the test cluster (lock $LOCK: $(cat "$LOCK.owner" 2>/dev/null))" >&2; flock -w 1800 9; }
+  echo "pid $$: tests/cluster/demo.sh" >"$LOCK.owner"
+  export ELASTIC_CLUSTER_LOCK_HELD=1
+fi
+
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 cleanup() {
@@ -61,7 +71,7 @@ say "srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3
 "$CLUSTER" run env GLOO_SOCKET_IFNAME=eth0 \
   srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 \
   /usr/bin/python3 "$ROOT/examples/train.py" --steps "$STEPS" --fail-once-rank "$FAIL_RANK" \
-  > >(tee "$LOG") 2>&1 &
+  > >(tee "$LOG") 2>&1 9>&- &
 SRUN_PID=$!
 
 # Wait until the restarted workers (after rank $FAIL_RANK's failure) run on the
