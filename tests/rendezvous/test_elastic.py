@@ -10,6 +10,38 @@ import unittest
 from rdzv_test_util import HERE, RendezvousTestCase
 
 TRAIN = os.path.join(HERE, "../../examples/train.py")
+ENV_WORKER = os.path.join(HERE, "env_worker.sh")
+
+
+class ProtocolTest(RendezvousTestCase):
+    """Without torch: what every worker of a multi-agent run is told."""
+
+    def test_four_agents_agree_on_ranks_round_and_the_agent_store(self):
+        agents = [self.start_agent(4, nproc=3, extra=["--no-python"], program=ENV_WORKER)
+                  for _ in range(4)]
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        lines = [dict(kv.split("=", 1) for kv in m.group(1).split())
+                 for a in agents for m in re.finditer(r"envworker (.*)", a.output())]
+        self.assertEqual(len(lines), 12, self.dump())
+        self.assertEqual(sorted(int(l["rank"]) for l in lines), list(range(12)))
+        for l in lines:
+            self.assertEqual((l["world"], l["group_world"], l["round"], l["agent_store"]),
+                             ("12", "4", "0", "True"))
+            self.assertEqual(int(l["rank"]) // 3, int(l["group_rank"]))
+        self.assertEqual(len({l["master"] for l in lines}), 1, "one store for everyone")
+        self.assert_nothing_left()
+
+    def test_agents_of_another_run_id_are_refused(self):
+        host = self.start_agent(2, extra=["--no-python"], program=ENV_WORKER)
+        self.wait_listening()
+        self.run_id = "another-run"
+        stray = self.start_agent(2, extra=["--no-python"], program=ENV_WORKER)
+        self.assertNotEqual(self.wait_exit(stray), 0)
+        self.assertIn("(--rdzv-id)", stray.output())
+        os.kill(host.proc.pid, signal.SIGTERM)
+        self.assertNotEqual(self.wait_exit(host), 0)
+        self.assert_nothing_left()
 
 
 class TrainingTest(RendezvousTestCase):
