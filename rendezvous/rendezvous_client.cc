@@ -52,6 +52,8 @@ void RendezvousClient::ReportSucceeded() { Send("succeeded", {{"round", last_rou
 
 void RendezvousClient::Shutdown() {
   callbacks_ = {};
+  if (retry_timer_) loop_.CancelTimer(retry_timer_);
+  retry_timer_ = 0;
   if (conn_ && stage_ == Stage::kReady) {
     conn_->Send("leave");
     conn_->CloseAfterFlush();
@@ -66,6 +68,7 @@ void RendezvousClient::Send(std::string_view type, nlohmann::json body) {
 // ---- connecting ----
 
 void RendezvousClient::Connect() {
+  if (stage_ == Stage::kFinished) return;  // shut down while waiting to retry
   stage_ = Stage::kConnecting;
   std::string err;
   if (!ResolveAddress(config_.host, config_.port, &addr_, &err)) return RetryConnect(err);
@@ -78,6 +81,7 @@ void RendezvousClient::Connect() {
 void RendezvousClient::OnConnectEvent() {
   int fd = connecting_fd_.get();
   loop_.Remove(fd);
+  if (stage_ == Stage::kFinished) return connecting_fd_.Reset();
   int error = ConnectError(fd);
   if (error != 0) {
     connecting_fd_.Reset();
