@@ -20,7 +20,7 @@ elastic_add_unit_tests(rendezvous_tests
   rendezvous_settings_test.cc rendezvous_state_test.cc frame_test.cc messages_test.cc auth_test.cc)
 target_link_libraries(rendezvous_tests PRIVATE elastic_rendezvous)
 if(TARGET elastic_store)
-  target_sources(rendezvous_tests PRIVATE host_client_test.cc)
+  target_sources(rendezvous_tests PRIVATE host_client_test.cc c10d_rendezvous_test.cc)
 endif()
 
 # libFuzzer target of the frame parser and message decoder. With gcc as the main

@@ -1,0 +1,94 @@
+#include "rendezvous/c10d_rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include "rendezvous/net.h"
+
+namespace elastic {
+namespace {
+
+C10dParams Params(const std::string& endpoint) {
+  C10dParams p;
+  p.settings.min_nodes = 1;
+  p.settings.max_nodes = 2;
+  p.settings.token = "t";
+  p.run_id = "job";
+  p.node_name = "n";
+  p.endpoint = endpoint;
+  return p;
+}
+
+int FreePort() {
+  SocketAddress addr;
+  std::string err;
+  ResolveAddress("127.0.0.1", 0, &addr, &err);
+  int bind_errno = 0;
+  UniqueFd fd = ListenOn(addr, &bind_errno, &err);
+  return LocalPort(fd.get());
+}
+
+TEST(C10dRendezvousTest, FirstAgentOnTheEndpointHostsTheNextJoins) {
+  EventLoop loop;
+  std::string endpoint = "127.0.0.1:" + std::to_string(FreePort()), err;
+  auto first = CreateC10dRendezvous(loop, Params(endpoint), &err);
+  ASSERT_TRUE(first) << err;
+  auto second = CreateC10dRendezvous(loop, Params(endpoint), &err);
+  ASSERT_TRUE(second) << err;
+  EXPECT_NE(first->Describe().find("c10d host"), std::string::npos) << first->Describe();
+  EXPECT_NE(second->Describe().find("c10d client"), std::string::npos) << second->Describe();
+}
+
+TEST(C10dRendezvousTest, IsHostZeroJoinsEvenWhenThePortIsFree) {
+  EventLoop loop;
+  C10dParams p = Params("127.0.0.1:" + std::to_string(FreePort()));
+  p.settings.host_mode = HostMode::kClient;
+  std::string err;
+  auto handler = CreateC10dRendezvous(loop, p, &err);
+  ASSERT_TRUE(handler) << err;
+  EXPECT_NE(handler->Describe().find("c10d client"), std::string::npos);
+}
+
+TEST(C10dRendezvousTest, StandaloneHostsOnLoopbackWithAnEphemeralPort) {
+  EventLoop loop;
+  C10dParams p = Params("");
+  p.standalone = true;
+  std::string err;
+  auto handler = CreateC10dRendezvous(loop, p, &err);
+  ASSERT_TRUE(handler) << err;
+  EXPECT_NE(handler->Describe().find("auth token"), std::string::npos) << handler->Describe();
+}
+
+TEST(C10dRendezvousTest, InvalidSettingsAreRefusedBeforeAnythingBinds) {
+  EventLoop loop;
+  C10dParams p = Params("127.0.0.1:1");
+  p.settings.min_nodes = 3;
+  std::string err;
+  EXPECT_FALSE(CreateC10dRendezvous(loop, p, &err));
+  EXPECT_NE(err.find("--nnodes"), std::string::npos) << err;
+}
+
+TEST(SplitHostPortTest, AcceptsHostPortV6AndDefaults) {
+  std::string host, err;
+  int port = 0;
+  ASSERT_TRUE(SplitHostPort("node1:29500", 29400, &host, &port, &err));
+  EXPECT_EQ(host, "node1");
+  EXPECT_EQ(port, 29500);
+  ASSERT_TRUE(SplitHostPort("node1", 29400, &host, &port, &err));
+  EXPECT_EQ(port, 29400);
+  ASSERT_TRUE(SplitHostPort("[::1]:7", 29400, &host, &port, &err));
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 7);
+}
+
+TEST(SplitHostPortTest, RejectsBadEndpointsNamingThem) {
+  std::string host, err;
+  int port = 0;
+  EXPECT_FALSE(SplitHostPort("node1:http", 29400, &host, &port, &err));
+  EXPECT_NE(err.find("'node1:http'"), std::string::npos) << err;
+  EXPECT_FALSE(SplitHostPort(":29400", 29400, &host, &port, &err));
+  EXPECT_FALSE(SplitHostPort("[::1", 29400, &host, &port, &err));
+  EXPECT_FALSE(SplitHostPort("node1:70000", 29400, &host, &port, &err));
+}
+
+}  // namespace
+}  // namespace elastic
