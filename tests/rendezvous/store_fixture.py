@@ -1,30 +1,24 @@
 """Starts our elastic-store server (path in $ELASTIC_STORE_BIN) on a free port."""
 import os
 import subprocess
-import tempfile
-import time
 
 
 class StoreProcess:
     def __init__(self):
         binary = os.environ["ELASTIC_STORE_BIN"]
-        self._dir = tempfile.TemporaryDirectory(prefix="store_test_")
-        port_file = os.path.join(self._dir.name, "port")
-        self.proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", "0", "--port-file", port_file])
-        # The server writes the file atomically once it listens; wait for that
-        # (bounded, so a broken server fails the test rather than hanging it).
-        deadline = time.monotonic() + 30
-        while not os.path.exists(port_file):
-            if self.proc.poll() is not None:
-                raise RuntimeError("elastic-store exited with %d" % self.proc.returncode)
-            if time.monotonic() > deadline:
-                raise RuntimeError("elastic-store did not start")
-            time.sleep(0.01)
-        with open(port_file) as f:
-            self.port = int(f.read())
+        # With --port 0 and no --port-file the server prints its port on stdout
+        # once it listens: a blocking read, no polling.
+        self.proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", "0"],
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("elastic-store did not start (printed %r)" % line)
+        self.port = int(line)
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=30)
-        self._dir.cleanup()
+        self.proc.stdout.close()
         return self.proc.returncode
