@@ -179,6 +179,24 @@ TEST_F(VisibleGpusTest, AutoModeWithMoreWorkersThanGpusBindsByNuma) {
   EXPECT_NE(plan.workers[0].mems, plan.workers[1].mems);  // g4dnmetal: 2 NUMA nodes
 }
 
+TEST_F(VisibleGpusTest, VisibleDevicesAreIgnoredWhereTheTopologyShowsNoGpu) {
+  // A CPU node (or a container hiding PCI devices) with CUDA_VISIBLE_DEVICES set.
+  BindingRequest request = Request("0,1", "", 2, "nvidiagpunumanodes-kept.xml");
+  BindingPlan plan;
+  std::string err;
+  ASSERT_TRUE(PlanBinding(request, &plan, &err)) << err;
+  EXPECT_EQ(plan.mode, BindMode::kNuma);
+  EXPECT_NE(plan.note.find("ignoring CUDA_VISIBLE_DEVICES=0,1"), std::string::npos) << plan.note;
+  int count = -1;
+  ASSERT_TRUE(CountGpus(request, &count, &err)) << err;
+  EXPECT_EQ(count, 0);
+  // A vendor the node lacks is the same situation.
+  request = Request("", "1", 1);
+  request.gpu_vendor = "amd";
+  ASSERT_TRUE(PlanBinding(request, &plan, &err)) << err;
+  EXPECT_NE(plan.note.find("ignoring SLURM_STEP_GPUS=1"), std::string::npos) << plan.note;
+}
+
 TEST(GpuDiscoveryTest, OneGpuPerPciDeviceEvenWithManyOsDevices) {
   unsetenv("HWLOC_XMLFILE");
   std::vector<ExpectedRow> rows = ReadExpected();

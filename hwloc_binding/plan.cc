@@ -189,13 +189,25 @@ const Topology* CachedTopology(const std::string& file, std::string* err) {
   return cached.get();
 }
 
-// The topology and the GPUs the request may use.
+// The topology and the GPUs the request may use. When the topology shows no
+// GPU at all (a CPU node, or a container that hides PCI devices), visible-device
+// variables cannot be mapped: they are ignored and *note says so.
 bool LoadGpus(const BindingRequest& request, const Topology** topology, std::vector<Gpu>* gpus,
-              std::string* err) {
+              std::string* note, std::string* err) {
   *topology = CachedTopology(ResolveTopologyFile(request.topology_file), err);
   if (!*topology) return false;
   *gpus = FindGpus(**topology);
   if (!SelectVendor(request.gpu_vendor, gpus, err)) return false;
+  if (gpus->empty()) {
+    if (!request.cuda_visible_devices.empty() || !request.slurm_step_gpus.empty()) {
+      *note = fmt::format("{} shows no {}GPU; ignoring {}", (*topology)->source(),
+                          request.gpu_vendor.empty() ? "" : request.gpu_vendor + " ",
+                          request.cuda_visible_devices.empty()
+                              ? "SLURM_STEP_GPUS=" + request.slurm_step_gpus
+                              : "CUDA_VISIBLE_DEVICES=" + request.cuda_visible_devices);
+    }
+    return true;
+  }
   return SelectVisibleGpus(request.cuda_visible_devices, request.slurm_step_gpus, gpus, err);
 }
 
@@ -246,7 +258,8 @@ void SplitShared(const Topology& topology, std::vector<Place>* places, BindingPl
 bool CountGpus(const BindingRequest& request, int* count, std::string* err) {
   const Topology* topology = nullptr;
   std::vector<Gpu> gpus;
-  if (!LoadGpus(request, &topology, &gpus, err)) return false;
+  std::string note;
+  if (!LoadGpus(request, &topology, &gpus, &note, err)) return false;
   *count = static_cast<int>(gpus.size());
   return true;
 }
@@ -258,7 +271,8 @@ bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* 
   }
   const Topology* loaded = nullptr;
   std::vector<Gpu> gpus;
-  if (!LoadGpus(request, &loaded, &gpus, err)) return false;
+  std::string gpu_note;
+  if (!LoadGpus(request, &loaded, &gpus, &gpu_note, err)) return false;
   const Topology& topology = *loaded;
   Bitmap allowed;
   if (!AllowedCpus(topology, request.cpus_allowed, &allowed, err)) return false;
@@ -266,6 +280,7 @@ bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* 
   *plan = BindingPlan{};
   plan->membind = request.membind;
   plan->this_system = topology.this_system();
+  if (!gpu_note.empty()) AddNote(plan, gpu_note);
   if (!ResolveMode(request, gpus.size(), topology, plan, err)) return false;
   bool gpu_mode = plan->mode == BindMode::kGpu || plan->mode == BindMode::kGpuExclusive;
   size_t nproc = static_cast<size_t>(request.nproc);
