@@ -97,6 +97,9 @@ bool RendezvousConnection::ReadAvailable(std::string* reason) {
       if (on_message) on_message(msg);
       if (!*alive || !fd_ || closing_) return true;
     }
+    // A short read drained the socket: skip the recv that would only say EAGAIN
+    // (epoll is level-triggered and reports anything that arrives later).
+    if (static_cast<size_t>(n) < sizeof(buf)) return true;
   }
 }
 
