@@ -8,27 +8,7 @@
 #   share/man/man1/elasticrun.1                 help2man from `elasticrun --help`
 #   share/man/man8/spank_elastic.8
 
-# Slurm's PluginDir: where the installed Slurm keeps its own plugins. Debian puts
-# them in <libdir>/slurm-wlm (beside libslurmfull.so), upstream's default is
-# <libdir>/slurm. A plugin elsewhere needs a full path in plugstack.conf.
-set(_elastic_plugin_dir_guess "")
-if(SLURM_LIBRARY)
-  get_filename_component(_elastic_slurm_libdir "${SLURM_LIBRARY}" DIRECTORY)
-  foreach(_candidate slurm-wlm slurm)
-    if(EXISTS "${_elastic_slurm_libdir}/${_candidate}/libslurmfull.so"
-       OR EXISTS "${_elastic_slurm_libdir}/${_candidate}/auth_munge.so")
-      set(_elastic_plugin_dir_guess "${_elastic_slurm_libdir}/${_candidate}")
-      break()
-    endif()
-  endforeach()
-endif()
-if(NOT _elastic_plugin_dir_guess)
-  set(_elastic_plugin_dir_guess "${CMAKE_INSTALL_FULL_LIBDIR}/slurm")
-endif()
-set(ELASTIC_SLURM_PLUGIN_DIR "${_elastic_plugin_dir_guess}" CACHE PATH
-    "Where spank_elastic.so is installed: Slurm's PluginDir (detected from the installed Slurm)")
-set(ELASTIC_SLURM_SYSCONFDIR "/etc/slurm" CACHE PATH
-    "Slurm's configuration directory (plugstack.conf.d/ lives there)")
+# ELASTIC_SLURM_PLUGIN_DIR and ELASTIC_SLURM_SYSCONFDIR come from cmake/Version.cmake.
 set(ELASTIC_DOCDIR "${CMAKE_INSTALL_DATADIR}/doc/slurm-elastic")
 set(ELASTIC_INSTALLED_LAUNCHER "${CMAKE_INSTALL_FULL_BINDIR}/elasticrun")
 
@@ -70,7 +50,8 @@ if(TARGET elasticrun AND ELASTIC_HELP2MAN)
             --include ${PROJECT_SOURCE_DIR}/packaging/man/elasticrun.h2m
             --output ${_man1} $<TARGET_FILE:elasticrun>
     DEPENDS elasticrun ${PROJECT_SOURCE_DIR}/packaging/man/elasticrun.h2m
-    COMMENT "Generating elasticrun.1 from elasticrun --help")
+    COMMENT "Generating elasticrun.1 from elasticrun --help"
+    VERBATIM)
   add_custom_target(elastic_man ALL DEPENDS ${_man1})
   install(FILES ${_man1} DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
 elseif(TARGET elasticrun)

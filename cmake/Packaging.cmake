@@ -12,6 +12,10 @@
 # libslurm's functions from the process that loads it (srun, slurmstepd), so
 # shlibdeps cannot see that dependency: it is written here.
 
+# cpack packages what the build tree holds: `cmake --build` first. (Without
+# this, cpack's preinstall step would build every target, tests included.)
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 set(CPACK_PACKAGE_NAME "slurm-elastic")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_VENDOR "slurm-elastic")
@@ -32,25 +36,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-torch, munge")
 
-# The Debian package that holds Slurm's PluginDir (slurm-wlm-basic-plugins on
-# Debian 12); any package built from Slurm's source has Slurm's version.
-set(ELASTIC_DEB_SLURM_PACKAGE "" CACHE STRING
-    "Debian package the plugin's Slurm dependency is pinned on (default: owner of ELASTIC_SLURM_PLUGIN_DIR)")
-if(NOT ELASTIC_DEB_SLURM_PACKAGE)
-  find_program(ELASTIC_DPKG_QUERY dpkg-query)
-  if(ELASTIC_DPKG_QUERY AND ELASTIC_SLURM_PLUGIN_DIR)
-    execute_process(COMMAND ${ELASTIC_DPKG_QUERY} -S ${ELASTIC_SLURM_PLUGIN_DIR}
-                    OUTPUT_VARIABLE _owner ERROR_QUIET RESULT_VARIABLE _rc
-                    OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(_rc EQUAL 0 AND _owner MATCHES "^([^:, ]+)")
-      set(ELASTIC_DEB_SLURM_PACKAGE "${CMAKE_MATCH_1}")
-    endif()
-  endif()
-endif()
-if(NOT ELASTIC_DEB_SLURM_PACKAGE)
-  set(ELASTIC_DEB_SLURM_PACKAGE "slurm-wlm-basic-plugins")
-endif()
-
+# ELASTIC_DEB_SLURM_PACKAGE comes from cmake/Version.cmake.
 set(ELASTIC_DEB_DEPENDS "")
 if(TARGET spank_elastic AND ELASTIC_SLURM_MAJOR)
   # 22.05 -> (>= 22.05), (<< 22.06): every 22.05.x, nothing else.

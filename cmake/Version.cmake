@@ -9,7 +9,9 @@
 #     ELASTIC_VERSION_LINE     "slurm-elastic 0.1.0 (built for Slurm 22.05.8)"
 #
 # Also sets, for Install.cmake and Packaging.cmake:
-#   ELASTIC_SLURM_VERSION, ELASTIC_SLURM_MAJOR, ELASTIC_SLURM_MINOR.
+#   ELASTIC_SLURM_VERSION, ELASTIC_SLURM_MAJOR, ELASTIC_SLURM_MINOR,
+#   ELASTIC_SLURM_PLUGIN_DIR, ELASTIC_SLURM_SYSCONFDIR, ELASTIC_DEB_SLURM_PACKAGE
+# (set here, before the components, so tests can use them too).
 
 set(ELASTIC_SLURM_VERSION "none")
 set(ELASTIC_SLURM_MAJOR "")
@@ -29,7 +31,48 @@ if(SLURM_INCLUDE_DIR AND EXISTS ${SLURM_INCLUDE_DIR}/slurm/slurm_version.h)
     set(ELASTIC_SLURM_VERSION "${ELASTIC_SLURM_MAJOR}.${ELASTIC_SLURM_MINOR}.${_micro}")
   endif()
 endif()
-message(STATUS "slurm-elastic ${PROJECT_VERSION}, built for Slurm ${ELASTIC_SLURM_VERSION}")
+
+# Slurm's PluginDir: where the installed Slurm keeps its own plugins. Debian puts
+# them in <libdir>/slurm-wlm (beside libslurmfull.so), upstream's default is
+# <libdir>/slurm. A plugin elsewhere needs a full path in plugstack.conf.
+set(_elastic_plugin_dir_guess "")
+if(SLURM_LIBRARY)
+  get_filename_component(_elastic_slurm_libdir "${SLURM_LIBRARY}" DIRECTORY)
+  foreach(_candidate slurm-wlm slurm)
+    if(EXISTS "${_elastic_slurm_libdir}/${_candidate}/libslurmfull.so"
+       OR EXISTS "${_elastic_slurm_libdir}/${_candidate}/auth_munge.so")
+      set(_elastic_plugin_dir_guess "${_elastic_slurm_libdir}/${_candidate}")
+      break()
+    endif()
+  endforeach()
+endif()
+if(NOT _elastic_plugin_dir_guess)
+  set(_elastic_plugin_dir_guess "${CMAKE_INSTALL_FULL_LIBDIR}/slurm")
+endif()
+set(ELASTIC_SLURM_PLUGIN_DIR "${_elastic_plugin_dir_guess}" CACHE PATH
+    "Where spank_elastic.so is installed: Slurm's PluginDir (detected from the installed Slurm)")
+set(ELASTIC_SLURM_SYSCONFDIR "/etc/slurm" CACHE PATH
+    "Slurm's configuration directory (plugstack.conf.d/ lives there)")
+# The Debian package that holds Slurm's PluginDir (slurm-wlm-basic-plugins on
+# Debian 12); any package built from Slurm's source has Slurm's version.
+set(ELASTIC_DEB_SLURM_PACKAGE "" CACHE STRING
+    "Debian package the plugin's Slurm dependency is pinned on (default: owner of ELASTIC_SLURM_PLUGIN_DIR)")
+if(NOT ELASTIC_DEB_SLURM_PACKAGE)
+  find_program(ELASTIC_DPKG_QUERY dpkg-query)
+  if(ELASTIC_DPKG_QUERY AND ELASTIC_SLURM_PLUGIN_DIR)
+    execute_process(COMMAND ${ELASTIC_DPKG_QUERY} -S ${ELASTIC_SLURM_PLUGIN_DIR}
+                    OUTPUT_VARIABLE _owner ERROR_QUIET RESULT_VARIABLE _rc
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(_rc EQUAL 0 AND _owner MATCHES "^([^:, ]+)")
+      set(ELASTIC_DEB_SLURM_PACKAGE "${CMAKE_MATCH_1}")
+    endif()
+  endif()
+endif()
+if(NOT ELASTIC_DEB_SLURM_PACKAGE)
+  set(ELASTIC_DEB_SLURM_PACKAGE "slurm-wlm-basic-plugins")
+endif()
+
+message(STATUS "slurm-elastic ${PROJECT_VERSION}, built for Slurm ${ELASTIC_SLURM_VERSION} (plugin dir ${ELASTIC_SLURM_PLUGIN_DIR}, Debian package ${ELASTIC_DEB_SLURM_PACKAGE})")
 
 set(ELASTIC_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/elastic_version.h.in

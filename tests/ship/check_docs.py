@@ -39,7 +39,7 @@ def main() -> int:
     # 1. elasticrun --help
     help_text = subprocess.run([a.elasticrun, "--help"], capture_output=True, text=True,
                                timeout=30, env={"PATH": "/usr/bin:/bin"}).stdout
-    names = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9_-]*)", help_text))
+    names = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)", help_text))
     if len(names) < 10:
         problems.append(f"elasticrun --help lists only {sorted(names)}: is it the real help?")
     for name in sorted(names):
@@ -62,7 +62,7 @@ def main() -> int:
         if not re.search(pattern, man8):
             problems.append(f"spank_elastic(8) does not mention the plugin's {opt}")
     for where, text in (("docs/user.md", user), ("docs/admin.md", admin), ("spank_elastic(8)", man8)):
-        for opt in sorted(set(re.findall(r"(?<![\w-])(--elastic[a-z0-9-]*)", text))):
+        for opt in sorted(set(re.findall(r"(?<![\w-])(--elastic(?:-[a-z0-9]+)*)", text))):
             if opt not in spank_opts:
                 problems.append(f"{where} mentions {opt}, which the plugin does not have")
 

@@ -87,8 +87,11 @@ class PackageTest(unittest.TestCase):
     def test_plugin_load_line_names_version_and_slurm(self):
         so = self.root / debpkg.env("ELASTIC_PLUGIN_DIR").lstrip("/") / "spank_elastic.so"
         data = so.read_bytes()
-        self.assertIn(debpkg.env("ELASTIC_SLURM_VERSION").encode(), data)
-        self.assertIn(debpkg.env("ELASTIC_VERSION").encode(), data)
+        for what in ("ELASTIC_SLURM_VERSION", "ELASTIC_VERSION"):
+            value = debpkg.env(what)
+            self.assertTrue(value.encode() in data,
+                            f"{so.name} has no string {value!r} ({what}): its load line cannot name it "
+                            "(include elastic_version.h, ELASTIC_VERSION_LINE)")
 
     def test_man_pages(self):
         mandir = self.root / debpkg.env("ELASTIC_MANDIR").lstrip("/")
