@@ -204,6 +204,27 @@ TEST_F(HostClientTest, GarbageOnTheRendezvousPortIsDroppedAndOthersCarryOn) {
   EXPECT_EQ(agents[0].rounds[0].world_size, 3);
 }
 
+TEST_F(HostClientTest, ConnectionThatNeverAuthenticatesIsDropped) {
+  settings.heartbeat_interval_ms = 50;
+  settings.heartbeat_timeout_ms = 200;
+  StartHost();
+  SocketAddress addr;
+  std::string err;
+  ASSERT_TRUE(ResolveAddress("127.0.0.1", host_->port(), &addr, &err));
+  int raw = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  int rc = connect(raw, reinterpret_cast<sockaddr*>(&addr.storage), addr.len);
+  ASSERT_TRUE(rc == 0 || errno == EINPROGRESS);
+  bool closed = false;
+  ASSERT_TRUE(RunUntil([&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(raw, buf, sizeof(buf), 0)) > 0) {}  // the challenge, then EOF
+    closed = n == 0;
+    return closed;
+  }));
+  close(raw);
+}
+
 TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {
   StartHost();
   ClientConfig config;

@@ -121,6 +121,14 @@ void RendezvousHost::OnAccept() {
                                   {"challenge", nonce_line},
                                   {"auth", AuthMethodName(config_.auth)}});
     peers_.emplace(id, std::move(peer));
+    // Whoever does not authenticate in time is dropped: no fd is held by strangers.
+    auto alive = alive_;
+    loop_.AddTimer(Millis(config_.settings.heartbeat_timeout_ms), [this, alive, id] {
+      if (!*alive) return;
+      auto it = peers_.find(id);
+      if (it != peers_.end() && !it->second.authenticated)
+        Refuse(it->second, "no hello before heartbeat_timeout");
+    });
   }
 }
 
