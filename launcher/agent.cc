@@ -63,6 +63,8 @@ bool ElasticAgent::SetUpSignals(std::string* err) {
   }
   // A closed console must not kill the agent; workers get SIGPIPE back (child_process.cc).
   signal(SIGPIPE, SIG_IGN);
+  // An inherited SIG_IGN for SIGCHLD would make the kernel reap workers before we can.
+  signal(SIGCHLD, SIG_DFL);
   signal_fd_.Reset(signalfd(-1, &handled_, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signal_fd_) {
     *err = fmt::format("signalfd: {}", strerror(errno));
@@ -308,8 +310,8 @@ void ElasticAgent::EndAttempt() {
 void ElasticAgent::Finish(int exit_code) {
   exit_code_ = exit_code;
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
-    int used = std::max(round_.restarts_used, config_.rdzv.max_restarts);
-    std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
+    std::string summary =
+        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
