@@ -263,7 +263,13 @@ start_munged() {
   sockdir=$(dirname "$sock")
   if [ -S "$sock" ]; then
     if munge -n -S "$sock" >/dev/null 2>&1; then
-      die "a munged that is not ours already serves $sock; stop it (or set MUNGE_SOCKET=<path> to run the test cluster's munged on another socket; then programs using libmunge must be pointed at that socket)"
+      if [ "${ELASTIC_CLUSTER_REUSE_MUNGE:-}" = 1 ]; then
+        log "using the munged that already serves $sock (ELASTIC_CLUSTER_REUSE_MUNGE=1); down leaves it alone"
+        state_set MUNGE_SOCKET "$sock"
+        state_set MUNGE_OURS 0
+        return 0
+      fi
+      die "a munged that is not ours already serves $sock; stop it, or set ELASTIC_CLUSTER_REUSE_MUNGE=1 to use it (any munged on this host will do), or MUNGE_SOCKET=<path> to run the test cluster's munged on another socket (then programs using libmunge must be pointed at that socket)"
     fi
     log "removing stale munge socket $sock"
     rm -f "$sock" "$sock.lock"

@@ -206,6 +206,17 @@ class Test2Teardown(unittest.TestCase):
         self.assertIsNone(m.poll())
         self.assertEqual(subprocess.run(["munge", "-n"], capture_output=True).returncode, 0)
         self.assertEqual(our_leftovers(), [])
+        # Opt-in: use it (e.g. a CI runner whose munge service runs).
+        reuse = dict(LOCKED_ENV, ELASTIC_CLUSTER_REUSE_MUNGE="1")
+        r = subprocess.run([str(CLUSTER_SH), "up", "--nodes", "2"], capture_output=True, text=True, env=reuse)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([str(CLUSTER_SH), "run", "srun", "-N2", "hostname"], capture_output=True, text=True,
+                           env=reuse, timeout=60)
+        self.assertEqual(sorted(r.stdout.split()), ["n1", "n2"], r.stderr)
+        subprocess.run([str(CLUSTER_SH), "down"], check=True, env=reuse)
+        self.assertIsNone(m.poll())
+        self.assertEqual(subprocess.run(["munge", "-n"], capture_output=True).returncode, 0)
+        self.assertEqual(our_leftovers(), [])
 
     def test_down_finds_a_cluster_started_with_another_dir(self):
         other = tempfile.mkdtemp(prefix="cluster-other-dir-")
