@@ -141,7 +141,7 @@ do_down() {
 
 down_one() {
   local pids=() p ns f
-  # 1. Every daemon we started, by recorded pid (TERM all in parallel).
+  # 1. Every daemon we started, by recorded pid.
   if [ -d "$DIR/pids" ]; then
     for f in "$DIR"/pids/*.pid; do
       [ -f "$f" ] || continue
