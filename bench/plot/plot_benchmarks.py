@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME = re.compile(r"^\s*\**([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\**\s*$")
-WANTED = re.compile(r"launch|start|restart|crash|kill|rendezvous", re.I)
+WANTED = re.compile(r"^P\d|launch|start|restart|crash|kill|rendezvous", re.I)
 
 
 def seconds(cell):
