@@ -186,6 +186,8 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
   std::string why = fmt::format("node {} left ({})", name, ev.reason);
   switch (c.s.phase) {
     case RendezvousPhase::kJoining:
+      // Back below min: the last call starts afresh when min is reached again.
+      if (c.s.num_joined < static_cast<size_t>(c.settings.min_nodes)) c.s.last_call_deadline.reset();
       if (c.s.any_round_completed) BelowMinCheck(c, why);
       if (c.s.phase == RendezvousPhase::kJoining && was_pending) MaybeComplete(c);
       return;

@@ -96,6 +96,18 @@ TEST_F(RendezvousStateTest, LastCallStartsAtMinAndClosesAtItsDeadline) {
   EXPECT_EQ(Rounds(Do(EvTick{})).size(), 2u);
 }
 
+TEST_F(RendezvousStateTest, LeavingBelowMinCancelsTheLastCall) {
+  settings.heartbeat_timeout_ms = 3'600'000;
+  ConnectJoin(1);
+  ConnectJoin(2);
+  ASSERT_TRUE(state.last_call_deadline.has_value());
+  Do(EvLeave{2, "connection closed"});
+  EXPECT_FALSE(state.last_call_deadline.has_value());
+  Advance(40'000);
+  EXPECT_TRUE(ConnectJoin(3).empty());  // a full last call again, not an instant close
+  EXPECT_EQ(*state.last_call_deadline, now + Millis(30'000));
+}
+
 TEST_F(RendezvousStateTest, JoinTimeoutBelowMinIsFatalForEveryone) {
   settings.heartbeat_timeout_ms = 3'600'000;
   ConnectJoin(1);
