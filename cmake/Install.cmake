@@ -44,7 +44,9 @@ find_program(ELASTIC_HELP2MAN help2man)
 if(TARGET elasticrun AND ELASTIC_HELP2MAN)
   set(_man1 ${PROJECT_BINARY_DIR}/packaging/elasticrun.1)
   add_custom_command(OUTPUT ${_man1}
-    COMMAND ${ELASTIC_HELP2MAN} --no-info --no-discard-stderr
+    # detect_leaks=0: in a sanitizer build a leak report must not end up in the page.
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+            ${ELASTIC_HELP2MAN} --no-info
             --name "elastic, fault-tolerant PyTorch launcher (torchrun-compatible)"
             --section 1 --source "slurm-elastic ${PROJECT_VERSION}"
             --include ${PROJECT_SOURCE_DIR}/packaging/man/elasticrun.h2m
