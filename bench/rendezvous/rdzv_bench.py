@@ -5,7 +5,8 @@ side by side in one run, on loopback.
   P5  N agents (1 worker each): launch -> every worker started.  N = 2, 4, 8, 16
   P6  --nnodes=2:4 with 3 agents (elasticrun: expected_nodes=3): launch -> 3 workers started
   P7  3 agents --nnodes=2:3, gloo workers training: SIGKILL one agent -> both
-      survivors' workers restarted
+      survivors' workers restarted; again as a node loss (the agent and its workers
+      killed at once: torchrun's workers outlive a killed agent)
 
 Usage: bench/rendezvous/rdzv_bench.py --elasticrun BUILD/launcher/elasticrun [--only p5,p6,p7]
        [--sizes 2,4,8,16] [--no-torchrun]
@@ -145,7 +146,27 @@ def p6(impl, args):
         run.close()
 
 
-def p7(impl, args):
+def descendants(pid):
+    """`pid` and every process below it (from /proc's parent links)."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def p7(impl, args, node_loss=False):
+    """SIGKILL one agent (node_loss: the agent and all its workers at once)."""
     run = Run(impl, args)
     try:
         cmd = run.agent_cmd("2:3", P7_WORKER, max_restarts=3, python=True)
@@ -155,8 +176,10 @@ def p7(impl, args):
         if run.wait_stamps(3) is None:
             return None
         time.sleep(3)  # let the workers get into training (all_reduce loop)
+        victims = descendants(victim.pid) if node_loss else [victim.pid]
         t_kill = time.time_ns()
-        os.kill(victim.pid, signal.SIGKILL)
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
         t = run.wait_stamps(2, after_ns=t_kill, cap_s=CAP_S)
         del host
         return seconds(None if t is None else t - t_kill)
@@ -197,6 +220,9 @@ def main():
     if "p7" in only:
         rows.append(("P7 SIGKILL one agent -> survivors' workers restarted",
                      {impl: p7(impl, args) for impl in impls}))
+        print(rows[-1], file=sys.stderr, flush=True)
+        rows.append(("P7 node loss (SIGKILL agent + its workers) -> survivors' workers restarted",
+                     {impl: p7(impl, args, node_loss=True) for impl in impls}))
         print(rows[-1], file=sys.stderr, flush=True)
     print("| benchmark | elasticrun | torchrun 1.13 | ratio |")
     print("|---|---|---|---|")
