@@ -31,11 +31,18 @@ set(_fuzz_flags -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -I${ELASTIC_GENERATED_DIR}
     "-DELASTIC_VERSION=\"${PROJECT_VERSION}\"")
 
-# elastic_add_fuzzer(<name> RUNS <n> SOURCES <project-relative sources...>)
+# elastic_add_fuzzer(<name> RUNS <n> SOURCES <project-relative sources...>
+#                    [OPTIONAL_SOURCES <sources used when they exist>] [LIBS <-lfoo...>]
+#                    [DEFINES <-DX=Y...>])
 #   builds ${build}/fuzz/<name>_fuzz from fuzz/<name>_fuzz.cc and SOURCES,
 #   and the test fuzz_<name>: <n> runs with a fixed seed over fuzz/corpus/<name>.
 function(elastic_add_fuzzer name)
-  cmake_parse_arguments(F "" "RUNS" "SOURCES" ${ARGN})
+  cmake_parse_arguments(F "" "RUNS" "SOURCES;OPTIONAL_SOURCES;LIBS;DEFINES" ${ARGN})
+  foreach(_s ${F_OPTIONAL_SOURCES})
+    if(EXISTS ${PROJECT_SOURCE_DIR}/${_s})
+      list(APPEND F_SOURCES ${_s})
+    endif()
+  endforeach()
   set(_srcs ${PROJECT_SOURCE_DIR}/fuzz/${name}_fuzz.cc)
   foreach(_s ${F_SOURCES})
     if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${_s})
@@ -54,7 +61,7 @@ function(elastic_add_fuzzer name)
   endforeach()
   list(REMOVE_DUPLICATES _deps)
   add_custom_command(OUTPUT ${_bin}
-    COMMAND ${ELASTIC_FUZZ_CLANGXX} ${_fuzz_flags} ${_srcs} -lfmt -o ${_bin}
+    COMMAND ${ELASTIC_FUZZ_CLANGXX} ${_fuzz_flags} ${F_DEFINES} ${_srcs} -lfmt ${F_LIBS} -o ${_bin}
     DEPENDS ${_deps}
     COMMENT "Building fuzz target ${name}_fuzz with clang++"
     VERBATIM)
@@ -78,4 +85,14 @@ elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
-  SOURCES launcher/launch_config.cc common/parse.cc)
+  SOURCES launcher/launch_config.cc common/parse.cc
+  OPTIONAL_SOURCES launcher/option_values.cc)
+# GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
+set(_fuzz_topology ${PROJECT_SOURCE_DIR}/../shared/topologies/nvidiaDGX2.xml)
+if(NOT EXISTS ${_fuzz_topology})
+  set(_fuzz_topology "")
+endif()
+elastic_add_fuzzer(gpu_lists RUNS 5000
+  SOURCES hwloc_binding/gpus.cc hwloc_binding/topology.cc common/parse.cc
+  LIBS -lhwloc
+  DEFINES "-DELASTIC_FUZZ_TOPOLOGY=\"${_fuzz_topology}\"")

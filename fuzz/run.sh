@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 which=${2:-all}
 seconds=${3:-300}
-names=(parse spank_options spank_task_env error_file launch_config)
+names=(parse spank_options spank_task_env error_file launch_config gpu_lists)
 [ "$which" = all ] || names=("$which")
 for n in "${names[@]}"; do
   cmake --build "$build" --target "${n}_fuzz"
