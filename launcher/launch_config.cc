@@ -84,7 +84,7 @@ constexpr OptionDef kOptions[] = {
     {"--cpus-allowed,--cpus_allowed", "cpus_allowed", "", false,
      "Restrict binding to these CPUs, e.g. 0-15,32-47."},
     {"--gpu-vendor,--gpu_vendor", "gpu_vendor", "", false,
-     "GPU vendor for hwloc discovery: nvidia or amd (default: both)."},
+     "GPU vendor for hwloc discovery: nvidia or amd (default: nvidia if the node has NVIDIA GPUs, else amd)."},
     {"-v,--verbose", "verbose", "", true, "Log what the agent does."},
 };
 

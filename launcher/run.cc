@@ -77,8 +77,8 @@ BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env)
 }
 #endif
 
-// Fills spec->cpus/cores/bind from the binding plan. A plan that cannot be made is a
-// warning (workers run unbound), except for --print-binding where it is the answer.
+// Fills spec->cpus/cores/bind from the binding plan. A plan that cannot be made is an
+// error: nothing starts. With --print-binding the plan is the answer.
 bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec, int* exit_code) {
 #ifdef ELASTIC_HAVE_HWLOC_BINDING
   auto plan = std::make_shared<BindingPlan>();
@@ -96,10 +96,16 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
     return false;
   }
   if (!planned) {
-    if (config.bind != "none") Log(LogLevel::kWarning, "binding: {}; workers run unbound", err);
-    return true;
+    // A binding the user cannot get is an error before anything starts (a missing
+    // topology file, more workers than GPUs with --bind=gpu), not a silent downgrade.
+    Log(LogLevel::kError, "binding: {} (use --bind=none to run unbound)", err);
+    *exit_code = kUsageExit;
+    return false;
   }
-  if (!plan->note.empty()) Log(LogLevel::kInfo, "binding: {}", plan->note);
+  if (LogVerbose() || !plan->note.empty()) {
+    std::string table = PlanToTable(*plan);
+    Log(LogLevel::kInfo, "binding plan:\n{}", table);
+  }
   for (const WorkerBinding& w : plan->workers) {
     spec->cpus.push_back(w.cpus);
     spec->cores.push_back(w.cpus.empty() ? 0 : w.cores);

@@ -143,7 +143,11 @@ class OutputTest(LauncherTestCase):
 
 class EnvironmentTest(LauncherTestCase):
     def test_worker_environment_contract(self):
-        env = {"PET_RDZV_ID": "job42", "ELASTIC_SPANK_DEBUG": "x", "HWLOC_XMLFILE": "/x.xml"}
+        # HWLOC_XMLFILE must be a real topology (a missing one is an error before start);
+        # the agent plans from it but must not pass it on to the workers.
+        topology = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "topologies",
+                                "g4dnmetal.xml")
+        env = {"PET_RDZV_ID": "job42", "ELASTIC_SPANK_DEBUG": "x", "HWLOC_XMLFILE": topology}
         rc, _, err = self.run_agent(["--nproc-per-node=2", "--max-restarts=3"]
                                     + self.worker_args("env", self.dir), env)
         self.assertEqual(rc, 0, err)
