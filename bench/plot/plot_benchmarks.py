@@ -7,7 +7,7 @@ gnuplot, into docs/benchmarks.svg.
 
 A row is plotted when its first cell names a launch/start or a crash/restart/
 kill measure and the next two cells are times ("0.209 s", "34 ms"): ours, then
-torchrun's. Log scale: the two differ by one to two orders of magnitude.
+torchrun's; with several runs in a cell ("0.16 / 0.08 s") the last one. Log scale: the two differ by one to two orders of magnitude.
 """
 import argparse
 import re
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TIME = re.compile(r"^\s*\**([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\**\s*$")
+# "0.209 s", "34 ms", or several runs "0.16 / 0.08 s" (the last one is plotted).
+TIME = re.compile(r"^\s*\**(?:[0-9.]+\s*/\s*)*([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\**\s*$")
 WANTED = re.compile(r"^P\d|launch|start|restart|crash|kill|rendezvous", re.I)
 
 
