@@ -26,7 +26,8 @@ install(FILES ${PROJECT_BINARY_DIR}/packaging/elastic.conf.example
 
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/cli_filter/cli_filter.lua
         DESTINATION "${ELASTIC_DOCDIR}/examples")
-foreach(_doc README.md docs/user.md docs/admin.md docs/design.md docs/benchmarks.md)
+foreach(_doc README.md docs/user.md docs/admin.md docs/design.md docs/elasticrun.md
+             docs/benchmarks.md docs/benchmarks.svg)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${_doc})
     install(FILES ${PROJECT_SOURCE_DIR}/${_doc} DESTINATION "${ELASTIC_DOCDIR}")
   endif()
