@@ -1,5 +1,9 @@
 #include "launcher/run.h"
 
+#ifdef ELASTIC_HAVE_PMIX
+#include "spank_plugin/pmix_bootstrap.h"
+#endif
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -164,6 +168,16 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env) {
 
 int ElasticrunMain(int argc, const char* const* argv) {
   SetLogProgram("elasticrun");
+#ifdef ELASTIC_HAVE_PMIX
+  // Under `srun --mpi=pmix` the plugin asks for the host's address from PMIx: a
+  // collective of every node, done before PET_* are read and before any worker runs.
+  bool pmix_applied = false;
+  std::string pmix_err;
+  if (!ApplyPmixBootstrapToEnv(&pmix_applied, &pmix_err)) {
+    Log(LogLevel::kError, "PMIx bootstrap: {}", pmix_err);
+    return 1;
+  }
+#endif
   EnvMap env = CurrentEnv();
   LaunchConfig config;
   std::string out, err;
