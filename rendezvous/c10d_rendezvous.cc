@@ -68,17 +68,22 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
   SocketAddress addr;
   if (!ResolveAddress(host, port, &addr, err)) return nullptr;
   bool loopback = IsLoopback(addr.storage);
+  // A host name that resolves to loopback here (Debian's "127.0.1.1 hostname") still names
+  // this machine to the other nodes: serve on every address, as with is_host=1.
+  bool name_for_loopback = loopback && !IsNumericAddress(host) && host != "localhost";
   if (p.settings.host_mode != HostMode::kClient) {
     SocketAddress bind = addr;
-    if (p.settings.host_mode == HostMode::kHost && !ResolveAddress("", port, &bind, err))
+    if ((p.settings.host_mode == HostMode::kHost || name_for_loopback) &&
+        !ResolveAddress("", port, &bind, err))
       return nullptr;
     int bind_errno = 0;
     std::string bind_err;
     UniqueFd listener = ListenOn(bind, &bind_errno, &bind_err);
     if (listener) {
       std::string bind_text = AddressText(bind.storage);
-      return MakeHost(loop, p, std::move(listener), AddressText(addr.storage), bind_text,
-                      ChooseHostAuth(p, loopback), err);
+      // Workers get the endpoint's host as MASTER_ADDR and resolve it where they run.
+      return MakeHost(loop, p, std::move(listener), host, bind_text,
+                      ChooseHostAuth(p, loopback && !name_for_loopback), err);
     }
     bool someone_else = bind_errno == EADDRINUSE || bind_errno == EADDRNOTAVAIL;
     if (p.settings.host_mode == HostMode::kHost || !someone_else) {

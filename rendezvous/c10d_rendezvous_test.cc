@@ -1,6 +1,7 @@
 #include "rendezvous/c10d_rendezvous.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "rendezvous/net.h"
 
@@ -36,6 +37,25 @@ TEST(C10dRendezvousTest, FirstAgentOnTheEndpointHostsTheNextJoins) {
   ASSERT_TRUE(second) << err;
   EXPECT_NE(first->Describe().find("c10d host"), std::string::npos) << first->Describe();
   EXPECT_NE(second->Describe().find("c10d client"), std::string::npos) << second->Describe();
+}
+
+TEST(C10dRendezvousTest, NameForLoopbackServesEveryAddressAndGivesTheNameToWorkers) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  SocketAddress addr;
+  std::string err;
+  if (!ResolveAddress(name, 1, &addr, &err) || !IsLoopback(addr.storage))
+    GTEST_SKIP() << "this machine's name does not resolve to loopback";
+  EventLoop loop;
+  int port = FreePort();
+  auto host = CreateC10dRendezvous(loop, Params(std::string(name) + ":" + std::to_string(port)), &err);
+  ASSERT_TRUE(host) << err;
+  EXPECT_NE(host->Describe().find(std::string("store ") + name + ":"), std::string::npos)
+      << host->Describe();
+  // Bound on every address: a second agent on this machine becomes a client.
+  auto second = CreateC10dRendezvous(loop, Params("127.0.0.1:" + std::to_string(port)), &err);
+  ASSERT_TRUE(second) << err;
+  EXPECT_NE(second->Describe().find("c10d client"), std::string::npos);
 }
 
 TEST(C10dRendezvousTest, IsHostZeroJoinsEvenWhenThePortIsFree) {

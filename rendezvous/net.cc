@@ -142,6 +142,11 @@ bool IsLoopback(const sockaddr_storage& addr) {
   return false;
 }
 
+bool IsNumericAddress(const std::string& host) {
+  in6_addr buf;
+  return inet_pton(AF_INET, host.c_str(), &buf) == 1 || inet_pton(AF_INET6, host.c_str(), &buf) == 1;
+}
+
 bool SplitHostPort(const std::string& endpoint, int default_port, std::string* host, int* port,
                    std::string* err) {
   auto fail = [&](const char* why) {
