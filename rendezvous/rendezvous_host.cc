@@ -220,7 +220,9 @@ void RendezvousHost::Feed(const RendezvousEvent& event) {
 void RendezvousHost::Carry(const RendezvousAction& action) {
   if (action.kind == RendezvousActionKind::kRoundComplete && action.round.group_rank == 0) {
     AllowRoundPeers();
-    Log(LogLevel::kInfo, "rendezvous: round {} complete: {} node(s), {} worker(s)",
+    // One-node runs (standalone) keep the console to the workers' output.
+    Log(config_.settings.max_nodes > 1 ? LogLevel::kInfo : LogLevel::kDebug,
+        "rendezvous: round {} complete: {} node(s), {} worker(s)",
         action.round.round, action.round.group_world_size, action.round.world_size);
   }
   if (action.kind == RendezvousActionKind::kRestartRequired ||
