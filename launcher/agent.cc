@@ -1,5 +1,7 @@
 #include "launcher/agent.h"
 
+#include "launcher/gloo_interface.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -89,6 +91,7 @@ void ElasticAgent::SetCallbacks() {
   RendezvousHandler::Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) {
     round_ = info;
+    gloo_ifname_ = ChooseGlooInterface(config_.rdzv.hostname, info.store_addr, info.group_world_size);
     Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
   };
   cb.on_restart_required = [this](const std::string& reason) {
@@ -233,6 +236,7 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   in.local_rank = lr;
   in.error_file = w->error_file;
   in.bound_cores = lr < static_cast<int>(spec_.cores.size()) ? spec_.cores[lr] : 0;
+  in.gloo_ifname = gloo_ifname_;
   ChildSpec child;
   child.path = spec_.path;
   child.argv = spec_.argv;

@@ -54,6 +54,7 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   } else if (c.nproc > 1) {
     SetDefault(&env, "OMP_NUM_THREADS", "1");
   }
+  if (!in.gloo_ifname.empty()) SetDefault(&env, "GLOO_SOCKET_IFNAME", in.gloo_ifname);
   // Slurm and NVML number GPUs in PCI bus order; make CUDA agree.
   SetDefault(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   if (c.virtual_local_rank) {

@@ -17,6 +17,7 @@ struct WorkerEnvInput {
   int local_rank = 0;
   std::string error_file;         // TORCHELASTIC_ERROR_FILE
   int bound_cores = 0;            // cores of the worker's CPU binding, 0 = unbound
+  std::string gloo_ifname;        // GLOO_SOCKET_IFNAME unless the user set it ("" = leave alone)
 };
 
 // Returns the worker's environment. Removes ELASTIC_SPANK_*, PET_* and HWLOC_XMLFILE;
