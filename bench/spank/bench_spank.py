@@ -4,14 +4,15 @@
     bench/spank/bench_spank.py [--reps N] [--nproc N] [--build DIR]
 
 Both run the same worker (tests/spank/worker.py), N per node on 3 nodes, with
-one worker failing once (rank 1, before init_process_group) and one restart
-allowed. From srun's merged output, timestamped as it arrives:
+rank 1 crashing once right after the group formed (its first all_reduce), and
+one restart allowed. From srun's merged output, timestamped as it arrives:
   start:   srun start -> every worker started (its first line, printed before
            `import torch`), and -> every worker in init_process_group's group (READY);
   restart: the failing worker's FAILING line -> every worker started again, and READY again.
 torchrun is Debian's 1.13 with the usual Slurm recipe (underscored flags,
 --redirects=9:1 --tee=9:1 for Debian's Python 3.11, the first node's address
-since node names do not resolve here). Prints a table and a markdown block
+since node names do not resolve here, and is_host=1 on node 0 because 1.13's
+host detection crashes on names that do not resolve). Prints a table and a markdown block
 for docs/benchmarks.md. Needs root (the test cluster).
 """
 import argparse
@@ -29,9 +30,21 @@ from cluster import Cluster  # noqa: E402
 
 WORKER = str(ROOT / "tests" / "spank" / "worker.py")
 FIRST_NODE_ADDR = "10.200.0.11"
+# Rank 1 crashes right after the group formed on the first attempt; the others
+# are then in collectives, where only SIGTERM's default action stops them promptly.
+WORKER_ARGS = ["--crash-once-rank=1", "--default-signals", "--seconds=3"]
 
 
-def timed_run(cluster, args, world, timeout=600):
+def cluster_hosts_file():
+    path = "/tmp/slurm-elastic-bench-hosts"
+    with open("/etc/hosts") as f:
+        base = f.read()
+    with open(path, "w") as f:
+        f.write(base + "".join(f"10.200.0.{10 + i} n{i}\n" for i in (1, 2, 3)))
+    return path
+
+
+def timed_run(cluster, args, world, timeout=300):
     """Runs srun ARGS; returns the four durations (s) or raises with the output."""
     t0 = time.monotonic()
     proc = cluster.popen(["srun", *args], env={"GLOO_SOCKET_IFNAME": "eth0"}, stderr=subprocess.STDOUT)
@@ -52,7 +65,8 @@ def timed_run(cluster, args, world, timeout=600):
     text = "\n".join(f"{t:7.2f} {l}" for t, l in lines)
 
     def nth(kind, n, after=0.0):
-        hits = [t for t, l in lines if t >= after and (l.startswith(kind + " ") or f"]: {kind} " in l)]
+        # torchrun's workers share one stdout, so two lines can arrive glued together.
+        hits = [t for t, l in lines if t >= after for _ in range(l.count(f"{kind} rank="))]
         return hits[n - 1] if len(hits) >= n else None
 
     started = nth("START", world)
@@ -60,8 +74,6 @@ def timed_run(cluster, args, world, timeout=600):
     failed = nth("FAILING", 1)
     if rc != 0 or None in (started, ready, failed):
         raise RuntimeError(f"run failed (rc {rc}):\n{text}")
-    # After the failure every worker starts again; READY lines of the first
-    # attempt cannot come after FAILING (the group never formed).
     restarted = nth("START", world, after=failed)
     ready_again = nth("READY", world, after=failed)
     if None in (restarted, ready_again):
@@ -81,11 +93,17 @@ def main():
     elasticrun = build / "launcher" / "elasticrun"
     world = 3 * a.nproc
     elastic = ["-N3", "--elastic=3", f"--elastic-nproc-per-node={a.nproc}", "--elastic-max-restarts=1",
-               "/usr/bin/python3", WORKER, "--fail-once-rank=1"]
-    torchrun = ["-N3", "sh", "-c",
-                f"exec torchrun --nnodes=$SLURM_NNODES --nproc_per_node={a.nproc} --max_restarts=1 "
+               "/usr/bin/python3", WORKER, *WORKER_ARGS]
+    # torchrun's workers reach MASTER_ADDR by the agent's hostname, which does not
+    # resolve in the test cluster: give torchrun's processes (only) an /etc/hosts
+    # with the nodes, as on a cluster where node names resolve.
+    hosts = Path(cluster_hosts_file())
+    torchrun = ["-N3", "unshare", "--mount", "sh", "-c",
+                f"mount --bind {hosts} /etc/hosts && exec torchrun --nnodes=$SLURM_NNODES --nproc_per_node={a.nproc} --max_restarts=1 "
                 f"--rdzv_backend=c10d --rdzv_endpoint={FIRST_NODE_ADDR}:29500 --rdzv_id=$SLURM_JOB_ID "
-                f"--redirects=9:1 --tee=9:1 {WORKER} --fail-once-rank=1"]
+                # Node names do not resolve here, which crashes 1.13's host detection: say who hosts.
+                f"--rdzv_conf=is_host=$([ $SLURM_NODEID = 0 ] && echo 1 || echo 0) "
+                f"--redirects=9:1 --tee=9:1 {WORKER} {' '.join(WORKER_ARGS)}"]
     results = {"srun --elastic": [], "srun torchrun": []}
     with Cluster(nodes=3, plugin=so, plugin_args=[f"launcher={elasticrun}"]) as cluster:
         for rep in range(a.reps):

@@ -29,6 +29,10 @@ def main():
     p.add_argument("--seconds", type=float, default=0)
     p.add_argument("--fail-once-rank", type=int, default=-1)
     p.add_argument("--fail-always-rank", type=int, default=-1)
+    p.add_argument("--crash-once-rank", type=int, default=-1,
+                   help="rank K exits 1 after the first all_reduce of attempt 0 (benchmarks)")
+    p.add_argument("--default-signals", action="store_true",
+                   help="keep SIGTERM's default action, so a worker blocked in a collective dies at once")
     args = p.parse_args()
     e = os.environ
     rank = int(e["RANK"])
@@ -44,7 +48,8 @@ def main():
         if signum == signal.SIGTERM:
             sys.exit(143)
     signal.signal(signal.SIGUSR1, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    if not args.default_signals:
+        signal.signal(signal.SIGTERM, on_signal)
 
     if rank == args.fail_always_rank or (rank == args.fail_once_rank and restart == 0):
         say("FAILING", f"rank={rank} restart={restart}")
@@ -55,6 +60,9 @@ def main():
     total = torch.tensor([float(rank)])
     dist.all_reduce(total)
     say("SUM", f"rank={rank} sum={total.item():g} expected={world * (world - 1) / 2:g}")
+    if rank == args.crash_once_rank and restart == 0:
+        say("FAILING", f"rank={rank} restart={restart}")
+        os._exit(1)
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
         time.sleep(0.2)
