@@ -92,12 +92,13 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.no_python = true;
   o.nproc_per_node = "cpu";
   o.rdzv_id = "train1";
+  // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
+  // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
-  c.max_restarts = 1;
-  c.bind = "none";
-  c.python = "/usr/bin/python3";
-  EnvList env;
   std::string err;
+  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3"}, "/x", &c,
+                              &err));
+  EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
   auto m = AsMap(env);
   EXPECT_EQ(m["PET_MAX_RESTARTS"], "5");
