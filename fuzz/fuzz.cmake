@@ -85,7 +85,7 @@ elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
-  SOURCES launcher/launch_config.cc common/parse.cc
+  SOURCES launcher/launch_config.cc common/parse.cc rendezvous/rendezvous_settings.cc
   OPTIONAL_SOURCES launcher/option_values.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
 set(_fuzz_topology ${PROJECT_SOURCE_DIR}/../shared/topologies/nvidiaDGX2.xml)

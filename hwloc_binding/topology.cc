@@ -1,5 +1,7 @@
 #include "hwloc_binding/topology.h"
 
+#include "common/parse.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -76,17 +78,27 @@ std::string Bitmap::List() const {
 
 bool Bitmap::ParseList(const std::string& what, const std::string& text, Bitmap* out,
                        std::string* err) {
-  // hwloc's parser accepts trailing junk and infinite ranges; be strict first.
-  bool valid = !text.empty() && text.find_first_not_of("0123456789,-") == std::string::npos &&
-               text.back() != '-' && text.back() != ',' && text.front() != '-' &&
-               text.front() != ',' && text.find(",,") == std::string::npos &&
-               text.find("--") == std::string::npos && text.find(",-") == std::string::npos &&
-               text.find("-,") == std::string::npos;
+  // Parsed here, not by hwloc_bitmap_list_sscanf: hwloc reads "010" as octal (CPU 8)
+  // and allocates for any index, so a typo like 4000000000 would eat memory.
+  constexpr long long kMaxIndex = 65535;
   Bitmap parsed;
-  if (valid) valid = hwloc_bitmap_list_sscanf(parsed.get(), text.c_str()) == 0;
-  if (valid) valid = !parsed.empty() && hwloc_bitmap_last(parsed.get()) >= 0;
+  bool valid = !text.empty();
+  for (const std::string& item : Split(text, ',')) {
+    if (!valid) break;
+    size_t dash = item.find('-');
+    long long lo = 0, hi = 0;
+    if (dash == std::string::npos) {
+      valid = ParseInt(item, 0, kMaxIndex, &lo);
+      hi = lo;
+    } else {
+      valid = ParseInt(std::string_view(item).substr(0, dash), 0, kMaxIndex, &lo) &&
+              ParseInt(std::string_view(item).substr(dash + 1), 0, kMaxIndex, &hi) && lo <= hi;
+    }
+    if (valid) hwloc_bitmap_set_range(parsed.get(), static_cast<unsigned>(lo), static_cast<int>(hi));
+  }
   if (!valid) {
-    *err = fmt::format("{}: '{}' is not a list of OS indexes like '0-3,8'", what, text);
+    *err = fmt::format("{}: '{}' is not a list of OS indexes like '0-3,8' (each at most {})", what, text,
+                       kMaxIndex);
     return false;
   }
   *out = std::move(parsed);

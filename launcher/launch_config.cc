@@ -1,5 +1,8 @@
 #include "launcher/launch_config.h"
 
+#include "elastic_version.h"
+#include "rendezvous/rendezvous_settings.h"
+
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,6 +125,16 @@ exhausted) the first failed worker's exit code, or 128+N if signal N killed it;
 128+N when elasticrun itself got terminating signal N; 1 for rendezvous or agent
 errors; 2 for a bad option or value (nothing was started).)";
 
+constexpr const char* kAuthHelp = R"(
+
+Rendezvous authentication: every join answers a fresh challenge from the host,
+with the shared token when one is set (--rdzv-conf token=... or
+ELASTIC_RDZV_TOKEN), else with a munge credential of the same user where munged
+runs (every Slurm cluster with auth/munge). It keeps other users' and other jobs'
+processes from joining or disturbing a run; it does not encrypt the traffic. The
+host logs which method is in use; a multi-node run with neither warns.
+)";
+
 class Parser {
  public:
   Parser(const EnvMap& env, LaunchConfig* config) : env_(env), c_(config) {}
@@ -143,8 +156,8 @@ class Parser {
 ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, std::string* err) {
   CLI::App app{"elasticrun: elastic launcher for PyTorch workers (torchrun-compatible)", "elasticrun"};
   app.prefix_command();
-  app.footer(kFooter);
-  app.set_version_flag("--version", std::string("elasticrun ") + ELASTIC_VERSION);
+  app.footer(std::string(kFooter) + kAuthHelp + "\n--rdzv-conf keys:\n" + RendezvousConfHelp());
+  app.set_version_flag("--version", std::string("elasticrun: ") + ELASTIC_VERSION_LINE);
   app.get_formatter()->column_width(42);
   constexpr size_t kCount = sizeof(kOptions) / sizeof(kOptions[0]);
   std::vector<std::string> texts(kCount);

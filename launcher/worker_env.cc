@@ -18,7 +18,9 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   const RoundInfo& r = in.round;
   EnvMap env;
   for (const auto& [key, value] : *in.base) {
-    if (StartsWith(key, "ELASTIC_SPANK_") || StartsWith(key, "PET_") || key == "HWLOC_XMLFILE") {
+    // The rendezvous token is the agents' secret: workers never need it.
+    if (StartsWith(key, "ELASTIC_SPANK_") || StartsWith(key, "PET_") || key == "HWLOC_XMLFILE" ||
+        key == "ELASTIC_RDZV_TOKEN") {
       continue;
     }
     env.emplace(key, value);

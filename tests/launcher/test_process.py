@@ -147,7 +147,8 @@ class EnvironmentTest(LauncherTestCase):
         # the agent plans from it but must not pass it on to the workers.
         topology = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "topologies",
                                 "g4dnmetal.xml")
-        env = {"PET_RDZV_ID": "job42", "ELASTIC_SPANK_DEBUG": "x", "HWLOC_XMLFILE": topology}
+        env = {"PET_RDZV_ID": "job42", "ELASTIC_SPANK_DEBUG": "x", "HWLOC_XMLFILE": topology,
+               "ELASTIC_RDZV_TOKEN": "agents-only"}
         rc, _, err = self.run_agent(["--nproc-per-node=2", "--max-restarts=3"]
                                     + self.worker_args("env", self.dir), env)
         self.assertEqual(rc, 0, err)
@@ -176,7 +177,7 @@ class EnvironmentTest(LauncherTestCase):
             self.assertEqual(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1")
             self.assertEqual(e["CUDA_DEVICE_ORDER"], "PCI_BUS_ID")
             self.assertIn("OMP_NUM_THREADS", e)
-            for gone in ("PET_RDZV_ID", "ELASTIC_SPANK_DEBUG", "HWLOC_XMLFILE"):
+            for gone in ("PET_RDZV_ID", "ELASTIC_SPANK_DEBUG", "HWLOC_XMLFILE", "ELASTIC_RDZV_TOKEN"):
                 self.assertNotIn(gone, e)
         self.assertEqual(envs[0]["MASTER_PORT"], envs[1]["MASTER_PORT"])
         # The default log directory is removed at exit.
