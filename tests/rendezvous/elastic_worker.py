@@ -2,7 +2,8 @@
 """Worker for the rendezvous tests: joins the gloo group through the agent
 store, checks an all_reduce of the ranks, prints what it saw, then either ends
 or, while TORCHELASTIC_RESTART_COUNT < HOLD_ROUNDS, keeps "training" until its
-agent stops it (so a test can kill or add agents mid-training without timing)."""
+agent stops it (so a test can kill or add agents mid-training without timing).
+FAIL_ONCE_RANK=K: rank K exits 1 at once in round 0 (an injected worker failure)."""
 import os
 import sys
 import time
@@ -14,6 +15,9 @@ env = os.environ
 rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
 restart = int(env["TORCHELASTIC_RESTART_COUNT"])
 hold_rounds = int(env.get("HOLD_ROUNDS", "0"))
+if restart == 0 and rank == int(env.get("FAIL_ONCE_RANK", "-1")):
+    print(f"worker rank={rank} failing on purpose", flush=True)
+    sys.exit(1)
 
 dist.init_process_group("gloo")
 total = torch.tensor([float(rank)])

@@ -108,6 +108,29 @@ class ElasticityTest(RendezvousTestCase):
         self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
         self.assert_nothing_left()
 
+    def test_worker_failure_restart_then_sigkill_of_an_agent_restarts_survivors(self):
+        # The cluster demo's sequence: a worker fails on the middle node (every node
+        # restarts into round 1), then the last node is lost while round 1 runs: both
+        # survivors, including the node whose worker failed, restart into round 2.
+        env = {"HOLD_ROUNDS": "2", "FAIL_ONCE_RANK": "3"}
+        extra = ["--max-restarts=3"]
+        conf = "expected_nodes=3"
+        agents = [self.start_agent("2:3", conf=conf, env=env, extra=extra + ["--node-rank=0"])]
+        self.wait_listening()
+        agents += [self.start_agent("2:3", conf=conf, env=env, extra=extra + ["--node-rank=%d" % i])
+                   for i in (1, 2)]
+        for agent in agents:
+            self.wait_workers(agent, 1, 2)
+        os.kill(agents[2].proc.pid, signal.SIGKILL)
+        for agent in agents[:2]:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            round2 = [w for w in agent.workers() if w[2] == "2"]
+            self.assertEqual(len(round2), 2, self.dump())
+            self.assertTrue(all(w[1] == "4" and w[6] == "OK" for w in round2), self.dump())
+        self.assertIn("worker rank=3 failing on purpose", agents[1].output())
+        self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
+        self.assert_nothing_left()
+
     def test_late_third_agent_grows_the_running_job_to_world_size_6(self):
         agents = self.start_host_then(2, "2:3", "expected_nodes=2", hold_rounds=1)
         for agent in agents:
