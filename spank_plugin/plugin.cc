@@ -4,6 +4,7 @@
 #include <array>
 #include <exception>
 
+#include "elastic_version.h"
 #include "spank_plugin/plugin.h"
 #include "spank_plugin/spank_api_slurm.h"
 
@@ -69,6 +70,8 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     for (int i = 0; i < ac && av != nullptr && av[i] != nullptr; ++i) args.emplace_back(av[i]);
     int rc = elastic::spank::Init(api, args);
     auto context = elastic::spank::State().context;
+    // One load line, visible with `srun -v` (and in slurmd's log at verbose level).
+    slurm_verbose("elastic: %s", ELASTIC_VERSION_LINE);
     if (context == elastic::spank::Context::kLocal ||
         context == elastic::spank::Context::kAllocator ||
         context == elastic::spank::Context::kRemote) {
