@@ -66,9 +66,9 @@ worker_running() {
 
 LOG=$(mktemp /tmp/slurm-elastic-demo.XXXXXX.log)
 say "srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 python3 examples/train.py --steps $STEPS --fail-once-rank $FAIL_RANK"
-# GLOO_SOCKET_IFNAME: node names do not resolve here, not even on the node itself,
-# and gloo then falls back to 127.0.0.1 (see tests/cluster/README.md).
-"$CLUSTER" run env GLOO_SOCKET_IFNAME=eth0 \
+# Node names do not resolve here, not even on the node itself: elasticrun then
+# sets GLOO_SOCKET_IFNAME for the workers itself (launcher/gloo_interface.cc).
+"$CLUSTER" run \
   srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 \
   /usr/bin/python3 "$ROOT/examples/train.py" --steps "$STEPS" --fail-once-rank "$FAIL_RANK" \
   > >(tee "$LOG") 2>&1 9>&- &
