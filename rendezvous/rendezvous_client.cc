@@ -181,7 +181,11 @@ void RendezvousClient::OnHostPush(const Message& msg) {
     int64_t round = -1;
     GetInt(msg.body, "round", &round, &err);
     // Only a restart of the round our workers run; after a local failure we rejoin anyway.
-    if (!running_round_ || static_cast<int64_t>(*running_round_) != round) return;
+    if (!running_round_ || static_cast<int64_t>(*running_round_) != round) {
+      Log(LogLevel::kDebug, "rendezvous: ignoring a restart of round {} from {} (workers run {})",
+          round, HostName(), running_round_ ? std::to_string(*running_round_) : "no round");
+      return;
+    }
     running_round_.reset();
     if (callbacks_.on_restart_required)
       callbacks_.on_restart_required(msg.body.value("reason", std::string("restart")));
