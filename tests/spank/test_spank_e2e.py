@@ -98,6 +98,21 @@ class TestSpankEndToEnd(ClusterTestCase):
                     left.append(f"{node}:{pid}:{comm}")
         return left
 
+    def restore_node(self, node, timeout=90):
+        """Brings a killed node back (slurmd restarted, node resumed) so later tests get
+        all three nodes; Slurm marks a node that stopped answering DOWN."""
+        if not self.cluster.node_pids(node):
+            self.cluster.start_node(node)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.cluster.node_states().get(node, "")
+            if state.startswith(("idle", "mixed", "allocated")) and not state.endswith("*"):
+                return
+            if state.startswith("down") and not state.endswith("*"):
+                self.cluster.run(["scontrol", "update", f"nodename={node}", "state=resume"], timeout=30)
+            time.sleep(1)
+        self.fail(f"node {node} did not come back: {self.cluster.node_states()}")
+
     def assert_nothing_left(self, timeout=30):
         deadline = time.monotonic() + timeout
         while self.job_processes() and time.monotonic() < deadline:
@@ -181,6 +196,7 @@ class TestSpankEndToEnd(ClusterTestCase):
         finally:
             if bg.proc.poll() is None:
                 bg.proc.kill()
+            self.restore_node("n3")
         text = bg.text()
         done = records(text, "DONE")
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(8)), text)
