@@ -63,8 +63,16 @@ if(NOT ELASTIC_DEB_SLURM_PACKAGE)
     execute_process(COMMAND ${ELASTIC_DPKG_QUERY} -S ${ELASTIC_SLURM_PLUGIN_DIR}
                     OUTPUT_VARIABLE _owner ERROR_QUIET RESULT_VARIABLE _rc
                     OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(_rc EQUAL 0 AND _owner MATCHES "^([^:, ]+)")
-      set(ELASTIC_DEB_SLURM_PACKAGE "${CMAKE_MATCH_1}")
+    # "slurm-elastic, slurm-wlm-basic-plugins: /usr/lib/.../slurm-wlm" when an
+    # earlier slurm-elastic is installed: take the first owner that is Slurm's.
+    if(_rc EQUAL 0 AND _owner MATCHES "^([^:]+):")
+      string(REPLACE "," ";" _owners "${CMAKE_MATCH_1}")
+      foreach(_o IN LISTS _owners)
+        string(STRIP "${_o}" _o)
+        if(NOT _o STREQUAL "slurm-elastic" AND NOT ELASTIC_DEB_SLURM_PACKAGE)
+          set(ELASTIC_DEB_SLURM_PACKAGE "${_o}")
+        endif()
+      endforeach()
     endif()
   endif()
 endif()

@@ -70,8 +70,9 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     for (int i = 0; i < ac && av != nullptr && av[i] != nullptr; ++i) args.emplace_back(av[i]);
     int rc = elastic::spank::Init(api, args);
     auto context = elastic::spank::State().context;
-    // One load line, visible with `srun -v` (and in slurmd's log at verbose level).
-    slurm_verbose("elastic: %s", ELASTIC_VERSION_LINE);
+    // One load line: slurmstepd's here (slurmd's log at verbose level); srun's
+    // in local_user_init, the first hook that runs after `-v` took effect.
+    if (context == elastic::spank::Context::kRemote) slurm_verbose("elastic: %s", ELASTIC_VERSION_LINE);
     if (context == elastic::spank::Context::kLocal ||
         context == elastic::spank::Context::kAllocator ||
         context == elastic::spank::Context::kRemote) {
@@ -95,6 +96,7 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 
 int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return Guard("local_user_init", [&] {
+    slurm_verbose("elastic: %s", ELASTIC_VERSION_LINE);  // shown by `srun -v`
     elastic::spank::SlurmSpankApi api(sp);
     return elastic::spank::LocalUserInit(api);
   });

@@ -16,6 +16,9 @@ procs=$(echo "$procs" | while read -r pid rest; do
   echo "$pid $rest"
 done)
 if [ -n "$procs" ]; then echo "leftover processes:"; echo "$procs"; bad=1; fi
+if [ -e /var/lib/slurm-elastic-test-installed ]; then
+  echo "leftover installation of the slurm-elastic .deb by ship.deb_on_cluster"; bad=1
+fi
 ns=$(ip netns list 2>/dev/null | grep -E '^elastic-' || true)
 if [ -n "$ns" ]; then echo "leftover network namespaces:"; echo "$ns"; bad=1; fi
 # The test cluster's munged (its key lives in a cluster state directory, which

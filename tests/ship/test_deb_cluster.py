@@ -24,6 +24,9 @@ import debpkg  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
 PKG = "slurm-elastic"
+# Written before `dpkg -i`, removed after `dpkg -r`: an installation this test
+# made and could not undo (killed by a timeout) is ours to remove next time.
+MARKER = Path("/var/lib/slurm-elastic-test-installed")
 
 
 def installed() -> bool:
@@ -36,12 +39,15 @@ class DebOnCluster(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("installing a .deb and the test cluster need root")
+        if installed() and MARKER.exists():
+            cls.uninstall()  # left by an earlier run of this test that was killed
         if installed():
             raise unittest.SkipTest(f"{PKG} is already installed on this machine; not touching it")
         cls._tmp = debpkg.tmpdir("elastic-deb-")
         cls.addClassCleanup(cls._tmp.cleanup)
         cls.deb = debpkg.build_deb(Path(cls._tmp.name))
         cls.addClassCleanup(cls.uninstall)
+        MARKER.write_text("installed by tests/ship/test_deb_cluster.py\n")
         r = subprocess.run(["dpkg", "-i", str(cls.deb)], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         if r.returncode != 0:
@@ -61,6 +67,7 @@ class DebOnCluster(unittest.TestCase):
         if installed():
             subprocess.run(["dpkg", "-r", PKG], capture_output=True, timeout=120)
         assert not installed(), f"{PKG} is still installed"
+        MARKER.unlink(missing_ok=True)
 
     def test_installed_files(self):
         bindir = debpkg.env("ELASTIC_BINDIR")
