@@ -72,4 +72,28 @@ std::vector<std::string> PciVendors(const std::vector<ExpectedRow>& rows, const 
   return {vendors.begin(), vendors.end()};
 }
 
+Bitmap ParsedList(const std::string& text) {
+  Bitmap set;
+  std::string err;
+  if (!text.empty()) {
+    EXPECT_TRUE(Bitmap::ParseList("list", text, &set, &err)) << err;
+  }
+  return set;
+}
+
+BindingRequest TopologyRequest(const std::string& file, BindMode mode, int nproc) {
+  BindingRequest request;
+  request.topology_file = TopologyPath(file);
+  request.mode = mode;
+  request.nproc = nproc;
+  return request;
+}
+
+BindingPlan PlanOrFail(const BindingRequest& request) {
+  BindingPlan plan;
+  std::string err;
+  EXPECT_TRUE(PlanBinding(request, &plan, &err)) << request.topology_file << ": " << err;
+  return plan;
+}
+
 }  // namespace elastic::testing

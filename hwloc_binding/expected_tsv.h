@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "hwloc_binding/binding.h"
+#include "hwloc_binding/topology.h"
+
 namespace elastic::testing {
 
 // One row, by column name (header of expected.tsv): "file", "pci_busid",
@@ -25,5 +28,12 @@ std::vector<ExpectedRow> PciRows(const std::vector<ExpectedRow>& rows, const std
                                  const std::string& vendor);
 // The vendors ("10de", ...) of `file`'s GPU PCI rows.
 std::vector<std::string> PciVendors(const std::vector<ExpectedRow>& rows, const std::string& file);
+
+// `text` (a cpu or node list, "" for none) as a bitmap; fails the calling test if it does not parse.
+Bitmap ParsedList(const std::string& text);
+// A request for `nproc` workers on topology file `file` (one of TopologyFiles()).
+BindingRequest TopologyRequest(const std::string& file, BindMode mode, int nproc);
+// PlanBinding(request); fails the calling test (naming the file) on error.
+BindingPlan PlanOrFail(const BindingRequest& request);
 
 }  // namespace elastic::testing

@@ -23,33 +23,17 @@ using testing::TopologyPath;
 // The GPUs of this file are attached to the whole machine: no locality.
 constexpr char kNoLocalityFile[] = "topo.j3c053.xml";
 
-Bitmap List(const std::string& text) {
-  Bitmap set;
-  std::string err;
-  if (!text.empty()) {
-    EXPECT_TRUE(Bitmap::ParseList("list", text, &set, &err)) << err;
-  }
-  return set;
-}
+Bitmap List(const std::string& text) { return testing::ParsedList(text); }
 
 class PlanTest : public ::testing::Test {
  protected:
   void SetUp() override { unsetenv("HWLOC_XMLFILE"); }
 
   static BindingRequest Request(const std::string& file, BindMode mode, int nproc) {
-    BindingRequest request;
-    request.topology_file = TopologyPath(file);
-    request.mode = mode;
-    request.nproc = nproc;
-    return request;
+    return testing::TopologyRequest(file, mode, nproc);
   }
 
-  static BindingPlan Plan(const BindingRequest& request) {
-    BindingPlan plan;
-    std::string err;
-    EXPECT_TRUE(PlanBinding(request, &plan, &err)) << err;
-    return plan;
-  }
+  static BindingPlan Plan(const BindingRequest& request) { return testing::PlanOrFail(request); }
 
   static int Gpus(const BindingRequest& request) {
     int count = -1;

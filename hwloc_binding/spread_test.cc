@@ -20,14 +20,7 @@ using testing::ReadExpected;
 using testing::TopologyFiles;
 using testing::TopologyPath;
 
-Bitmap List(const std::string& text) {
-  Bitmap set;
-  std::string err;
-  if (!text.empty()) {
-    EXPECT_TRUE(Bitmap::ParseList("list", text, &set, &err)) << err;
-  }
-  return set;
-}
+Bitmap List(const std::string& text) { return testing::ParsedList(text); }
 
 bool Intersects(const Bitmap& a, const Bitmap& b) { return hwloc_bitmap_intersects(a.get(), b.get()); }
 bool Includes(const Bitmap& outer, const Bitmap& inner) { return hwloc_bitmap_isincluded(inner.get(), outer.get()); }
@@ -37,14 +30,7 @@ class SpreadTest : public ::testing::Test {
   void SetUp() override { unsetenv("HWLOC_XMLFILE"); }
 
   static BindingPlan Plan(const std::string& file, BindMode mode, int nproc) {
-    BindingRequest request;
-    request.topology_file = TopologyPath(file);
-    request.mode = mode;
-    request.nproc = nproc;
-    BindingPlan plan;
-    std::string err;
-    EXPECT_TRUE(PlanBinding(request, &plan, &err)) << file << ": " << err;
-    return plan;
+    return testing::PlanOrFail(testing::TopologyRequest(file, mode, nproc));
   }
 
   static int Gpus(const std::string& file) {
