@@ -243,16 +243,20 @@ void RendezvousHost::AllowRoundPeers() {
   }
 }
 
+RoundInfo RendezvousHost::RoundWithStore(RoundInfo round) const {
+  round.store_addr = config_.store_addr;
+  round.store_port = store_.port();
+  round.use_agent_store = true;
+  return round;
+}
+
 void RendezvousHost::SendToPeer(const RendezvousAction& action) {
   auto it = peers_.find(action.node);
   if (it == peers_.end()) return;
   RendezvousConnection& conn = *it->second.conn;
   switch (action.kind) {
     case RendezvousActionKind::kRoundComplete: {
-      RoundInfo info = action.round;
-      info.store_addr = config_.store_addr;
-      info.store_port = store_.port();
-      info.use_agent_store = true;
+      RoundInfo info = RoundWithStore(action.round);
       return conn.Send("round", RoundToJson(info));
     }
     case RendezvousActionKind::kRestartRequired:
@@ -273,10 +277,7 @@ void RendezvousHost::SendToPeer(const RendezvousAction& action) {
 void RendezvousHost::CarryLocal(const RendezvousAction& action) {
   switch (action.kind) {
     case RendezvousActionKind::kRoundComplete: {
-      RoundInfo info = action.round;
-      info.store_addr = config_.store_addr;
-      info.store_port = store_.port();
-      info.use_agent_store = true;
+      RoundInfo info = RoundWithStore(action.round);
       local_round_ = info.round;
       return Post([this, info] {
         if (callbacks_.on_round) callbacks_.on_round(info);

@@ -73,6 +73,7 @@ class RendezvousHost : public RendezvousHandler {
   void Feed(const RendezvousEvent& event);
   void Carry(const RendezvousAction& action);
   void CarryLocal(const RendezvousAction& action);
+  RoundInfo RoundWithStore(RoundInfo round) const;  // + the agent store workers use
   void SendToPeer(const RendezvousAction& action);
   void AllowRoundPeers();
   void ScheduleDeadline();

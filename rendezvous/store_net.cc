@@ -57,6 +57,13 @@ int FinishConnect(int fd, int timeout_ms) {
   }
 }
 
+// A non-blocking, close-on-exec socket for `ai`; on failure *last says why.
+UniqueFd NewSocket(const addrinfo* ai, std::string* last) {
+  UniqueFd s(socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
+  if (!s) *last = strerror(errno);
+  return s;
+}
+
 }  // namespace
 
 bool ListenTcp(const std::string& host, int port, UniqueFd* fd, int* bound_port, std::string* err) {
@@ -64,11 +71,8 @@ bool ListenTcp(const std::string& host, int port, UniqueFd* fd, int* bound_port,
   if (!Resolve(host, port, true, &addrs, err)) return false;
   std::string last = "no address";
   for (addrinfo* ai = addrs.head; ai; ai = ai->ai_next) {
-    UniqueFd s(socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!s) {
-      last = strerror(errno);
-      continue;
-    }
+    UniqueFd s = NewSocket(ai, &last);
+    if (!s) continue;
     int one = 1;
     setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(s.get(), ai->ai_addr, ai->ai_addrlen) != 0 || listen(s.get(), 4096) != 0) {
@@ -92,11 +96,8 @@ bool ConnectTcp(const std::string& host, int port, int timeout_ms, UniqueFd* fd,
   if (!Resolve(host, port, false, &addrs, err)) return false;
   std::string last = "no address";
   for (addrinfo* ai = addrs.head; ai; ai = ai->ai_next) {
-    UniqueFd s(socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!s) {
-      last = strerror(errno);
-      continue;
-    }
+    UniqueFd s = NewSocket(ai, &last);
+    if (!s) continue;
     int rc = connect(s.get(), ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
     if (rc == EINPROGRESS) rc = FinishConnect(s.get(), timeout_ms);
     if (rc != 0) {
