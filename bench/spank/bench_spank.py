@@ -82,6 +82,20 @@ def timed_run(cluster, args, world, timeout=300):
             "ready_again": ready_again - failed}
 
 
+def floor_run(cluster, nproc, world, timeout=120):
+    """The floor no launcher can beat: plain srun of the same number of Python
+    processes (one task per worker), each printing START as worker.py does.
+    Returns srun start -> every START line (s)."""
+    t0 = time.monotonic()
+    code = "import os; print('START rank=' + os.environ['SLURM_PROCID'], flush=True)"
+    r = cluster.run(["srun", "-N3", f"--ntasks-per-node={nproc}", "/usr/bin/python3", "-c", code],
+                    timeout=timeout)
+    elapsed = time.monotonic() - t0
+    if r.returncode != 0 or r.stdout.count("START rank=") != world:
+        raise RuntimeError(f"floor run failed (rc {r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return elapsed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=3)
@@ -105,12 +119,15 @@ def main():
                 f"--rdzv_conf=is_host=$([ $SLURM_NODEID = 0 ] && echo 1 || echo 0) "
                 f"--redirects=9:1 --tee=9:1 {WORKER} {' '.join(WORKER_ARGS)}"]
     results = {"srun --elastic": [], "srun torchrun": []}
+    floors = []
     with Cluster(nodes=3, plugin=so, plugin_args=[f"launcher={elasticrun}"]) as cluster:
         for rep in range(a.reps):
             for name, args in (("srun --elastic", elastic), ("srun torchrun", torchrun)):
                 r = timed_run(cluster, args, world)
                 results[name].append(r)
                 print(f"rep {rep} {name:15s} " + " ".join(f"{k}={v:.2f}s" for k, v in r.items()), flush=True)
+            floors.append(floor_run(cluster, a.nproc, world))
+            print(f"rep {rep} {'plain srun':15s} start={floors[-1]:.2f}s", flush=True)
     med = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for name, runs in results.items()}
     e, t = med["srun --elastic"], med["srun torchrun"]
     rows = [("srun start -> all workers started", "start"), ("srun start -> all workers in the group", "ready"),
@@ -121,6 +138,11 @@ def main():
     print("|---|---|---|---|")
     for label, k in rows:
         print(f"| {label} | {e[k]:.2f} s | {t[k]:.2f} s | {t[k] / e[k]:.1f}x |")
+    floor = statistics.median(floors)
+    print(f"\nFloor: plain `srun -N3 --ntasks-per-node={a.nproc}` of {world} Python processes printing START, "
+          f"no launcher: {floor:.2f} s (runs {', '.join(f'{f:.2f}' for f in floors)}).")
+    print(f"Above that floor: srun --elastic {e['start'] - floor:.2f} s, srun torchrun {t['start'] - floor:.2f} s "
+          f"({(t['start'] - floor) / max(e['start'] - floor, 1e-3):.0f}x).")
 
 
 if __name__ == "__main__":
