@@ -49,6 +49,9 @@ struct Row {
   int exit_code = -1;  // checked when >= 0
 };
 
+// ctest lists a row by its name, not as a byte dump.
+void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
+
 class TransitionTable : public ::testing::TestWithParam<Row> {};
 
 TEST_P(TransitionTable, Step) {
