@@ -7,6 +7,14 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)     # libhwloc-dev
 pkg_check_modules(PMIX IMPORTED_TARGET pmix)                # libpmix-dev (optional)
 pkg_check_modules(MUNGE IMPORTED_TARGET munge)              # libmunge-dev (optional)
+# pmix.pc links pmix2/lib/libpmix.so with -Wl,-rpath to that directory; Debian
+# also links libpmix.so.2 into the default library directory, so link it by name
+# there when it is: no RUNPATH (the build tree's ended in an empty entry, which
+# the loader reads as the current directory).
+if(TARGET PkgConfig::PMIX AND EXISTS "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/libpmix.so")
+  set_target_properties(PkgConfig::PMIX PROPERTIES INTERFACE_LINK_OPTIONS ""
+                        INTERFACE_LINK_LIBRARIES "pmix")
+endif()
 
 # libslurm-dev ships no pkg-config file.
 find_path(SLURM_INCLUDE_DIR slurm/spank.h)

@@ -8,7 +8,8 @@ c=${TORCHELASTIC_RESTART_COUNT:-0}
 date +%s%N > "$d/start.$c.$RANK"
 case "$BENCH_MODE" in
   p1)
-    while [ ! -e "$d/release" ]; do sleep 0.01; done ;;
+    # Slow poll: a worker must not load the 2 cores while later ones start.
+    while [ ! -e "$d/release" ]; do sleep 0.2; done ;;
   p3)
     if [ "$c" = 0 ]; then
       if [ "$RANK" = 0 ]; then
