@@ -48,6 +48,21 @@ if(TARGET spank_elastic AND ELASTIC_SLURM_MAJOR)
   set(ELASTIC_DEB_DEPENDS
       "${ELASTIC_DEB_SLURM_PACKAGE} (>= ${_mm}), ${ELASTIC_DEB_SLURM_PACKAGE} (<< ${ELASTIC_SLURM_MAJOR}.${_next_minor})")
 endif()
+# libcrypto is dlopen()ed (token authentication), so dpkg-shlibdeps does not
+# see it: depend on the package that holds it (libssl3 on Debian 12).
+set(_crypto_pkg "libssl3")
+find_program(ELASTIC_DPKG_QUERY dpkg-query)
+if(ELASTIC_DPKG_QUERY AND ELASTIC_LIBCRYPTO_FILE)
+  execute_process(COMMAND ${ELASTIC_DPKG_QUERY} -S ${ELASTIC_LIBCRYPTO_FILE}
+                  OUTPUT_VARIABLE _owner ERROR_QUIET RESULT_VARIABLE _rc)
+  if(_rc EQUAL 0 AND _owner MATCHES "^([^:, ]+)")
+    set(_crypto_pkg "${CMAKE_MATCH_1}")
+  endif()
+endif()
+if(ELASTIC_DEB_DEPENDS)
+  string(APPEND ELASTIC_DEB_DEPENDS ", ")
+endif()
+string(APPEND ELASTIC_DEB_DEPENDS "${_crypto_pkg}")
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${ELASTIC_DEB_DEPENDS}")
 
 set(CPACK_GENERATOR "DEB")

@@ -67,12 +67,30 @@ bool CountGpus(const BindingRequest& request, int* count, std::string* err);
 
 bool PlanBinding(const BindingRequest& request, BindingPlan* plan, std::string* err);
 
-// In the worker, between fork and exec (the agent is single-threaded): binds the
-// calling process's CPUs (sched_setaffinity) and memory policy (set_mempolicy:
-// MPOL_PREFERRED, or MPOL_PREFERRED_MANY for several nodes; MPOL_BIND for
-// strict). Empty cpus/mems leave that part alone. A plan made from another
-// machine's XML (this_system == false) is not applied: returns true, does nothing.
-// Returns false with *err on failure.
+// One worker's binding as the kernel takes it, made in the agent so that the
+// worker's side (between clone and exec, sharing the agent's memory) only makes
+// system calls: its CPUs (sched_setaffinity) and memory policy (set_mempolicy:
+// MPOL_PREFERRED, or MPOL_PREFERRED_MANY for several nodes with MPOL_PREFERRED
+// on the first as the fallback before Linux 5.15; MPOL_BIND for strict).
+struct KernelBinding {
+  std::vector<unsigned long> cpu_mask;  // empty: CPUs left alone
+  int mem_mode = -1;                    // -1: memory policy left alone
+  std::vector<unsigned long> mem_nodes;
+  int fallback_mode = -1;               // tried when mem_mode gets EINVAL
+  std::vector<unsigned long> fallback_nodes;
+  unsigned long maxnode = 0;
+};
+
+// Empty cpus/mems leave that part alone. A plan made from another machine's XML
+// (this_system == false) gives an empty binding. False with *err on bad lists.
+bool PrepareKernelBinding(const BindingPlan& plan, const WorkerBinding& worker, KernelBinding* out,
+                          std::string* err);
+// Applies it to the calling process: system calls only, no allocation (safe in a
+// vfork-style child). Returns 0, or the errno of the call that failed, named in
+// *failed_call ("sched_setaffinity" or "set_mempolicy") when given.
+int ApplyKernelBinding(const KernelBinding& binding, const char** failed_call = nullptr);
+
+// Both in one go (tests, tools): false with *err on failure.
 bool ApplyBinding(const BindingPlan& plan, const WorkerBinding& worker, std::string* err);
 
 // A worker's environment ("NAME=value" entries, as for execve), adjusted for its

@@ -245,7 +245,11 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   child.stderr_fd = w->err->child_fd();
   child.child_mask = original_mask_;
   child.default_signals = handled_list_;
-  if (spec_.bind) child.before_exec = [this, lr](std::string* e) { return spec_.bind(lr, e); };
+  if (spec_.bind) {
+    child.in_child = [this, lr] { return spec_.bind(lr); };
+    child.in_child_what = fmt::format("binding local rank {} to cpus {}", lr,
+                                      lr < static_cast<int>(spec_.cpus.size()) ? spec_.cpus[lr] : "?");
+  }
   bool ok = SpawnChild(child, &w->child, err);
   w->out->CloseChildEnd();
   w->err->CloseChildEnd();

@@ -30,7 +30,10 @@ struct WorkerSpec {
   std::string log_dir;              // LOG_DIR/attempt_N/LOCAL_RANK/...
   std::vector<std::string> cpus;    // per local rank, for binding ("" = unbound)
   std::vector<int> cores;           // per local rank (OMP_NUM_THREADS); 0 = unbound
-  std::function<bool(int local_rank, std::string* err)> bind;  // in the child; may be empty
+  // Binds the calling process as local rank N: runs in the worker before exec,
+  // sharing the agent's memory, so it only makes system calls. Returns 0 or an
+  // errno value. May be empty.
+  std::function<int(int local_rank)> bind;
 };
 
 struct Worker {

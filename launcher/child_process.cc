@@ -2,20 +2,67 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <initializer_list>
+#include <memory>
 
 #include <fmt/format.h>
 
 namespace elastic {
 namespace {
 
-void WriteStderr(const std::string& text) {
-  ssize_t unused = write(STDERR_FILENO, text.data(), text.size());
+struct ChildArgs {
+  const ChildSpec* spec;
+  pid_t parent;
+  char* const* argv;
+  char* const* envp;
+};
+
+// No allocation from here to exec: the child shares the agent's memory.
+void WriteStderr(std::initializer_list<const char*> parts) {
+  iovec iov[8];
+  int n = 0;
+  for (const char* part : parts) {
+    if (part == nullptr) part = "unknown error";
+    if (n == 8) break;
+    iov[n].iov_base = const_cast<char*>(part);
+    iov[n].iov_len = strlen(part);
+    ++n;
+  }
+  ssize_t unused = writev(STDERR_FILENO, iov, n);
   (void)unused;
 }
+
+// In the child, between clone and exec. Never returns.
+[[noreturn]] void RunChild(const ChildArgs& a) {
+  const ChildSpec& spec = *a.spec;
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != a.parent) _exit(128 + SIGKILL);  // the agent is already gone
+  for (int sig : spec.default_signals) signal(sig, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  if (spec.stdout_fd >= 0 && dup2(spec.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
+  if (spec.stderr_fd >= 0 && dup2(spec.stderr_fd, STDERR_FILENO) < 0) _exit(127);
+  if (spec.in_child) {
+    if (int e = spec.in_child()) {
+      WriteStderr({"elasticrun: warning: ", spec.in_child_what.c_str(), ": ", strerrordesc_np(e), "\n"});
+    }
+  }
+  // Unblocked last: a signal before exec finds default dispositions only.
+  sigprocmask(SIG_SETMASK, &spec.child_mask, nullptr);
+  execve(spec.path.c_str(), a.argv, a.envp);
+  const char* why = strerrordesc_np(errno);
+  WriteStderr({"elasticrun: cannot execute '", spec.path.c_str(), "': ", why ? why : "error", "\n"});
+  _exit(127);
+}
+
+int ChildMain(void* arg) { RunChild(*static_cast<const ChildArgs*>(arg)); }
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -25,38 +72,21 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   return out;
 }
 
-// In the child, between fork and exec. Never returns.
-[[noreturn]] void RunChild(const ChildSpec& spec, pid_t parent, char* const* argv, char* const* envp) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(128 + SIGKILL);  // the agent is already gone
-  for (int sig : spec.default_signals) signal(sig, SIG_DFL);
-  signal(SIGPIPE, SIG_DFL);
-  sigprocmask(SIG_SETMASK, &spec.child_mask, nullptr);
-  if (spec.stdout_fd >= 0 && dup2(spec.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
-  if (spec.stderr_fd >= 0 && dup2(spec.stderr_fd, STDERR_FILENO) < 0) _exit(127);
-  if (spec.before_exec) {
-    std::string err;
-    if (!spec.before_exec(&err)) WriteStderr("elasticrun: warning: " + err + "\n");
-  }
-  execve(spec.path.c_str(), argv, envp);
-  WriteStderr(fmt::format("elasticrun: cannot execute '{}': {}\n", spec.path, strerror(errno)));
-  _exit(127);
-}
-
 }  // namespace
 
 bool SpawnChild(const ChildSpec& spec, ChildHandle* child, std::string* err) {
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
-  pid_t parent = getpid();
-  pid_t pid = fork();
+  ChildArgs args{&spec, getpid(), argv.data(), envp.data()};
+  // The child's stack until exec (CLONE_VFORK: this thread waits until then).
+  constexpr size_t kStack = 256 * 1024;
+  std::unique_ptr<char[]> stack(new char[kStack]);
+  pid_t pid = clone(ChildMain, stack.get() + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   if (pid < 0) {
-    *err = fmt::format("fork: {}", strerror(errno));
+    *err = fmt::format("clone: {}", strerror(errno));
     return false;
   }
-  if (pid == 0) RunChild(spec, parent, argv.data(), envp.data());
-  setpgid(pid, pid);  // also in the child: whichever runs first wins; EACCES after exec is fine
+  setpgid(pid, pid);  // the child did it before exec; EACCES after exec is fine
   int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (fd < 0) {
     *err = fmt::format("pidfd_open({}): {} (Linux >= 5.3 needed)", pid, strerror(errno));

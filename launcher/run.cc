@@ -115,9 +115,17 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
     spec->cores.push_back(w.cpus.empty() ? 0 : w.cores);
   }
   if (plan->mode != BindMode::kNone && plan->this_system) {
-    spec->bind = [plan](int local_rank, std::string* e) {
-      if (local_rank >= static_cast<int>(plan->workers.size())) return true;
-      return ApplyBinding(*plan, plan->workers[local_rank], e);
+    auto kernel = std::make_shared<std::vector<KernelBinding>>(plan->workers.size());
+    for (size_t i = 0; i < plan->workers.size(); ++i) {
+      if (!PrepareKernelBinding(*plan, plan->workers[i], &(*kernel)[i], &err)) {
+        Log(LogLevel::kError, "binding local rank {}: {}", i, err);
+        *exit_code = kUsageExit;
+        return false;
+      }
+    }
+    spec->bind = [kernel](int local_rank) {
+      if (local_rank >= static_cast<int>(kernel->size())) return 0;
+      return ApplyKernelBinding((*kernel)[local_rank]);
     };
   }
   return true;

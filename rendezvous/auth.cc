@@ -1,5 +1,6 @@
 #include "rendezvous/auth.h"
 
+#include <dlfcn.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sys/random.h>
@@ -59,12 +60,49 @@ std::string ChallengeText(const std::string& nonce, const std::string& run_id) {
   return fmt::format("slurm-elastic rendezvous v1\nnonce={}\nrun_id={}", nonce, run_id);
 }
 
-std::string HmacSha256Hex(const std::string& key, const std::string& data) {
+namespace {
+
+// libcrypto is opened on first use, not linked: mapping and relocating it took
+// ~4 ms of every elasticrun start, and only token authentication needs it.
+struct Crypto {
+  decltype(&HMAC) hmac = nullptr;
+  decltype(&EVP_sha256) sha256 = nullptr;
+  std::string error;
+};
+
+const Crypto& LoadCrypto() {
+  static const Crypto crypto = [] {
+    Crypto c;
+    void* lib = dlopen(ELASTIC_LIBCRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      c.error = fmt::format("cannot load {} for token authentication: {}", ELASTIC_LIBCRYPTO_SONAME, dlerror());
+      return c;
+    }
+    c.hmac = reinterpret_cast<decltype(&HMAC)>(dlsym(lib, "HMAC"));
+    c.sha256 = reinterpret_cast<decltype(&EVP_sha256)>(dlsym(lib, "EVP_sha256"));
+    if (c.hmac == nullptr || c.sha256 == nullptr) c.error = fmt::format("{} lacks HMAC or EVP_sha256", ELASTIC_LIBCRYPTO_SONAME);
+    return c;
+  }();
+  return crypto;
+}
+
+}  // namespace
+
+bool HmacSha256Hex(const std::string& key, const std::string& data, std::string* out, std::string* err) {
+  const Crypto& crypto = LoadCrypto();
+  if (!crypto.error.empty()) {
+    if (err) *err = crypto.error;
+    return false;
+  }
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
-  return Hex(mac, len);
+  if (crypto.hmac(crypto.sha256(), key.data(), static_cast<int>(key.size()),
+                  reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len) == nullptr) {
+    if (err) *err = "HMAC-SHA256 failed";
+    return false;
+  }
+  *out = Hex(mac, len);
+  return true;
 }
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
@@ -165,8 +203,7 @@ bool MakeProof(AuthMethod method, const std::string& token, const std::string& m
                         "ELASTIC_RDZV_TOKEN to the host's value";
         return false;
       }
-      *proof = HmacSha256Hex(token, challenge);
-      return true;
+      return HmacSha256Hex(token, challenge, proof, err);
     case AuthMethod::kMunge:
       return MungeEncode(munge_socket, challenge, proof, err);
   }
@@ -178,10 +215,13 @@ bool VerifyProof(AuthMethod method, const std::string& token, const std::string&
   switch (method) {
     case AuthMethod::kNone:
       return true;
-    case AuthMethod::kToken:
-      if (ConstantTimeEquals(HmacSha256Hex(token, challenge), proof)) return true;
+    case AuthMethod::kToken: {
+      std::string expected;
+      if (!HmacSha256Hex(token, challenge, &expected, err)) return false;
+      if (ConstantTimeEquals(expected, proof)) return true;
       if (err) *err = "wrong token";
       return false;
+    }
     case AuthMethod::kMunge:
       return MungeVerify(munge_socket, proof, challenge, err);
   }

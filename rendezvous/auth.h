@@ -23,7 +23,8 @@ bool ParseAuthMethod(const std::string& text, AuthMethod* out);
 std::string MakeNonce();  // 32 random bytes, hex
 std::string ChallengeText(const std::string& nonce, const std::string& run_id);
 
-std::string HmacSha256Hex(const std::string& key, const std::string& data);
+// HMAC-SHA256 of data under key, as hex; false with *err when libcrypto cannot be loaded.
+bool HmacSha256Hex(const std::string& key, const std::string& data, std::string* out, std::string* err);
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
 // munge; all false with *err when munge support is not built in or munged is unreachable.

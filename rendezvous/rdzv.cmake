@@ -10,7 +10,19 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/rendezvous_host.cc AND TARGET elastic_stor
 endif()
 target_include_directories(elastic_rendezvous PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(elastic_rendezvous PUBLIC elastic_common nlohmann_json::nlohmann_json fmt::fmt
-                      PRIVATE OpenSSL::Crypto)
+                      PRIVATE ${CMAKE_DL_LIBS})
+# libcrypto is dlopen()ed by auth.cc on first use (token authentication only):
+# its headers here, its soname for dlopen (libcrypto.so.3 for OpenSSL 3).
+target_include_directories(elastic_rendezvous PRIVATE ${OPENSSL_INCLUDE_DIR})
+if(OPENSSL_VERSION VERSION_GREATER_EQUAL 3)
+  string(REGEX MATCH "^[0-9]+" _crypto_so "${OPENSSL_VERSION}")
+else()
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _crypto_so "${OPENSSL_VERSION}")
+endif()
+set(ELASTIC_LIBCRYPTO_SONAME "libcrypto.so.${_crypto_so}" CACHE INTERNAL "")
+get_filename_component(_crypto_real "${OPENSSL_CRYPTO_LIBRARY}" REALPATH)
+set(ELASTIC_LIBCRYPTO_FILE "${_crypto_real}" CACHE INTERNAL "")  # cmake/Packaging.cmake
+target_compile_definitions(elastic_rendezvous PRIVATE ELASTIC_LIBCRYPTO_SONAME="${ELASTIC_LIBCRYPTO_SONAME}")
 if(MUNGE_FOUND)
   target_link_libraries(elastic_rendezvous PRIVATE PkgConfig::MUNGE)
   target_compile_definitions(elastic_rendezvous PRIVATE ELASTIC_HAVE_MUNGE=1)
