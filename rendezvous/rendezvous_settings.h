@@ -21,7 +21,11 @@ struct RendezvousSettings {
   int64_t close_timeout_ms = 30'000;   // host: how long to flush terminal messages before exiting
   int64_t heartbeat_interval_ms = 2'000;
   int64_t heartbeat_timeout_ms = 10'000;  // silent peer (either direction) is considered gone
-  int64_t connect_retry_ms = 100;      // client: first retry delay while the host is not up yet
+  // Client: first retry delay while the host is not up yet, doubling up to 1 s.
+  // Every node's agent starts at once under srun, so the clients' first try
+  // usually comes before the host listens: a short first delay keeps that race
+  // from costing a tenth of a second (a refused connection costs next to nothing).
+  int64_t connect_retry_ms = 10;
   int max_restarts = 0;                // job-wide budget of failure restarts
   HostMode host_mode = HostMode::kAuto;
   std::string token;                   // shared secret for HMAC challenge-response
