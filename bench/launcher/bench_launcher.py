@@ -36,6 +36,14 @@ def elasticrun_cmd(path, nproc, monitor):
             "/bin/sh", WORKER]
 
 
+def floor_cmd(nproc):
+    """The floor no launcher beats: /bin/sh starting the same workers with the
+    variables they read (RANK, LOCAL_WORLD_SIZE, ...) and waiting for them."""
+    starts = " ".join(f"RANK={r} LOCAL_RANK={r} WORLD_SIZE={nproc} LOCAL_WORLD_SIZE={nproc} /bin/sh {WORKER} &"
+                      for r in range(nproc))
+    return ["/bin/sh", "-c", starts + " wait"]
+
+
 def torchrun_cmd(nproc, monitor):
     cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--redirects=9:1", "--tee=9:1",
            "--nnodes=1", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % free_port(),
@@ -112,12 +120,17 @@ def main():
     args = p.parse_args()
     args.elasticrun = os.path.abspath(args.elasticrun)
     rows = []
+    floor_rows = []
     for nproc in (1, 4):
         ours = [run_p1(elasticrun_cmd(args.elasticrun, nproc, None), nproc) for _ in range(args.reps)]
         theirs = [run_p1(torchrun_cmd(nproc, 0.1), nproc) for _ in range(args.reps)]
+        floors = [run_p1(floor_cmd(nproc), nproc) for _ in range(args.reps)]
         o, t = median([x[0] for x in ours]), median([x[0] for x in theirs])
+        f = median([x[0] for x in floors])
         rows.append(("P1 launch to all %d worker(s) started" % nproc, "%.3f s" % o, "%.3f s" % t,
                      "%.0fx faster" % (t / o)))
+        floor_rows.append("floor (/bin/sh starting the same %d worker(s)): %.3f s; above it: elasticrun "
+                          "%.3f s, torchrun %.3f s (%.0fx)" % (nproc, f, o - f, t - f, (t - f) / max(o - f, 1e-4)))
         if nproc == 4:
             ro, rt = median([x[1] for x in ours]), median([x[1] for x in theirs])
             rows.append(("P2 agent peak RSS (4 workers)", "%.1f MiB" % ro, "%.1f MiB" % rt,
@@ -132,6 +145,9 @@ def main():
     print("|---|---|---|---|")
     for row in rows:
         print("| %s |" % " | ".join(row))
+    print()
+    for line in floor_rows:
+        print(line)
     print("\nmedians of %d runs (P1, P2) and %d runs (P3); %s" %
           (args.reps, args.p3_reps, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
 

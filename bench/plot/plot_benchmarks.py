@@ -31,12 +31,14 @@ def seconds(cell):
 
 
 def rows(markdown):
+    # The summary repeats rows of the sections above it; floors are not launchers.
+    markdown = re.sub(r"<!-- summary: begin.*?<!-- summary: end -->", "", markdown, flags=re.S)
     out = []
     for line in markdown.splitlines():
         if not line.startswith("|"):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 3 or not WANTED.search(cells[0]):
+        if len(cells) < 3 or not WANTED.search(cells[0]) or cells[0].lower().startswith("floor"):
             continue
         ours, theirs = seconds(cells[1]), seconds(cells[2])
         if ours is None or theirs is None or ours <= 0 or theirs <= 0:
