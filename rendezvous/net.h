@@ -1,4 +1,5 @@
-// Small TCP helpers for the rendezvous: resolve, listen, non-blocking connect,
+// Small TCP helpers for the rendezvous and the store (store_net.h builds on them):
+// resolve, listen, non-blocking connect,
 // peer/local addresses. Every fd comes back owned (UniqueFd), non-blocking,
 // close-on-exec, with TCP_NODELAY where it applies.
 #pragma once

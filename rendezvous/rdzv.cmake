@@ -2,12 +2,11 @@
 # authentication, and the RendezvousHandler implementations (host and client).
 find_package(OpenSSL REQUIRED)  # libssl-dev: HMAC-SHA256 for token authentication
 
+# On top of elastic_store (store.cmake): the agent store, and the socket helpers (net.h).
 add_library(elastic_rendezvous STATIC
-  rendezvous_settings.cc rendezvous_state.cc frame.cc messages.cc net.cc connection.cc auth.cc)
-if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/rendezvous_host.cc AND TARGET elastic_store)
-  target_sources(elastic_rendezvous PRIVATE rendezvous_host.cc rendezvous_client.cc c10d_rendezvous.cc)
-  target_link_libraries(elastic_rendezvous PUBLIC elastic_store)
-endif()
+  rendezvous_settings.cc rendezvous_state.cc frame.cc messages.cc connection.cc auth.cc
+  rendezvous_host.cc rendezvous_client.cc c10d_rendezvous.cc)
+target_link_libraries(elastic_rendezvous PUBLIC elastic_store)
 target_include_directories(elastic_rendezvous PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(elastic_rendezvous PUBLIC elastic_common nlohmann_json::nlohmann_json fmt::fmt
                       PRIVATE ${CMAKE_DL_LIBS})
@@ -30,10 +29,8 @@ endif()
 
 elastic_add_unit_tests(rendezvous_tests
   rendezvous_settings_test.cc rendezvous_state_test.cc frame_test.cc messages_test.cc auth_test.cc)
+target_sources(rendezvous_tests PRIVATE host_client_test.cc c10d_rendezvous_test.cc)
 target_link_libraries(rendezvous_tests PRIVATE elastic_rendezvous)
-if(TARGET elastic_store)
-  target_sources(rendezvous_tests PRIVATE host_client_test.cc c10d_rendezvous_test.cc)
-endif()
 
 # libFuzzer target of the frame parser and message decoder. With gcc as the main
 # compiler it is built by clang++ through a custom command (as the store's), so
