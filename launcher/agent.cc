@@ -246,8 +246,8 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   child.child_mask = original_mask_;
   child.default_signals = handled_list_;
   if (spec_.bind) {
-    child.in_child = [this, lr] { return spec_.bind(lr); };
-    child.in_child_what = fmt::format("binding local rank {} to cpus {}", lr,
+    child.in_child = [this, lr](const char** call) { return spec_.bind(lr, call); };
+    child.in_child_what = fmt::format("binding local rank {} (cpus {})", lr,
                                       lr < static_cast<int>(spec_.cpus.size()) ? spec_.cpus[lr] : "?");
   }
   bool ok = SpawnChild(child, &w->child, err);

@@ -32,8 +32,8 @@ struct WorkerSpec {
   std::vector<int> cores;           // per local rank (OMP_NUM_THREADS); 0 = unbound
   // Binds the calling process as local rank N: runs in the worker before exec,
   // sharing the agent's memory, so it only makes system calls. Returns 0 or an
-  // errno value. May be empty.
-  std::function<int(int local_rank)> bind;
+  // errno value and the failed call's name (a static string). May be empty.
+  std::function<int(int local_rank, const char** call)> bind;
 };
 
 struct Worker {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
@@ -24,8 +25,12 @@ struct ChildArgs {
   char* const* envp;
 };
 
+// The child runs on its own stack: ASan would take its noreturn calls (_exit,
+// RunChild) for a stack switch it cannot follow and warn on the agent's stderr.
+#define ELASTIC_CHILD_CODE __attribute__((no_sanitize_address))
+
 // No allocation from here to exec: the child shares the agent's memory.
-void WriteStderr(std::initializer_list<const char*> parts) {
+ELASTIC_CHILD_CODE void WriteStderr(std::initializer_list<const char*> parts) {
   iovec iov[8];
   int n = 0;
   for (const char* part : parts) {
@@ -40,7 +45,7 @@ void WriteStderr(std::initializer_list<const char*> parts) {
 }
 
 // In the child, between clone and exec. Never returns.
-[[noreturn]] void RunChild(const ChildArgs& a) {
+[[noreturn]] ELASTIC_CHILD_CODE void RunChild(const ChildArgs& a) {
   const ChildSpec& spec = *a.spec;
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -50,8 +55,9 @@ void WriteStderr(std::initializer_list<const char*> parts) {
   if (spec.stdout_fd >= 0 && dup2(spec.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
   if (spec.stderr_fd >= 0 && dup2(spec.stderr_fd, STDERR_FILENO) < 0) _exit(127);
   if (spec.in_child) {
-    if (int e = spec.in_child()) {
-      WriteStderr({"elasticrun: warning: ", spec.in_child_what.c_str(), ": ", strerrordesc_np(e), "\n"});
+    const char* call = "";
+    if (int e = spec.in_child(&call)) {
+      WriteStderr({"elasticrun: warning: ", spec.in_child_what.c_str(), ": ", call, ": ", strerrordesc_np(e), "\n"});
     }
   }
   // Unblocked last: a signal before exec finds default dispositions only.
@@ -62,7 +68,31 @@ void WriteStderr(std::initializer_list<const char*> parts) {
   _exit(127);
 }
 
-int ChildMain(void* arg) { RunChild(*static_cast<const ChildArgs*>(arg)); }
+ELASTIC_CHILD_CODE int ChildMain(void* arg) { RunChild(*static_cast<const ChildArgs*>(arg)); }
+
+// The child's stack until exec (CLONE_VFORK: the calling thread waits until
+// then), with a guard page below it, as posix_spawn's.
+class ChildStack {
+ public:
+  static constexpr size_t kSize = 256 * 1024;
+  ChildStack() {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, kSize + page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) return;
+    base_ = static_cast<char*>(p);
+    mprotect(base_, page_, PROT_NONE);
+  }
+  ~ChildStack() {
+    if (base_) munmap(base_, kSize + page_);
+  }
+  ChildStack(const ChildStack&) = delete;
+  ChildStack& operator=(const ChildStack&) = delete;
+  char* top() const { return base_ ? base_ + page_ + kSize : nullptr; }
+
+ private:
+  char* base_ = nullptr;
+  size_t page_ = 4096;
+};
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -78,10 +108,12 @@ bool SpawnChild(const ChildSpec& spec, ChildHandle* child, std::string* err) {
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
   ChildArgs args{&spec, getpid(), argv.data(), envp.data()};
-  // The child's stack until exec (CLONE_VFORK: this thread waits until then).
-  constexpr size_t kStack = 256 * 1024;
-  std::unique_ptr<char[]> stack(new char[kStack]);
-  pid_t pid = clone(ChildMain, stack.get() + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  ChildStack stack;
+  if (!stack.top()) {
+    *err = fmt::format("mmap of a {} KiB stack for the worker: {}", ChildStack::kSize / 1024, strerror(errno));
+    return false;
+  }
+  pid_t pid = clone(ChildMain, stack.top(), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   if (pid < 0) {
     *err = fmt::format("clone: {}", strerror(errno));
     return false;

@@ -14,7 +14,8 @@
 //   prepared beforehand, and the child only makes system calls.
 // - `in_child` runs in the child before exec (hwloc binding) under that rule: no
 //   allocation, no locks. A non-zero errno it returns is printed to the worker's
-//   stderr as "elasticrun: warning: <in_child_what>: <error>"; the worker still starts.
+//   stderr as "elasticrun: warning: <in_child_what>: <call>: <error>", where
+//   <call> is the static string in_child set; the worker still starts.
 // - The caller owns the returned pidfd and must reap the child (ReapChild) once the
 //   pidfd is readable; until then the pid cannot be reused.
 #pragma once
@@ -38,7 +39,7 @@ struct ChildSpec {
   int stderr_fd = -1;                  // becomes the child's fd 2 (-1: inherit)
   sigset_t child_mask;                 // signal mask the child execs with
   std::vector<int> default_signals;    // dispositions reset to SIG_DFL in the child
-  std::function<int()> in_child;      // returns 0 or an errno value
+  std::function<int(const char** call)> in_child;  // returns 0 or an errno value
   std::string in_child_what;
 };
 

@@ -85,7 +85,8 @@ TEST(SpawnChild, InChildRunsBeforeExecInTheChildOnly) {
   for (int cpu = 0; cpu < CPU_SETSIZE && first < 0; ++cpu)
     if (CPU_ISSET(cpu, &before)) first = cpu;
   ChildSpec spec = Shell("grep Cpus_allowed_list /proc/self/status");
-  spec.in_child = [first] {
+  spec.in_child = [first](const char** call) {
+    *call = "sched_setaffinity";
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(first, &one);
@@ -103,12 +104,15 @@ TEST(SpawnChild, InChildRunsBeforeExecInTheChildOnly) {
 
 TEST(SpawnChild, InChildErrorIsAWarningAndTheWorkerStillStarts) {
   ChildSpec spec = Shell("echo started");
-  spec.in_child = [] { return EPERM; };
-  spec.in_child_what = "binding local rank 0 to cpus 7";
+  spec.in_child = [](const char** call) {
+    *call = "set_mempolicy";
+    return EPERM;
+  };
+  spec.in_child_what = "binding local rank 0 (cpus 7)";
   Result r = RunChild(spec);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "started\n");
-  EXPECT_EQ(r.err, "elasticrun: warning: binding local rank 0 to cpus 7: Operation not permitted\n");
+  EXPECT_EQ(r.err, "elasticrun: warning: binding local rank 0 (cpus 7): set_mempolicy: Operation not permitted\n");
 }
 
 TEST(SpawnChild, ProgramThatCannotBeExecutedExits127WithItsName) {

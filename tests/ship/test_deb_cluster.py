@@ -24,14 +24,22 @@ import debpkg  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
 PKG = "slurm-elastic"
-# Written before `dpkg -i`, removed after `dpkg -r`: an installation this test
-# made and could not undo (killed by a timeout) is ours to remove next time.
+# Holds the version this test installs; written before `dpkg -i`, removed after
+# `dpkg --purge`: an installation of that version that the test could not undo
+# (killed by a timeout) is ours to remove next time.
 MARKER = Path("/var/lib/slurm-elastic-test-installed")
 
 
 def installed() -> bool:
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", PKG], capture_output=True, text=True)
-    return "install ok installed" in r.stdout
+    """Anything of the package on this machine: installed, or left half-installed
+    or half-configured by a failed `dpkg -i`."""
+    r = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", PKG], capture_output=True, text=True)
+    return r.returncode == 0 and r.stdout.strip() not in ("", "not-installed", "config-files")
+
+
+def installed_version() -> str:
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", PKG], capture_output=True, text=True)
+    return r.stdout.strip()
 
 
 class DebOnCluster(unittest.TestCase):
@@ -39,7 +47,7 @@ class DebOnCluster(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("installing a .deb and the test cluster need root")
-        if installed() and MARKER.exists():
+        if installed() and MARKER.exists() and MARKER.read_text().strip() == installed_version():
             cls.uninstall()  # left by an earlier run of this test that was killed
         if installed():
             raise unittest.SkipTest(f"{PKG} is already installed on this machine; not touching it")
@@ -47,7 +55,7 @@ class DebOnCluster(unittest.TestCase):
         cls.addClassCleanup(cls._tmp.cleanup)
         cls.deb = debpkg.build_deb(Path(cls._tmp.name))
         cls.addClassCleanup(cls.uninstall)
-        MARKER.write_text("installed by tests/ship/test_deb_cluster.py\n")
+        MARKER.write_text(debpkg.field(cls.deb, "Version") + "\n")  # the version this test installs
         r = subprocess.run(["dpkg", "-i", str(cls.deb)], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         if r.returncode != 0:
@@ -65,7 +73,7 @@ class DebOnCluster(unittest.TestCase):
     @classmethod
     def uninstall(cls):
         if installed():
-            subprocess.run(["dpkg", "-r", PKG], capture_output=True, timeout=120)
+            subprocess.run(["dpkg", "--purge", PKG], capture_output=True, timeout=120)
         assert not installed(), f"{PKG} is still installed"
         MARKER.unlink(missing_ok=True)
 
