@@ -18,12 +18,19 @@ void RunUntil(EventLoop& loop, const bool& done) {
   while (!done) ASSERT_TRUE(loop.RunOnce());
 }
 
-TEST(StoreAsyncClient, PipelinedRequestsCompleteInOrder) {
+// A store server and an async client connected to it, on this thread's loop.
+class ConnectedClient : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    ASSERT_TRUE(c.Connect("127.0.0.1", s.port(), &err)) << err;
+  }
   ServerThread s;
   EventLoop loop;
-  StoreAsyncClient c(loop, milliseconds(20000));
-  std::string err;
-  ASSERT_TRUE(c.Connect("127.0.0.1", s.port(), &err)) << err;
+  StoreAsyncClient c{loop, milliseconds(20000)};
+};
+
+TEST_F(ConnectedClient, PipelinedRequestsCompleteInOrder) {
   std::vector<std::string> log;
   bool done = false;
   c.Set("/k", "v");
@@ -41,12 +48,8 @@ TEST(StoreAsyncClient, PipelinedRequestsCompleteInOrder) {
   EXPECT_EQ(log, (std::vector<std::string>{"get v", "add 5", "cas w", "ready", "keys 2", "deleted 1"}));
 }
 
-TEST(StoreAsyncClient, GetCompletesWhenAnotherClientSets) {
-  ServerThread s;
-  EventLoop loop;
-  StoreAsyncClient c(loop, milliseconds(20000));
+TEST_F(ConnectedClient, GetCompletesWhenAnotherClientSets) {
   std::string err;
-  ASSERT_TRUE(c.Connect("127.0.0.1", s.port(), &err)) << err;
   std::string value;
   bool done = false;
   c.Get("/later", [&](bool ok, const std::string& v, const std::string& e) {
@@ -60,12 +63,8 @@ TEST(StoreAsyncClient, GetCompletesWhenAnotherClientSets) {
   EXPECT_EQ(value, "now");
 }
 
-TEST(StoreAsyncClient, TimeoutFailsEveryPendingRequestAndDisconnects) {
-  ServerThread s;
-  EventLoop loop;
-  StoreAsyncClient c(loop, milliseconds(20000));
+TEST_F(ConnectedClient, TimeoutFailsEveryPendingRequestAndDisconnects) {
   std::string err;
-  ASSERT_TRUE(c.Connect("127.0.0.1", s.port(), &err)) << err;
   std::vector<std::string> errors;
   c.Wait({"/never"}, milliseconds(50), [&](bool ok, const std::string& e) { errors.push_back(ok ? "ok" : e); });
   bool done = false;

@@ -95,16 +95,20 @@ class ElasticityTest(RendezvousTestCase):
         others = [self.start_agent(nnodes, conf=conf, env=env, extra=extra) for _ in range(count - 1)]
         return [host] + others
 
+    def assert_survivors_finished(self, survivors, round_):
+        """Each survivor exits 0 after its 2 workers of `round_` trained in a world of 4."""
+        for agent in survivors:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            workers = [w for w in agent.workers() if w[2] == round_]
+            self.assertEqual(len(workers), 2, self.dump())
+            self.assertTrue(all(w[1] == "4" and w[6] == "OK" for w in workers), self.dump())
+
     def test_sigkill_of_one_agent_restarts_survivors_into_world_size_4(self):
         agents = self.start_host_then(3, "2:3", "expected_nodes=3", hold_rounds=1)
         for agent in agents:
             self.wait_workers(agent, 0, 2)
         os.kill(agents[2].proc.pid, signal.SIGKILL)
-        for agent in agents[:2]:
-            self.assertEqual(self.wait_exit(agent), 0, self.dump())
-            round1 = [w for w in agent.workers() if w[2] == "1"]
-            self.assertEqual(len(round1), 2, self.dump())
-            self.assertTrue(all(w[1] == "4" and w[6] == "OK" for w in round1), self.dump())
+        self.assert_survivors_finished(agents[:2], "1")
         self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
         self.assert_nothing_left()
 
@@ -122,11 +126,7 @@ class ElasticityTest(RendezvousTestCase):
         for agent in agents:
             self.wait_workers(agent, 1, 2)
         os.kill(agents[2].proc.pid, signal.SIGKILL)
-        for agent in agents[:2]:
-            self.assertEqual(self.wait_exit(agent), 0, self.dump())
-            round2 = [w for w in agent.workers() if w[2] == "2"]
-            self.assertEqual(len(round2), 2, self.dump())
-            self.assertTrue(all(w[1] == "4" and w[6] == "OK" for w in round2), self.dump())
+        self.assert_survivors_finished(agents[:2], "2")
         self.assertIn("worker rank=3 failing on purpose", agents[1].output())
         self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
         self.assert_nothing_left()

@@ -209,30 +209,35 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
         del rc  # Slurm's srun exits 0 here; the report above is elasticrun's
 
-    def test_scancel_terminates_every_worker(self):
+    def start_training(self, seconds):
+        """`srun -N3 --elastic` of 3 training workers in the background, once every
+        worker is in the group; returns it and the job's id (the only job)."""
         bg = Background(self.cluster, ["-N3", "--elastic", "--gpus-per-node=1", "/usr/bin/python3", WORKER,
-                                       "--seconds=600"])
+                                       f"--seconds={seconds}"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, RUN_TIMEOUT), bg.text())
             jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
             self.assertEqual(len(jobs), 1, jobs)
-            self.cluster.run(["scancel", jobs[0]], timeout=30, check=True)
+        except BaseException:
+            bg.proc.kill()
+            raise
+        return bg, jobs[0]
+
+    def test_scancel_terminates_every_worker(self):
+        bg, job = self.start_training(seconds=600)
+        try:
+            self.cluster.run(["scancel", job], timeout=30, check=True)
             bg.finish(60)
         finally:
             if bg.proc.poll() is None:
                 bg.proc.kill()
-        sigs = [s for s in records(bg.text(), "SIGNAL")]
         self.assertEqual(sigterm_ranks(bg.text()), {0, 1, 2}, bg.text())  # each at least once
-        del sigs
         self.assert_nothing_left()
 
     def test_scancel_usr1_reaches_workers_and_training_goes_on(self):
-        bg = Background(self.cluster, ["-N3", "--elastic", "--gpus-per-node=1", "/usr/bin/python3", WORKER,
-                                       "--seconds=15"])
+        bg, job = self.start_training(seconds=15)
         try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, RUN_TIMEOUT), bg.text())
-            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
-            self.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
+            self.cluster.run(["scancel", "--signal=USR1", job], timeout=30, check=True)
             rc = bg.finish(RUN_TIMEOUT)
         finally:
             if bg.proc.poll() is None:
