@@ -88,7 +88,7 @@ elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc common/parse.cc rendezvous/rendezvous_settings.cc
   OPTIONAL_SOURCES launcher/option_values.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
-set(_fuzz_topology ${PROJECT_SOURCE_DIR}/../shared/topologies/nvidiaDGX2.xml)
+set(_fuzz_topology ${PROJECT_SOURCE_DIR}/tests/topologies/nvidiaDGX2.xml)
 if(NOT EXISTS ${_fuzz_topology})
   set(_fuzz_topology "")
 endif()

@@ -1,7 +1,7 @@
 // GPU and CPU lists from the environment and the command line, as the agent
 // reads them (hwloc_binding/gpus.h, topology.h): CUDA_VISIBLE_DEVICES and
 // SLURM_STEP_GPUS mapped onto a real 16-GPU topology (ELASTIC_FUZZ_TOPOLOGY,
-// an XML file of ../shared/topologies; this machine's own when absent), and
+// an XML file of tests/topologies; this machine's own when absent), and
 // --cpus-allowed. Input lines: 0 CUDA_VISIBLE_DEVICES ("-" for unset),
 // 1 SLURM_STEP_GPUS, 2 a CPU list. Invariants: the selection is a subset of the
 // node's GPUs without duplicates, or an error that says why; a parsed CPU list

@@ -33,7 +33,7 @@ std::vector<ExpectedRow> ReadExpected() {
   std::string path = TopologiesDir() + "/expected.tsv";
   std::ifstream in(path);
   if (!in) {
-    ADD_FAILURE() << "cannot read " << path << " (set ELASTIC_TOPOLOGIES_DIR to shared/topologies)";
+    ADD_FAILURE() << "cannot read " << path << " (set ELASTIC_TOPOLOGIES_DIR to tests/topologies)";
     return {};
   }
   std::string line;

@@ -1,4 +1,4 @@
-// Test helper: ../shared/topologies/expected.tsv (the GPU locality oracle made
+// Test helper: tests/topologies/expected.tsv (the GPU locality oracle made
 // with hwloc's own CLI) and the directory of XML files it describes.
 #pragma once
 
@@ -15,7 +15,7 @@ namespace elastic::testing {
 // "locality_pus", "numa_dram", "pci_rank", "backend", "pci_id", ...
 using ExpectedRow = std::map<std::string, std::string>;
 
-// $ELASTIC_TOPOLOGIES_DIR, else the directory compiled in (shared/ beside the source tree).
+// $ELASTIC_TOPOLOGIES_DIR, else the directory compiled in (tests/topologies of this repository).
 std::string TopologiesDir();
 std::string TopologyPath(const std::string& file);
 // Every *.xml there, sorted.

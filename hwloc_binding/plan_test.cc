@@ -1,7 +1,8 @@
 // PlanBinding against expected.tsv: the GPU locality hwloc's own CLI computes
-// for every GPU of 12 real GPU servers (../shared/topologies/README.md).
+// for every GPU of 12 real GPU servers (tests/topologies/README.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>

@@ -1,5 +1,5 @@
 // gpu-exclusive, numa and the fallback for GPUs without locality, on every
-// topology of ../shared/topologies.
+// topology of tests/topologies.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/log.h"
 #include "launcher/failure_report.h"
@@ -35,6 +36,10 @@ UniqueFd OpenLog(const std::string& path) {
 ElasticAgent::ElasticAgent(const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
     : config_(config), env_(env), spec_(std::move(spec)) {
   status_.nproc = config.nproc;
+  std::string warning;
+  std::error_code ec;
+  python_shim_dir_ = TorchShimDir(env_, std::filesystem::read_symlink("/proc/self/exe", ec), &warning);
+  if (!warning.empty()) Log(LogLevel::kWarning, "{}", warning);
 }
 
 ElasticAgent::~ElasticAgent() {
@@ -237,6 +242,7 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   in.error_file = w->error_file;
   in.bound_cores = lr < static_cast<int>(spec_.cores.size()) ? spec_.cores[lr] : 0;
   in.gloo_ifname = gloo_ifname_;
+  in.python_shim_dir = python_shim_dir_;
   ChildSpec child;
   child.path = spec_.path;
   child.argv = spec_.argv;

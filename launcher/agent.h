@@ -77,6 +77,7 @@ class ElasticAgent {
   std::unique_ptr<RendezvousHandler> rendezvous_;
   GroupStatus status_;
   RoundInfo round_;
+  std::string python_shim_dir_;  // ELASTIC_TORCH_NO_LIBUV=1 (worker_env.h)
   std::string gloo_ifname_;  // GLOO_SOCKET_IFNAME for this round's workers (gloo_interface.h)
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<pid_t> old_groups_;   // groups of earlier attempts: killed at exit if still there

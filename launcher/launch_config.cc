@@ -183,8 +183,13 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
     if (c_->spank_wrapped) {
       const char* self[] = {argv[0]};
       app.parse(1, self);
+      // Slurm < 23.11: our argv[0] replaced the task's, argv[1..] are its
+      // arguments. Slurm >= 23.11 prepends us (ELASTIC_SPANK_ARGV_PREPENDED=1):
+      // argv[1] is the task's own program again (as slurmstepd resolved it).
+      auto prepended = env_.find("ELASTIC_SPANK_ARGV_PREPENDED");
+      int first = prepended != env_.end() && prepended->second == "1" ? 2 : 1;
       program.push_back(spank->second);
-      for (int i = 1; i < argc; ++i) program.emplace_back(argv[i]);
+      for (int i = first; i < argc; ++i) program.emplace_back(argv[i]);
     } else {
       app.parse(argc, argv);
       program = app.remaining();

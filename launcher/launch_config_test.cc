@@ -128,6 +128,29 @@ TEST(LaunchConfigTest, SpankWrappedReadsNoOptionsFromArgv) {
   EXPECT_EQ(p.config.rdzv.max_restarts, 1);
 }
 
+// How the plugin wraps the task differs by Slurm version; the program the user
+// typed (ELASTIC_SPANK_ARGV0) is run once, with its arguments, in both.
+TEST(LaunchConfigTest, SpankWrappedProgramIsTheTasksOwnOnEverySlurm) {
+  struct Case {
+    const char* slurm;
+    std::vector<const char*> argv;  // after elasticrun's own argv[0]
+    EnvMap env;
+  };
+  std::vector<Case> cases = {
+      {"22.05: argv[0] replaced", {"train.py", "--epochs", "2"}, {}},
+      {"23.11+: launcher prepended", {"/usr/bin/python3", "train.py", "--epochs", "2"},
+       {{"ELASTIC_SPANK_ARGV_PREPENDED", "1"}}},
+  };
+  for (const auto& c : cases) {
+    EnvMap env = c.env;
+    env["ELASTIC_SPANK_ARGV0"] = "python3";
+    Parsed p = Parse(c.argv, env);
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << c.slurm << ": " << p.err;
+    EXPECT_EQ(p.config.program, "python3") << c.slurm;
+    EXPECT_EQ(p.config.args, (std::vector<std::string>{"train.py", "--epochs", "2"})) << c.slurm;
+  }
+}
+
 struct BadCase {
   std::vector<const char*> args;
   EnvMap env;

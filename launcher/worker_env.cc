@@ -1,5 +1,7 @@
 #include "launcher/worker_env.h"
 
+#include <unistd.h>
+
 #include "common/parse.h"
 
 namespace elastic {
@@ -57,6 +59,12 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
     SetDefault(&env, "OMP_NUM_THREADS", "1");
   }
   if (!in.gloo_ifname.empty()) SetDefault(&env, "GLOO_SOCKET_IFNAME", in.gloo_ifname);
+  if (!in.python_shim_dir.empty()) {
+    auto it = env.find("PYTHONPATH");
+    env["PYTHONPATH"] = it == env.end() || it->second.empty()
+                            ? in.python_shim_dir
+                            : in.python_shim_dir + ":" + it->second;
+  }
   // Slurm and NVML number GPUs in PCI bus order; make CUDA agree.
   SetDefault(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   if (c.virtual_local_rank) {
@@ -68,6 +76,20 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
                                       : std::to_string(in.local_rank);
   }
   return env;
+}
+
+std::string TorchShimDir(const EnvMap& base, const std::string& exe, std::string* warning) {
+  auto it = base.find("ELASTIC_TORCH_NO_LIBUV");
+  if (it == base.end() || it->second != "1") return "";
+  std::string dir = exe.substr(0, exe.rfind('/') == std::string::npos ? 0 : exe.rfind('/'));
+  // Installed: <prefix>/bin/elasticrun -> <prefix>/share/slurm-elastic/python.
+  // Build tree: launcher/elasticrun -> launcher/python.
+  for (const std::string& candidate : {dir + "/../share/slurm-elastic/python", dir + "/python"}) {
+    if (::access((candidate + "/sitecustomize.py").c_str(), R_OK) == 0) return candidate;
+  }
+  *warning = "ELASTIC_TORCH_NO_LIBUV=1, but the shim (share/slurm-elastic/python/sitecustomize.py) "
+             "is not installed next to " + exe + ": workers start without it";
+  return "";
 }
 
 std::vector<std::string> EnvToStrings(const EnvMap& env) {

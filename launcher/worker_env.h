@@ -18,7 +18,15 @@ struct WorkerEnvInput {
   std::string error_file;         // TORCHELASTIC_ERROR_FILE
   int bound_cores = 0;            // cores of the worker's CPU binding, 0 = unbound
   std::string gloo_ifname;        // GLOO_SOCKET_IFNAME unless the user set it ("" = leave alone)
+  std::string python_shim_dir;    // put first on PYTHONPATH ("" = leave alone; see TorchShimDir)
 };
+
+// With ELASTIC_TORCH_NO_LIBUV=1 in the agent's environment: the directory of
+// the sitecustomize that makes PyTorch 2.x builds without libuv work with the
+// agent's store (launcher/python, installed under share/slurm-elastic/python),
+// found next to `exe` (/proc/self/exe). "" otherwise, or when it is missing
+// (*warning then says so).
+std::string TorchShimDir(const EnvMap& base, const std::string& exe, std::string* warning);
 
 // Returns the worker's environment. Removes ELASTIC_SPANK_*, PET_* and HWLOC_XMLFILE;
 // keeps CUDA_VISIBLE_DEVICES as given (LOCAL_RANK picks the device), except with

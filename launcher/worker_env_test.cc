@@ -1,6 +1,10 @@
 #include "launcher/worker_env.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace elastic {
 namespace {
@@ -27,11 +31,13 @@ class WorkerEnvTest : public ::testing::Test {
     in.local_rank = local_rank;
     in.error_file = "/logs/attempt_2/1/error.json";
     in.bound_cores = cores;
+    in.python_shim_dir = shim_dir;
     return BuildWorkerEnv(in);
   }
   EnvMap base{{"PATH", "/bin"}, {"HOME", "/root"}};
   LaunchConfig config;
   RoundInfo round;
+  std::string shim_dir;
 };
 
 TEST_F(WorkerEnvTest, TorchrunContract) {
@@ -65,6 +71,34 @@ TEST_F(WorkerEnvTest, RemovesSpankPetAndHwlocVariables) {
   EXPECT_EQ(env.count("PET_NPROC_PER_NODE"), 0u);
   EXPECT_EQ(env.count("HWLOC_XMLFILE"), 0u);
   EXPECT_EQ(env["PETER"], "kept");
+}
+
+TEST_F(WorkerEnvTest, ShimDirGoesFirstOnPythonPath) {
+  EXPECT_EQ(Build(0).count("PYTHONPATH"), 0u);
+  shim_dir = "/usr/share/slurm-elastic/python";
+  EXPECT_EQ(Build(0)["PYTHONPATH"], "/usr/share/slurm-elastic/python");
+  base["PYTHONPATH"] = "/home/u/lib";
+  EXPECT_EQ(Build(0)["PYTHONPATH"], "/usr/share/slurm-elastic/python:/home/u/lib");
+}
+
+TEST(TorchShimDirTest, OnlyWithTheVariableAndOnlyWhereTheShimIs) {
+  char tmpl[] = "/tmp/shimtest.XXXXXX";
+  std::string root = ::mkdtemp(tmpl);
+  std::string exe = root + "/launcher/elasticrun";
+  std::string warning;
+  EnvMap env;
+  EXPECT_EQ(TorchShimDir(env, exe, &warning), "");
+  env["ELASTIC_TORCH_NO_LIBUV"] = "1";
+  EXPECT_EQ(TorchShimDir(env, exe, &warning), "");
+  EXPECT_NE(warning.find("not installed next to " + exe), std::string::npos) << warning;
+  std::filesystem::create_directories(root + "/launcher/python");
+  std::ofstream(root + "/launcher/python/sitecustomize.py") << "\n";
+  warning.clear();
+  EXPECT_EQ(TorchShimDir(env, exe, &warning), root + "/launcher/python");
+  EXPECT_EQ(warning, "");
+  env["ELASTIC_TORCH_NO_LIBUV"] = "0";
+  EXPECT_EQ(TorchShimDir(env, exe, &warning), "");
+  std::filesystem::remove_all(root);
 }
 
 TEST_F(WorkerEnvTest, InheritedValuesWin) {

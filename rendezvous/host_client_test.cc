@@ -141,6 +141,41 @@ TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) 
   }
 }
 
+// PyTorch 2.x workers use the agent store without a per-attempt prefix: every
+// round needs a store of its own, and the old one must be gone.
+TEST_F(HostClientTest, EveryRoundGetsAFreshStoreAndTheOldOneIsClosed) {
+  StartThreeAndRun();
+  int old_port = agents[0].rounds[0].store_port;
+  ASSERT_GT(old_port, 0);
+  // A worker of round 0 still connected to its store (a straggler).
+  SocketAddress addr;
+  std::string err;
+  ASSERT_TRUE(ResolveAddress("127.0.0.1", old_port, &addr, &err)) << err;
+  UniqueFd straggler(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(::connect(straggler.get(), reinterpret_cast<const sockaddr*>(&addr.storage), addr.len), 0);
+  loop.RunOnce(Millis(10));
+  WorkerFailure f;
+  f.global_rank = 0;
+  agents[0].handler->ReportWorkerFailure(f);
+  agents[0].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[1].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  agents[1].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] {
+    return agents[0].rounds.size() == 2 && agents[1].rounds.size() == 2 && agents[2].rounds.size() == 2;
+  }));
+  int new_port = agents[0].rounds[1].store_port;
+  EXPECT_NE(new_port, old_port);
+  for (auto& [i, a] : agents) EXPECT_EQ(a.rounds[1].store_port, new_port);
+  EXPECT_EQ(host_->store_port(), new_port);
+  // The straggler's connection was closed, and the old port takes no one.
+  char byte = 0;
+  ASSERT_TRUE(RunUntil([&] { return ::recv(straggler.get(), &byte, 1, MSG_DONTWAIT) == 0; }));
+  UniqueFd late(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_NE(::connect(late.get(), reinterpret_cast<const sockaddr*>(&addr.storage), addr.len), 0);
+  EXPECT_EQ(errno, ECONNREFUSED);
+}
+
 TEST_F(HostClientTest, HostFinishesOnlyAfterEveryClientSucceededAndLeft) {
   StartThreeAndRun();
   agents[0].handler->ReportSucceeded();

@@ -10,7 +10,7 @@
 namespace elastic {
 
 RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener)
-    : loop_(loop), config_(std::move(config)), listener_(std::move(listener)), store_(loop) {
+    : loop_(loop), config_(std::move(config)), listener_(std::move(listener)) {
   state_ = InitialState(config_.settings, MonoClock::now());
 }
 
@@ -29,10 +29,6 @@ std::unique_ptr<RendezvousHost> RendezvousHost::Create(EventLoop& loop, HostConf
 }
 
 bool RendezvousHost::Start(std::string* err) {
-  if (!store_.Listen(config_.bind_addr, 0, err)) return false;
-  store_.SetPeerFilter([this](const sockaddr_storage& peer) {
-    return IsLoopback(peer) || allowed_addrs_.count(AddressText(peer)) > 0;
-  });
   if (config_.bind_addr != "0.0.0.0" && config_.bind_addr != "::")
     local_addrs_.insert(config_.bind_addr);
   allowed_addrs_ = local_addrs_;
@@ -46,9 +42,8 @@ bool RendezvousHost::Start(std::string* err) {
 int RendezvousHost::port() const { return LocalPort(listener_.get()); }
 
 std::string RendezvousHost::Describe() const {
-  return fmt::format("c10d host on port {} (auth {}), run {}, store {}:{}", port(),
-                     AuthMethodName(config_.auth), config_.run_id, config_.store_addr,
-                     store_.port());
+  return fmt::format("c10d host on port {} (auth {}), run {}, store on {} (a new port each round)",
+                     port(), AuthMethodName(config_.auth), config_.run_id, config_.store_addr);
 }
 
 TrafficCounters RendezvousHost::Traffic() const {
@@ -218,6 +213,10 @@ void RendezvousHost::Feed(const RendezvousEvent& event) {
 }
 
 void RendezvousHost::Carry(const RendezvousAction& action) {
+  if (action.kind == RendezvousActionKind::kRoundComplete) {
+    if (store_round_ != action.round.round) OpenRoundStore(action.round.round);
+    if (!store_) return;  // no store for this round: the job is being closed
+  }
   if (action.kind == RendezvousActionKind::kRoundComplete && action.round.group_rank == 0) {
     AllowRoundPeers();
     // One-node runs (standalone) keep the console to the workers' output.
@@ -243,9 +242,29 @@ void RendezvousHost::AllowRoundPeers() {
   }
 }
 
+// Replacing the server closes the previous round's listener and connections.
+// Failing to listen (out of descriptors) ends the job on every node: workers on
+// the old store would read the previous round's keys.
+void RendezvousHost::OpenRoundStore(uint64_t round) {
+  store_round_ = round;
+  store_.reset();
+  auto store = std::make_unique<StoreServer>(loop_);
+  std::string err;
+  if (!store->Listen(config_.bind_addr, 0, &err)) {
+    Log(LogLevel::kError, "rendezvous: cannot open the workers' store of round {}: {}", round, err);
+    Feed(EvHostFailure{fmt::format("cannot open the workers' store of round {}: {}", round, err)});
+    return;
+  }
+  store->SetPeerFilter([this](const sockaddr_storage& peer) {
+    return IsLoopback(peer) || allowed_addrs_.count(AddressText(peer)) > 0;
+  });
+  store_ = std::move(store);
+  Log(LogLevel::kDebug, "rendezvous: round {}: workers' store on port {}", round, store_->port());
+}
+
 RoundInfo RendezvousHost::RoundWithStore(RoundInfo round) const {
   round.store_addr = config_.store_addr;
-  round.store_port = store_.port();
+  round.store_port = store_port();
   round.use_agent_store = true;
   return round;
 }

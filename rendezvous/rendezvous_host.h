@@ -1,8 +1,12 @@
 // RendezvousHost: the agent that hosts the rendezvous. It runs the state machine
 // (rendezvous_state.h) for every agent, talks the framed protocol (messages.h)
-// with the others over TCP, and serves the workers' TCPStore (StoreServer on an
-// ephemeral port; only round members' addresses and loopback may connect). It is
-// also the RendezvousHandler of its own agent (node id kLocalNode).
+// with the others over TCP, and serves the workers' TCPStore: a new StoreServer on
+// a new ephemeral port for every round (only round members' addresses and loopback
+// may connect). The previous round's store is closed when the next round
+// completes, with its listener and every connection: the workers of a round never
+// see an earlier round's keys (PyTorch 2.x clients use no per-attempt prefix), and
+// a straggler of an old round cannot reach the new keyspace. It is also the
+// RendezvousHandler of its own agent (node id kLocalNode).
 //
 // The host never ends before the others: its own terminal callback (on_done,
 // on_fatal, on_job_failed) waits until every other agent has disconnected, or
@@ -11,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -51,7 +56,7 @@ class RendezvousHost : public RendezvousHandler {
   std::string Describe() const override;
 
   int port() const;
-  int store_port() const { return store_.port(); }
+  int store_port() const { return store_ ? store_->port() : 0; }  // this round's; 0 before
   const RendezvousState& state() const { return state_; }
   TrafficCounters Traffic() const;  // summed over every connection so far
 
@@ -73,6 +78,7 @@ class RendezvousHost : public RendezvousHandler {
   void Feed(const RendezvousEvent& event);
   void Carry(const RendezvousAction& action);
   void CarryLocal(const RendezvousAction& action);
+  void OpenRoundStore(uint64_t round);               // a fresh store for this round
   RoundInfo RoundWithStore(RoundInfo round) const;  // + the agent store workers use
   void SendToPeer(const RendezvousAction& action);
   void AllowRoundPeers();
@@ -85,7 +91,8 @@ class RendezvousHost : public RendezvousHandler {
   EventLoop& loop_;
   HostConfig config_;
   UniqueFd listener_;
-  StoreServer store_;
+  std::unique_ptr<StoreServer> store_;  // the current round's (null before the first)
+  std::optional<uint64_t> store_round_;
   RendezvousState state_;
   Callbacks callbacks_;
   std::map<NodeId, Peer> peers_;

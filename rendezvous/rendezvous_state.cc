@@ -330,6 +330,9 @@ void Step(const RendezvousSettings& settings, const RendezvousEvent& event, Time
           OnWorkerFailed(c, ev);
         } else if constexpr (std::is_same_v<T, EvSucceeded>) {
           OnSucceeded(c, ev);
+        } else if constexpr (std::is_same_v<T, EvHostFailure>) {
+          if (c.s.phase != RendezvousPhase::kClosed)
+            Close(c, RendezvousActionKind::kFatal, ev.message, nullptr);
         } else {
           OnTick(c);
         }

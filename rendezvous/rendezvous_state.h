@@ -74,8 +74,9 @@ struct EvHeartbeat { NodeId node; };
 struct EvWorkerFailed { NodeId node; uint64_t round; WorkerFailure failure; };
 struct EvSucceeded { NodeId node; uint64_t round; };
 struct EvTick {};
-using RendezvousEvent =
-    std::variant<EvConnect, EvJoin, EvLeave, EvHeartbeat, EvWorkerFailed, EvSucceeded, EvTick>;
+struct EvHostFailure { std::string message; };  // the host cannot go on (ends the job)
+using RendezvousEvent = std::variant<EvConnect, EvJoin, EvLeave, EvHeartbeat, EvWorkerFailed,
+                                     EvSucceeded, EvTick, EvHostFailure>;
 
 enum class RendezvousActionKind {
   kRoundComplete,    // node: start workers with `round`

@@ -298,6 +298,15 @@ TEST_F(RendezvousStateTest, FailureAfterOthersFinishedFailsTheJob) {
   EXPECT_EQ(Targets(actions, RendezvousActionKind::kJobFailed).size(), 3u);
 }
 
+TEST_F(RendezvousStateTest, HostFailureIsFatalForEveryNodeOnceAndNamesTheCause) {
+  RunRound(3);
+  auto actions = Do(EvHostFailure{"cannot open the workers' store of round 1: EMFILE"});
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{1, 2, 3}));
+  for (const auto& a : actions) EXPECT_EQ(a.message, "cannot open the workers' store of round 1: EMFILE");
+  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
+  EXPECT_TRUE(Do(EvHostFailure{"again"}).empty());
+}
+
 TEST_F(RendezvousStateTest, JoinAfterTheJobEndedIsFatalForTheNewcomer) {
   settings.max_restarts = 0;
   RunRound(2);

@@ -88,7 +88,7 @@ bool MapOpcode(StoreDialect dialect, uint8_t code, StoreOp* op) {
       StoreOp::kAdd,       StoreOp::kCheck,    StoreOp::kWait,       StoreOp::kNumKeys,
       StoreOp::kDeleteKey, StoreOp::kAppend,   StoreOp::kMultiGet,   StoreOp::kMultiSet,
       StoreOp::kCancelWait, StoreOp::kPing,    StoreOp::kQueuePush,  StoreOp::kQueuePop,
-      StoreOp::kQueueLen};
+      StoreOp::kQueueLen,  StoreOp::kListKeys, StoreOp::kBarrier};
   if (dialect == StoreDialect::kLegacy) {
     if (code >= std::size(kLegacy)) return false;
     *op = kLegacy[code];
@@ -112,6 +112,7 @@ bool ReadArgs(Reader& r, StoreRequest* req) {
       return r.U32(&req->number);
     case StoreOp::kNumKeys:
     case StoreOp::kCancelWait:
+    case StoreOp::kListKeys:
       return true;
     case StoreOp::kSet:
     case StoreOp::kAppend:
@@ -124,6 +125,7 @@ bool ReadArgs(Reader& r, StoreRequest* req) {
       a = {s1, s2, s3};
       return true;
     case StoreOp::kAdd:
+    case StoreOp::kBarrier:
       if (!r.Key(&s1) || !r.I64(&req->delta)) return false;
       a = {s1};
       return true;
@@ -184,6 +186,8 @@ const char* StoreOpName(StoreOp op) {
     case StoreOp::kQueuePush: return "QUEUE_PUSH";
     case StoreOp::kQueuePop: return "QUEUE_POP";
     case StoreOp::kQueueLen: return "QUEUE_LEN";
+    case StoreOp::kListKeys: return "LIST_KEYS";
+    case StoreOp::kBarrier: return "BARRIER";
   }
   return "?";
 }

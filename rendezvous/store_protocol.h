@@ -28,7 +28,8 @@ struct StoreLimits {
 enum class StoreDialect {
   kUnknown,  // nothing decided yet
   kLegacy,   // PyTorch <= 1.13: SET=0 ... WATCH_KEY=7, DELETE_KEY=8
-  kV2,       // PyTorch 2.x: VALIDATE=0, SET=1 ... DELETE_KEY=8, APPEND=9 ... QUEUE_LEN=16
+  kV2,       // PyTorch 2.x: VALIDATE=0, SET=1 ... DELETE_KEY=8, APPEND=9 ... QUEUE_LEN=16,
+             // and from 2.14 LIST_KEYS=17, BARRIER=18
 };
 
 // Dialect-independent operations.
@@ -51,6 +52,8 @@ enum class StoreOp : uint8_t {
   kQueuePush,
   kQueuePop,
   kQueueLen,
+  kListKeys,
+  kBarrier,
 };
 const char* StoreOpName(StoreOp op);
 
@@ -64,7 +67,7 @@ namespace v2_op {
 inline constexpr uint8_t kValidate = 0, kSet = 1, kCompareSet = 2, kGet = 3, kAdd = 4, kCheck = 5,
                          kWait = 6, kGetNumKeys = 7, kDeleteKey = 8, kAppend = 9, kMultiGet = 10,
                          kMultiSet = 11, kCancelWait = 12, kPing = 13, kQueuePush = 14,
-                         kQueuePop = 15, kQueueLen = 16;
+                         kQueuePop = 15, kQueueLen = 16, kListKeys = 17, kBarrier = 18;
 }
 // Reply bytes.
 inline constexpr uint8_t kCheckReady = 0, kCheckNotReady = 1;
@@ -79,8 +82,9 @@ struct StoreRequest {
   // kSet/kAppend/kQueuePush: key, value. kCompareSet: key, expected, desired.
   // kGet/kAdd/kWatchKey/kDeleteKey/kQueuePop/kQueueLen: key.
   // kCheck/kWait/kMultiGet: the keys. kMultiSet: key, value, key, value, ...
+  // kBarrier: key (delta: the world size). kListKeys: none.
   std::vector<std::string_view> args;
-  int64_t delta = 0;     // kAdd
+  int64_t delta = 0;     // kAdd; kBarrier: world size
   uint32_t number = 0;   // kValidate: magic; kPing: nonce
 };
 

@@ -111,6 +111,24 @@ TEST(StoreProtocol, TwoFramesBackToBackParseOneAtATime) {
   EXPECT_EQ(req.op, StoreOp::kGet);
 }
 
+TEST(StoreProtocol, V2ListKeysAndBarrierOf214) {
+  StoreDialect d = StoreDialect::kV2;
+  StoreRequest req;
+  std::string list = Frame(v2_op::kListKeys);
+  ASSERT_EQ(Parse(list, &d, &req).status, ParseStatus::kRequest);
+  EXPECT_EQ(req.op, StoreOp::kListKeys);
+  std::string barrier = AddFrame(v2_op::kBarrier, "/b", 16384);
+  ParseResult r = Parse(barrier, &d, &req);
+  ASSERT_EQ(r.status, ParseStatus::kRequest);
+  EXPECT_EQ(r.consumed, barrier.size());
+  EXPECT_EQ(req.op, StoreOp::kBarrier);
+  ASSERT_EQ(req.args.size(), 1u);
+  EXPECT_EQ(req.args[0], "/b");
+  EXPECT_EQ(req.delta, 16384);
+  // Past BARRIER nothing is defined: the connection is closed (as PyTorch does).
+  EXPECT_EQ(Parse(Frame(19), &d, &req).status, ParseStatus::kError);
+}
+
 TEST(StoreProtocol, OversizedKeyIsAnErrorBeforeItsBytesArrive) {
   std::string f = Frame(legacy_op::kGet);
   PutU64(&f, 8 * 1024 + 1);  // only the length: the key itself never needs to arrive
@@ -183,7 +201,7 @@ TEST(StoreProtocol, UnknownOpcodesAreErrorsInEachDialect) {
   ASSERT_EQ(r.status, ParseStatus::kError);
   EXPECT_NE(r.error.find("unknown opcode 9"), std::string::npos);
   StoreDialect v2 = StoreDialect::kV2;
-  EXPECT_EQ(Parse(std::string("\x11"), &v2, &req).status, ParseStatus::kError);
+  EXPECT_EQ(Parse(std::string("\x13"), &v2, &req).status, ParseStatus::kError);  // 19: past BARRIER
   EXPECT_EQ(Parse(std::string("\xff"), &v2, &req).status, ParseStatus::kError);
   // HTTP sent to the store port: 'G' = 71.
   StoreDialect d = StoreDialect::kUnknown;

@@ -305,6 +305,18 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
     case StoreOp::kQueueLen:
       PutI64(&out, state_.QueueLen(a[0]));
       return true;
+    case StoreOp::kListKeys: {
+      std::vector<std::string_view> keys = state_.Keys();
+      PutI64(&out, static_cast<int64_t>(keys.size()));
+      for (std::string_view k : keys) PutString(&out, k);
+      return true;
+    }
+    case StoreOp::kBarrier: {
+      bool done = false;
+      if (!state_.Barrier(c.id, a[0], req.delta, &done, err)) return false;
+      if (done) PutU8(&out, kWaitStopWaiting);
+      return true;
+    }
   }
   *err = "protocol error: unhandled operation";
   return false;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "rendezvous/store_test_util.h"
@@ -184,6 +185,25 @@ TEST(StoreServer, V2QueuePushPopLen) {
   EXPECT_EQ(c.ReadString(), "two");
   c.Send(KeyOnly(v2_op::kQueuePop, "/q"));
   EXPECT_EQ(c.ReadI64(), 0);
+}
+
+// 2.14's Store.list_keys() and Store.barrier().
+TEST(StoreServer, V2ListKeysAndBarrier) {
+  ServerThread s;
+  RawClient c = V2Client(s.port());
+  c.Send(KeyValue(v2_op::kSet, "/x", "1"));
+  c.Send(KeyValue(v2_op::kSet, "/y", "2"));
+  c.Send(Frame(v2_op::kListKeys));
+  ASSERT_EQ(c.ReadI64(), 2);
+  std::set<std::string> keys = {c.ReadString(), c.ReadString()};
+  EXPECT_EQ(keys, (std::set<std::string>{"/x", "/y"}));
+  RawClient other = V2Client(s.port());
+  c.Send(AddFrame(v2_op::kBarrier, "/bar", 2));  // waits for the second arrival
+  other.Send(AddFrame(v2_op::kBarrier, "/bar", 2));
+  EXPECT_EQ(other.ReadU8(), kWaitStopWaiting);
+  EXPECT_EQ(c.ReadU8(), kWaitStopWaiting);
+  c.Send(KeyOnly(v2_op::kGet, "/bar"));
+  EXPECT_EQ(c.ReadString(), "2");
 }
 
 TEST(StoreServer, BothDialectsShareOneKeyspace) {

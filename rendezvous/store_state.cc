@@ -129,7 +129,50 @@ void StoreState::Unlist(WaiterId id, const std::string& key) {
   if (it->second.empty()) waiting_.erase(it);
 }
 
+bool StoreState::Barrier(StoreConnId conn, std::string_view key, int64_t world_size, bool* done,
+                         std::string* err) {
+  int64_t count = 0;
+  if (!Add(key, 1, &count, err)) return false;
+  *done = count >= world_size;
+  if (!*done) {
+    auto it = barriers_.find(key);
+    if (it == barriers_.end()) it = barriers_.emplace(std::string(key), std::vector<StoreConnId>()).first;
+    it->second.push_back(conn);
+    conn_barriers_[conn].emplace_back(key);
+    return true;
+  }
+  auto it = barriers_.find(key);
+  if (it == barriers_.end()) return true;
+  std::vector<StoreConnId> waiting = std::move(it->second);
+  barriers_.erase(it);
+  for (StoreConnId c : waiting) {
+    auto cb = conn_barriers_.find(c);
+    if (cb != conn_barriers_.end()) {
+      EraseValue(&cb->second, std::string(key));
+      if (cb->second.empty()) conn_barriers_.erase(cb);
+    }
+    if (events_.wait_done) events_.wait_done(c);
+  }
+  return true;
+}
+
+std::vector<std::string_view> StoreState::Keys() const {
+  std::vector<std::string_view> keys;
+  keys.reserve(kv_.size());
+  for (const auto& [k, v] : kv_) keys.emplace_back(k);
+  return keys;
+}
+
 void StoreState::CancelWaits(StoreConnId conn) {
+  if (auto cb = conn_barriers_.find(conn); cb != conn_barriers_.end()) {
+    for (const std::string& key : cb->second) {
+      auto it = barriers_.find(key);
+      if (it == barriers_.end()) continue;
+      EraseValue(&it->second, conn);
+      if (it->second.empty()) barriers_.erase(it);
+    }
+    conn_barriers_.erase(cb);
+  }
   auto it = conn_waiters_.find(conn);
   if (it == conn_waiters_.end()) return;
   for (WaiterId id : it->second) {

@@ -60,9 +60,17 @@ class StoreState {
   // WAIT: true if ready now; otherwise registers a waiter that fires
   // wait_done(conn) once every missing key has been set.
   bool Wait(StoreConnId conn, const std::vector<std::string_view>& keys);
-  // CANCEL_WAIT: drops every pending WAIT of conn (no STOP_WAITING follows).
+  // BARRIER (2.14): ADDs 1 to the counter `key` (decimal text, as ADD). True
+  // once it has reached world_size: then every connection waiting in a
+  // BARRIER of that key gets wait_done. Otherwise conn waits (false). Fails
+  // (no change) as ADD does.
+  bool Barrier(StoreConnId conn, std::string_view key, int64_t world_size, bool* done,
+               std::string* err);
+  // LIST_KEYS (2.14): every key, in no particular order.
+  std::vector<std::string_view> Keys() const;
+  // CANCEL_WAIT: drops every pending WAIT and BARRIER of conn (no STOP_WAITING follows).
   void CancelWaits(StoreConnId conn);
-  size_t NumWaiters() const { return waiters_.size(); }
+  size_t NumWaiters() const { return waiters_.size() + conn_barriers_.size(); }
 
   void Watch(StoreConnId conn, std::string_view key);
   // Connection gone: forget its waiters and watches.
@@ -97,6 +105,8 @@ class StoreState {
   std::unordered_map<StoreConnId, std::vector<WaiterId>> conn_waiters_;
   StoreMap<std::vector<StoreConnId>> watchers_;  // key -> watching connections
   std::unordered_map<StoreConnId, std::vector<std::string>> conn_watches_;
+  StoreMap<std::vector<StoreConnId>> barriers_;            // key -> connections in BARRIER
+  std::unordered_map<StoreConnId, std::vector<std::string>> conn_barriers_;
 };
 
 }  // namespace elastic

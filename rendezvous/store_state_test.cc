@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "rendezvous/store_protocol.h"
 
 namespace elastic {
@@ -106,6 +108,48 @@ TEST(StoreState, CancelAndForgetDropWaiters) {
   r.state.Set("j", "v");
   EXPECT_TRUE(r.woken.empty());
   EXPECT_EQ(r.state.NumWaiters(), 0u);
+}
+
+TEST(StoreState, BarrierReleasesEveryoneWhenTheCountReachesTheWorldSize) {
+  Recorder r;
+  bool done = true;
+  std::string err;
+  ASSERT_TRUE(r.state.Barrier(1, "/b", 3, &done, &err)) << err;
+  EXPECT_FALSE(done);
+  ASSERT_TRUE(r.state.Barrier(2, "/b", 3, &done, &err)) << err;
+  EXPECT_FALSE(done);
+  EXPECT_TRUE(r.woken.empty());
+  EXPECT_EQ(r.state.NumWaiters(), 2u);
+  ASSERT_TRUE(r.state.Barrier(3, "/b", 3, &done, &err)) << err;
+  EXPECT_TRUE(done);  // the last arrival is answered by the caller
+  EXPECT_EQ(r.woken, (std::vector<StoreConnId>{1, 2}));
+  EXPECT_EQ(*r.state.Find("/b"), "3");  // the counter, as ADD stores it
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+}
+
+TEST(StoreState, CancelledBarrierIsNeverWokenAndANonIntegerCounterFails) {
+  Recorder r;
+  bool done = false;
+  std::string err;
+  ASSERT_TRUE(r.state.Barrier(1, "/b", 2, &done, &err));
+  r.state.CancelWaits(1);
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+  ASSERT_TRUE(r.state.Barrier(2, "/b", 2, &done, &err));
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(r.woken.empty());
+  r.state.Set("/text", "abc");
+  EXPECT_FALSE(r.state.Barrier(3, "/text", 2, &done, &err));
+  EXPECT_FALSE(err.empty());
+  EXPECT_EQ(*r.state.Find("/text"), "abc");
+}
+
+TEST(StoreState, KeysListsEveryKey) {
+  Recorder r;
+  r.state.Set("/a", "1");
+  r.state.Set("init/", "2");
+  std::vector<std::string_view> keys = r.state.Keys();
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string_view>{"/a", "init/"}));
 }
 
 TEST(StoreState, DeleteAndNumKeys) {

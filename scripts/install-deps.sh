@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything slurm-elastic needs to build, test and run its demo, from
-# Debian 12's own packages. Idempotent: packages already present are skipped.
-# Run as root (or with sudo) on Debian 12.
+# the running Debian release's own packages (12 bookworm, 13 trixie, unstable
+# sid). Idempotent: packages already present are skipped. Run as root.
+#   scripts/install-deps.sh               install what is missing
+#   scripts/install-deps.sh --list SUITE  print the package list of SUITE
+#                                         (scripts/make-root.sh builds roots from it)
 set -euo pipefail
 
-PACKAGES=(
+# Every release: build, Slurm (slurmctld/slurmd/munge for the test cluster),
+# PyTorch, the tools the tests and the package check use.
+COMMON=(
   build-essential cmake pkg-config git ca-certificates
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libhwloc-dev hwloc
@@ -13,12 +18,34 @@ PACKAGES=(
   libpmix-dev libpmix-bin
   iproute2 util-linux procps psmisc
   python3 python3-torch
-  clang libclang-rt-14-dev
-  gnuplot-nox hyperfine
   dpkg-dev file ccache
   help2man lua5.1 man-db
+  hyperfine
 )
+# Per release: the host (bookworm) also builds the sanitizer tree and the
+# fuzz targets (clang) and plots the benchmarks.
+packages_of() {
+  case "$1" in
+    bookworm) echo "${COMMON[@]}" clang libclang-rt-14-dev gnuplot-nox ;;
+    trixie|sid) echo "${COMMON[@]}" ;;
+    *) echo "install-deps: unknown Debian suite '$1' (bookworm, trixie or sid)" >&2; return 2 ;;
+  esac
+}
 
+suite_of_this_system() {
+  local codename
+  codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
+  # unstable and testing both call themselves by the next release's name
+  # (forky, ...); a root made by make-root.sh records its suite.
+  if [ -f /etc/slurm-elastic-suite ]; then cat /etc/slurm-elastic-suite; else echo "${codename:-bookworm}"; fi
+}
+
+if [ "${1:-}" = "--list" ]; then
+  packages_of "${2:?usage: $0 --list SUITE}"
+  exit
+fi
+
+read -r -a PACKAGES <<<"$(packages_of "$(suite_of_this_system)")"
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

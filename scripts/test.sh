@@ -1,18 +1,44 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: installs what is needed, builds the
-# release and the sanitizer trees, runs every test, then checks that nothing
-# (process, namespace, daemon) was left behind.
+# The whole test suite on every system of the test matrix, as CI runs it:
+#   bookworm  Debian 12, this machine: Slurm 22.05, PyTorch 1.13, GCC 12
+#             (release and ASan/UBSan builds)
+#   trixie    Debian 13 root: Slurm 24.11, PyTorch 2.6, GCC 14
+#   sid       Debian unstable root: Slurm 26.05, PyTorch 2.14, GCC 16
+# The roots are made with mmdebstrap from Debian's archive by
+# scripts/make-root.sh on first use and cached (/var/cache/slurm-elastic/roots).
+# Each system runs scripts/suite.sh: one summary line per suite and system,
+# repeated together at the end, then the matrix's total.
+#   scripts/test.sh                     the whole matrix
+#   scripts/test.sh bookworm trixie     some systems of it
 set -euo pipefail
 cd "$(dirname "$0")/.."
+systems=("$@")
+[ ${#systems[@]} -gt 0 ] || systems=(bookworm trixie sid)
+for s in "${systems[@]}"; do
+  case "$s" in bookworm|trixie|sid) ;; *) echo "test.sh: unknown system '$s' (bookworm, trixie, sid)" >&2; exit 2 ;; esac
+done
+mkdir -p out
+: >out/matrix-summary.txt
 bash scripts/install-deps.sh
-bash scripts/build.sh release
-bash scripts/build.sh asan
 
 status=0
-echo "== release build: all tests"
-ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
-echo "== ASan+UBSan build: unit and real-process tests"
-ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L 'unit|process' || status=1
-echo "== leftovers"
-bash tests/check_leftovers.sh || status=1
+for s in "${systems[@]}"; do
+  echo "===== $s"
+  start=$(date +%s)
+  if [ "$s" = bookworm ]; then
+    bash scripts/suite.sh || status=1
+  else
+    bash scripts/in-root.sh "$s" bash scripts/suite.sh || status=1
+  fi
+  echo "===== $s: $(( $(date +%s) - start )) s"
+done
+
+echo "===== the matrix"
+cat out/matrix-summary.txt
+grep -q . out/matrix-summary.txt || { echo "test.sh: no suite ran" >&2; status=1; }
+read -r passed failed skipped < <(awk -F'[:,] *' '{for (i = 1; i <= NF; i++) {
+    if ($i ~ / passed$/) p += $i; if ($i ~ / failed$/) f += $i; if ($i ~ / skipped$/) s += $i }}
+  END {print p + 0, f + 0, s + 0}' out/matrix-summary.txt)
+[ "$failed" -eq 0 ] || status=1
+echo "matrix: $passed passed, $failed failed, $skipped skipped"
 exit $status

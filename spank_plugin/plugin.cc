@@ -12,11 +12,16 @@
 // (and spank_elastic.map limits the export list to it).
 #pragma GCC visibility push(default)
 extern "C" {
-// SPANK_PLUGIN() would give these internal linkage in C++ (REFERENCE.md section 4).
+// SPANK_PLUGIN() would give these internal linkage in C++ (docs/design.md).
 extern const char plugin_name[] = "elastic";
 extern const char plugin_type[] = "spank";
 extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 extern const unsigned int spank_plugin_version = 1;
+#if ELASTIC_SLURM_HAS_INIT_FAILURE_MODE
+// A failing callback is the user's mistake (a bad --elastic value, a missing
+// launcher): fail the job, never drain the node.
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 }
 
 namespace {

@@ -88,7 +88,7 @@ bool SlurmSpankApi::SetEnv(const std::string& name, const std::string& value) {
 }
 
 bool SlurmSpankApi::WrapTask(const std::string& launcher, bool* prepended, std::string* err) {
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+#if ELASTIC_SLURM_HAS_PREPEND_ARGV
   const char* args[] = {launcher.c_str(), nullptr};
   if (spank_prepend_task_argv(sp_, 1, args) != ESPANK_SUCCESS) {
     *err = "spank_prepend_task_argv failed";
@@ -98,7 +98,7 @@ bool SlurmSpankApi::WrapTask(const std::string& launcher, bool* prepended, std::
   return true;
 #else
   // Slurm < 23.11: S_JOB_ARGV in task_init is the very array slurmstepd passes
-  // to execve (REFERENCE.md section 5). Replace argv[0] in place; the copy is
+  // to execve (docs/design.md). Replace argv[0] in place; the copy is
   // never freed (the process execs right after).
   int argc = 0;
   char** args = nullptr;
@@ -145,7 +145,7 @@ std::vector<std::string> SlurmSpankApi::ProcessCmdline() {
 }
 
 bool SlurmNodeDirectory::FirstHost(const std::string& nodelist, std::string* host) {
-  hostlist_t list = slurm_hostlist_create(nodelist.c_str());
+  HostlistPtr list = slurm_hostlist_create(nodelist.c_str());
   if (list == nullptr) return false;
   char* first = slurm_hostlist_shift(list);
   bool ok = first != nullptr;
@@ -195,7 +195,7 @@ bool SlurmNodeDirectory::SlurmNodeAddr(const std::string& node, std::string* add
   node_info_msg_t* info = nullptr;
   std::string name = node;
   if (slurm_load_node_single(&info, name.data(), SHOW_ALL) != SLURM_SUCCESS || info == nullptr) {
-    *why = fmt::format("slurm_load_node_single({}): {}", node, slurm_strerror(slurm_get_errno()));
+    *why = fmt::format("slurm_load_node_single({}): {}", node, slurm_strerror(SlurmErrno()));
     return false;
   }
   bool ok = false;

@@ -1,12 +1,7 @@
 // SpankApi and NodeDirectory on the real Slurm (only in spank_elastic.so).
 #pragma once
 
-extern "C" {
-// spank.h declares the slurm_spank_* callbacks outside its own extern "C"
-// block (REFERENCE.md section 4).
-#include <slurm/slurm.h>
-#include <slurm/spank.h>
-}
+#include "spank_plugin/slurm_compat.h"
 
 #include "spank_plugin/spank_api.h"
 

@@ -7,7 +7,7 @@
 // busy machine the CPU time is the stable figure (wall includes waiting for a CPU).
 //
 //   plan_perftest [--runs N] [--topology FILE]...   (default: topo.jrc0386.xml,
-//   the largest file of shared/topologies, then this machine)
+//   the largest file of tests/topologies, then this machine)
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>

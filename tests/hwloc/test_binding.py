@@ -1,5 +1,5 @@
 """elasticrun's binding end to end: --print-binding=json against the topology
-oracle (../shared/topologies/expected.tsv), bad input, and real workers that
+oracle (tests/topologies/expected.tsv), bad input, and real workers that
 read their own CPU and memory binding from the kernel."""
 import csv
 import json
@@ -12,7 +12,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ELASTICRUN = os.environ.get("ELASTICRUN", os.path.join(HERE, "../../build/launcher/elasticrun"))
-TOPOLOGIES = os.environ.get("ELASTIC_TOPOLOGIES_DIR", os.path.join(HERE, "../../../shared/topologies"))
+TOPOLOGIES = os.environ.get("ELASTIC_TOPOLOGIES_DIR", os.path.join(HERE, "../topologies"))
 PYTHON = "/usr/bin/python3"
 REPORT = os.path.join(HERE, "report_binding.py")
 NO_LOCALITY = "topo.j3c053.xml"  # GPUs attached to the whole machine: fallback

@@ -12,6 +12,11 @@ slurm_spank_init_post_opt
 slurm_spank_local_user_init
 slurm_spank_task_init
 spank_plugin_version"
+# Slurm >= 25.05 also reads the plugin's slurm_spank_init_failure_mode.
+version_hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER *//p' /usr/include/slurm/slurm_version.h)
+if [ $((version_hex)) -ge $((0x190500)) ]; then
+  expected=$(printf '%s\nslurm_spank_init_failure_mode\n' "$expected" | sort)
+fi
 actual=$(nm -D --defined-only "$so" | awk '{print $3}' | sort)
 if [ "$actual" != "$expected" ]; then
   echo "check_exports: $so exports:"; echo "$actual"
@@ -34,6 +39,17 @@ for line in open("/usr/include/slurm/slurm_version.h"):
         want = int(line.split()[2], 16)
 assert version == want, (hex(version), want)
 assert ctypes.c_uint.in_dll(lib, "spank_plugin_version").value == 1
+if want >= 0x190500:
+    # ESPANK_JOB_FAILURE: a failing plugin fails the job and never drains the node.
+    names, value = {}, None
+    for line in open("/usr/include/slurm/slurm_errno.h"):
+        word = line.strip().rstrip(",").split("=")
+        if not word[0].strip().startswith("ESPANK_"):
+            continue
+        value = int(word[1]) if len(word) > 1 else value + 1
+        names[word[0].strip()] = value
+    mode = ctypes.c_int.in_dll(lib, "slurm_spank_init_failure_mode").value
+    assert mode == names["ESPANK_JOB_FAILURE"], (mode, names)
 for f in ("slurm_spank_init", "slurm_spank_init_post_opt", "slurm_spank_local_user_init",
           "slurm_spank_task_init"):
     getattr(lib, f)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs a command inside the Debian root of one system of the test matrix.
+#   scripts/in-root.sh trixie|sid CMD...
+# The root comes from scripts/make-root.sh (built on first use, then cached).
+# In a private mount namespace (nothing stays mounted afterwards): / of the
+# root is a mount point, /proc is the root's own, /sys (with /sys/fs/cgroup,
+# which slurmd 24.11+ needs) and /dev are the host's, /run is a fresh tmpfs,
+# this repository is at the same path as on the host, and build-SUITE/ of the
+# repository is mounted over build/, so every script and test finds that
+# system's build tree where the host's would be. CMD runs in the repository,
+# as root, with a clean environment (PATH, HOME, LANG, CI). When it ends, any
+# process it left inside the root is killed and reported.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+suite=${1:?usage: $0 trixie|sid CMD...}
+shift
+[ $# -gt 0 ] || { echo "usage: $0 trixie|sid CMD..." >&2; exit 2; }
+root=$(bash "$repo/scripts/make-root.sh" "$suite")
+mkdir -p "$repo/build-$suite" "$repo/build"
+
+exec unshare --mount --propagation private -- bash -s "$root" "$repo" "$suite" "$@" <<'INNER'
+set -euo pipefail
+root=$1 repo=$2 suite=$3
+shift 3
+mount --bind "$root" "$root"
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys"
+mount --rbind /dev "$root/dev"
+mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+mkdir -p "$root$repo"
+mount --bind "$repo" "$root$repo"
+mount --bind "$repo/build-$suite" "$root$repo/build"
+status=0
+chroot "$root" /usr/bin/env -i \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  HOME=/root LANG=C.UTF-8 CI="${CI:-}" ELASTIC_SYSTEM="$suite" \
+  /bin/bash -c 'cd "$1" && shift && exec "$@"' in-root "$repo" "$@" || status=$?
+left=()
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && left+=("${p#/proc/}")
+done
+if [ ${#left[@]} -gt 0 ]; then
+  echo "in-root: $suite: killing ${#left[@]} process(es) left in the root: $(for p in "${left[@]}"; do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60; echo -n '; '; done)" >&2
+  kill -9 "${left[@]}" 2>/dev/null || true
+  [ $status -ne 0 ] || status=1
+fi
+exit $status
+INNER

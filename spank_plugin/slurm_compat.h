@@ -1,0 +1,34 @@
+// Every difference between the Slurm releases spank_elastic.so supports (22.05
+// through 26.05; docs/admin.md lists them and which are tested), in one place.
+// Included only by the Slurm-facing files (spank_api_slurm.*, plugin.cc).
+#pragma once
+
+extern "C" {
+// spank.h declares the slurm_spank_* callbacks outside its own extern "C"
+// block (docs/design.md, "the SPANK plugin").
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <slurm/spank.h>
+}
+
+// 23.11: spank_prepend_task_argv() (task_init_privileged and task_init only).
+// Before it, the S_JOB_ARGV array of task_init is the one slurmstepd execs.
+#define ELASTIC_SLURM_HAS_PREPEND_ARGV (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0))
+
+// 25.05: an exported `int slurm_spank_init_failure_mode` says what a failing
+// plugin costs: ESPANK_NODE_FAILURE (the default: drains the node) or
+// ESPANK_JOB_FAILURE (fails the job only). Any non-zero return is an error
+// from 25.05 on (only negative ones before): callbacks return 0 or -1.
+#define ELASTIC_SLURM_HAS_INIT_FAILURE_MODE (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0))
+
+namespace elastic::spank {
+
+// 22.05 typedefs hostlist_t as `struct hostlist *`; 24.11 makes hostlist_t the
+// struct itself (`hostlist_t *slurm_hostlist_create(...)`). The pointer to the
+// struct is the same type in both.
+using HostlistPtr = struct hostlist*;
+
+// slurm_get_errno() is gone by 24.11; libslurm sets errno in every release.
+inline int SlurmErrno() { return errno; }
+
+}  // namespace elastic::spank
