@@ -1,4 +1,4 @@
-// The environment of one worker: torchrun's contract (REFERENCE.md section 1),
+// The environment of one worker: torchrun's contract (docs/design.md, "The worker contract"),
 // built as a pure function of the agent's environment, the round and the rank.
 #pragma once
 

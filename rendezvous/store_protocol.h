@@ -1,4 +1,4 @@
-// The TCPStore wire protocol (REFERENCE.md section 3): framing, the two
+// The TCPStore wire protocol (docs/design.md, "TCPStore wire protocol"): framing, the two
 // dialects, and an incremental frame parser.
 //
 // The parser is a pure function over bytes: given what a connection has

@@ -1,4 +1,4 @@
-// Byte-level tests of the server: both dialects built from REFERENCE.md's
+// Byte-level tests of the server: both dialects built from docs/design.md's
 // description of the wire format, limits, garbage, and the in-process API.
 #include "rendezvous/store_server.h"
 

@@ -4,7 +4,7 @@
 # The root comes from scripts/make-root.sh (built on first use, then cached).
 # In a private mount namespace (nothing stays mounted afterwards): / of the
 # root is a mount point, /proc is the root's own, /sys (with /sys/fs/cgroup,
-# which slurmd 24.11+ needs) and /dev are the host's, /run is a fresh tmpfs,
+# which slurmd 24.11+ needs), /dev and /etc/hosts are the host's, /run is a fresh tmpfs,
 # this repository is at the same path as on the host, and build-SUITE/ of the
 # repository is mounted over build/, so every script and test finds that
 # system's build tree where the host's would be. CMD runs in the repository,
@@ -27,6 +27,9 @@ mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+# The machine's own name resolves as on any installed Debian (slurmctld 24.11+
+# resolves srun's host name): the root sees this machine's /etc/hosts.
+mount --bind /etc/hosts "$root/etc/hosts"
 mkdir -p "$root$repo"
 mount --bind "$repo" "$root$repo"
 mount --bind "$repo/build-$suite" "$root$repo/build"

@@ -36,7 +36,8 @@ class SpankApi {
   // Remote: spank_setenv into the task's environment. Local: setenv().
   virtual bool SetEnv(const std::string& name, const std::string& value) = 0;
   // Makes `launcher` the program the task runs, with the original argv after it:
-  // argv[0] replaced in place on Slurm < 23.11 (REFERENCE.md section 5),
+  // argv[0] replaced in place on Slurm < 23.11 (docs/design.md, "The SPANK plugin:
+  // facts by Slurm version"),
   // spank_prepend_task_argv on >= 23.11. Sets *prepended on the latter.
   virtual bool WrapTask(const std::string& launcher, bool* prepended, std::string* err) = 0;
   // A message the user sees (srun's stderr), prefixed "elastic: ".

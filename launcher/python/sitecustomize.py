@@ -7,10 +7,12 @@ PyTorch 2.x creates the workers' client of the agent's store with
 TCPStore(...) and no use_libuv argument, and use_libuv defaults to True; a
 build without libuv (Debian's python3-torch 2.x) then raises "use_libuv was
 requested but PyTorch was build without libuv support" before it sends a
-byte. This shim makes torch.distributed.rendezvous create its store clients
-with use_libuv=False (a client speaks the same protocol either way). It
-imports nothing of torch itself: it waits for torch.distributed.rendezvous to
-be imported by the program, patches it, and removes itself. Then it runs the
+byte (torchrun's own c10d agent fails the same way). With this shim, a
+TCPStore that torch.distributed.rendezvous (the workers) or torchrun's c10d
+backend creates and that fails for that reason alone is created again with
+use_libuv=False: a build with libuv never takes that path, so the shim is
+harmless there. It imports nothing of torch itself: it patches those modules
+when the program imports them, then removes itself. Then it runs the
 sitecustomize this one hides (Debian ships one), so nothing else changes.
 """
 import importlib.abc
@@ -18,7 +20,11 @@ import importlib.machinery
 import os
 import sys
 
-_TARGET = "torch.distributed.rendezvous"
+# The modules that create TCPStores on torchrun's and the workers' paths.
+_TARGETS = {
+    "torch.distributed.rendezvous",  # workers: init_process_group(env://), agent store or not
+    "torch.distributed.elastic.rendezvous.c10d_rendezvous_backend",  # torchrun's own agent
+}
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -31,9 +37,15 @@ def _patch(module):
         _elastic_no_libuv = True
 
         def __init__(self, *args, **kwargs):
-            if not kwargs.get("is_master", len(args) > 3 and bool(args[3])):
-                kwargs.setdefault("use_libuv", False)
-            super().__init__(*args, **kwargs)
+            try:
+                super().__init__(*args, **kwargs)
+            except RuntimeError as e:
+                # Only a build without libuv raises this, before sending a byte:
+                # the same store without libuv (a client speaks the same protocol).
+                if "libuv" not in str(e) or kwargs.get("use_libuv") is False:
+                    raise
+                kwargs["use_libuv"] = False
+                super().__init__(*args, **kwargs)
 
     TCPStore.__name__ = TCPStore.__qualname__ = base.__name__
     module.TCPStore = TCPStore
@@ -52,10 +64,15 @@ class _Loader(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self):
+        self._pending = set(_TARGETS)
+
     def find_spec(self, name, path, target=None):
-        if name != _TARGET:
+        if name not in self._pending:
             return None
-        sys.meta_path.remove(self)
+        self._pending.discard(name)
+        if not self._pending:
+            sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is not None and spec.loader is not None:
             spec.loader = _Loader(spec.loader)
@@ -63,10 +80,13 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def _install():
-    if _TARGET in sys.modules:
-        _patch(sys.modules[_TARGET])
-    else:
-        sys.meta_path.insert(0, _Finder())
+    finder = _Finder()
+    for name in list(finder._pending):
+        if name in sys.modules:
+            _patch(sys.modules[name])
+            finder._pending.discard(name)
+    if finder._pending:
+        sys.meta_path.insert(0, finder)
 
 
 def _chain_next_sitecustomize():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real multi-node Slurm cluster on this one machine, for tests and the demo.
 #
-# Design (docs: tests/cluster/README.md, facts: REFERENCE.md section 5):
+# Design (docs and the Slurm facts it relies on: tests/cluster/README.md):
 #   - munged with its own key, on the default socket /run/munge/munge.socket.2
 #     (so every libmunge client, Slurm and our rendezvous alike, finds it), or on
 #     $MUNGE_SOCKET when that is set.

@@ -145,7 +145,7 @@ class EnvironmentTest(LauncherTestCase):
     def test_worker_environment_contract(self):
         # HWLOC_XMLFILE must be a real topology (a missing one is an error before start);
         # the agent plans from it but must not pass it on to the workers.
-        topology = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "topologies",
+        topology = os.path.join(os.path.dirname(__file__), "..", "topologies",
                                 "g4dnmetal.xml")
         env = {"PET_RDZV_ID": "job42", "ELASTIC_SPANK_DEBUG": "x", "HWLOC_XMLFILE": topology,
                "ELASTIC_RDZV_TOKEN": "agents-only"}

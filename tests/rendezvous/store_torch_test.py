@@ -1,4 +1,4 @@
-"""Real PyTorch 1.13 TCPStore clients (is_master=False) against our server."""
+"""Real PyTorch TCPStore clients (is_master=False; 1.13 and 2.x) against our server."""
 import datetime
 import os
 import sys
@@ -11,6 +11,9 @@ from store_fixture import StoreProcess  # noqa: E402
 from torch.distributed import TCPStore  # noqa: E402
 
 TIMEOUT = datetime.timedelta(seconds=30)
+# A torch built without libuv (Debian's 2.x) needs use_libuv=False even for a
+# client; scripts/suite.sh sets ELASTIC_TORCH_NO_LIBUV=1 there.
+CLIENT_OPTIONS = {"use_libuv": False} if os.environ.get("ELASTIC_TORCH_NO_LIBUV") == "1" else {}
 
 
 class TorchClientAgainstOurStore(unittest.TestCase):
@@ -24,7 +27,7 @@ class TorchClientAgainstOurStore(unittest.TestCase):
         assert cls.server.stop() == 0
 
     def client(self, world_size=None):
-        return TCPStore("127.0.0.1", self.server.port, world_size, False, timeout=TIMEOUT)
+        return TCPStore("127.0.0.1", self.server.port, world_size, False, timeout=TIMEOUT, **CLIENT_OPTIONS)
 
     def test_set_get(self):
         s = self.client()
@@ -116,6 +119,30 @@ class TorchClientAgainstOurStore(unittest.TestCase):
         big = os.urandom(4 << 20)
         s.set("big", big)
         self.assertEqual(s.get("big"), big)
+
+
+    @unittest.skipUnless(hasattr(TCPStore, "list_keys"), "this torch has no Store.list_keys (2.14+)")
+    def test_list_keys_of_2_14(self):
+        s = self.client()
+        s.set("lk/a", "1")
+        s.set("lk/b", "2")
+        self.assertTrue({"lk/a", "lk/b"} <= set(s.list_keys()))
+
+    @unittest.skipUnless(hasattr(TCPStore, "barrier"), "this torch has no Store.barrier (2.14+)")
+    def test_barrier_of_2_14_releases_all_three_together(self):
+        done = []
+        def arrive(i):
+            self.client().barrier("bar/three", 3, TIMEOUT)
+            done.append(i)
+        threads = [threading.Thread(target=arrive, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        threads[0].join(0.5)
+        self.assertEqual(done, [])  # two of three arrived: nobody passes
+        arrive(2)
+        for t in threads:
+            t.join(30)
+        self.assertEqual(sorted(done), [0, 1, 2])
 
 
 if __name__ == "__main__":

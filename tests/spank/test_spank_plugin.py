@@ -11,6 +11,7 @@ Environment: SPANK_SO (the built plugin), PMIX_PROBE (elastic_pmix_probe, option
 
 import os
 import re
+import subprocess
 import sys
 import time
 import unittest
@@ -26,6 +27,10 @@ PMIX_PROBE = os.environ.get("PMIX_PROBE", "")
 OPTIONS = ["elastic", "elastic-nproc-per-node", "elastic-max-restarts", "elastic-rdzv-port",
            "elastic-rdzv-id", "elastic-rdzv-endpoint", "elastic-rdzv-conf", "elastic-bind",
            "elastic-log-dir", "elastic-no-python", "elastic-python"]
+# Slurm >= 23.11 wraps the task with spank_prepend_task_argv (slurm_compat.h).
+_SLURM_VERSION = tuple(int(x) for x in re.findall(r"\d+", subprocess.run(
+    ["srun", "--version"], capture_output=True, text=True).stdout)[:2])
+SLURM_PREPENDS = _SLURM_VERSION >= (23, 11)
 NODE_ADDR = {"n1": "10.200.0.11", "n2": "10.200.0.12", "n3": "10.200.0.13"}
 
 
@@ -123,7 +128,16 @@ class TestSpankPlugin(ClusterTestCase):
         for host, env in nodes.items():
             with self.subTest(host=host):
                 self.assertEqual(env["ARGV0"], DUMP)
-                self.assertEqual(env["ARGS"], "train.py --epochs 2")
+                if SLURM_PREPENDS:
+                    # 23.11+: spank_prepend_task_argv keeps the task's program as
+                    # argv[1] (slurmstepd may have resolved it); elasticrun skips it.
+                    self.assertEqual(env.get("ELASTIC_SPANK_ARGV_PREPENDED"), "1")
+                    program, rest = env["ARGS"].split(" ", 1)
+                    self.assertIn(os.path.basename(program), ("python3",), env["ARGS"])
+                    self.assertEqual(rest, "train.py --epochs 2")
+                else:
+                    self.assertNotIn("ELASTIC_SPANK_ARGV_PREPENDED", env)
+                    self.assertEqual(env["ARGS"], "train.py --epochs 2")
                 self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
                 self.assertEqual(env["PET_NNODES"], "2:3")
                 self.assertEqual(env["PET_NODE_RANK"], env["SLURM_NODEID"])
