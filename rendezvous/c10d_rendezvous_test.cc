@@ -50,7 +50,7 @@ TEST(C10dRendezvousTest, NameForLoopbackServesEveryAddressAndGivesTheNameToWorke
   int port = FreePort();
   auto host = CreateC10dRendezvous(loop, Params(std::string(name) + ":" + std::to_string(port)), &err);
   ASSERT_TRUE(host) << err;
-  EXPECT_NE(host->Describe().find(std::string("store ") + name + ":"), std::string::npos)
+  EXPECT_NE(host->Describe().find(std::string("store on ") + name + " "), std::string::npos)
       << host->Describe();
   // Bound on every address: a second agent on this machine becomes a client.
   auto second = CreateC10dRendezvous(loop, Params("127.0.0.1:" + std::to_string(port)), &err);

@@ -194,5 +194,40 @@ TEST(Combination, ConflictingPorts) {
   EXPECT_NE(err.find("differ"), std::string::npos);
 }
 
+// Slurm 23.x runs a remote option callback twice when the option arrives both
+// by message and by environment (24.05+ once): applying twice must equal once.
+TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
+  struct Row { OptionId id; const char* value; };
+  const Row rows[] = {
+      {OptionId::kElastic, "2:8"},           {OptionId::kNprocPerNode, "gpu"},
+      {OptionId::kMaxRestarts, "3"},         {OptionId::kRdzvPort, "29400"},
+      {OptionId::kRdzvId, "job7"},           {OptionId::kRdzvEndpoint, "n1:29500"},
+      {OptionId::kRdzvConf, "join_timeout=60,last_call_timeout=1"},
+      {OptionId::kBind, "gpu"},              {OptionId::kLogDir, "/tmp/logs"},
+      {OptionId::kNoPython, nullptr},        {OptionId::kPython, "/usr/bin/python3"},
+  };
+  auto describe = [](const ElasticOptions& o) {
+    std::string d = std::to_string(static_cast<int>(o.mode));
+    if (o.nnodes) d += " nnodes=" + std::to_string(o.nnodes->first) + ":" + std::to_string(o.nnodes->second);
+    d += " nproc=" + o.nproc_per_node.value_or("-") + " restarts=" + std::to_string(o.max_restarts.value_or(-1));
+    d += " port=" + std::to_string(o.rdzv_port.value_or(-1)) + " id=" + o.rdzv_id.value_or("-");
+    d += " ep=" + o.endpoint_host.value_or("-") + ":" + std::to_string(o.endpoint_port.value_or(-1));
+    for (const auto& [k, v] : o.rdzv_conf) d += " conf:" + k + "=" + v;
+    d += " bind=" + o.bind.value_or("-") + " log=" + o.log_dir.value_or("-");
+    d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
+    for (const auto& g : o.given) d += " given:" + g;
+    return d;
+  };
+  ElasticOptions once, twice;
+  std::string err;
+  for (const Row& row : rows) {
+    ASSERT_TRUE(ApplyOption(row.id, row.value, &once, &err)) << err;
+    ASSERT_TRUE(ApplyOption(row.id, row.value, &twice, &err)) << err;
+    ASSERT_TRUE(ApplyOption(row.id, row.value, &twice, &err)) << err;
+  }
+  EXPECT_EQ(describe(twice), describe(once));
+  EXPECT_EQ(once.rdzv_conf.size(), 2u);
+}
+
 }  // namespace
 }  // namespace elastic::spank
