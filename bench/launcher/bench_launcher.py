@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""P1-P3: elasticrun against Debian's torchrun 1.13, side by side, same worker.
+"""P1-P3: elasticrun against Debian's torchrun (1.13 on Debian 12, 2.6 on Debian 13),
+side by side, same worker.
 
   P1  launch to all workers started (nproc 1 and 4)
   P2  agent peak RSS (VmHWM of the agent process once every worker started)
@@ -9,7 +10,11 @@ Usage: bench/launcher/bench_launcher.py [--elasticrun PATH] [--reps N] [--p3-rep
 Prints a Markdown table (medians and ratios). Keep a run under ~5 minutes.
 torchrun 1.13 runs as /usr/bin/python3 -m torch.distributed.run --redirects=9:1 --tee=9:1
 (its default --redirects crashes on Debian's Python 3.11) with a c10d rendezvous on a free
-port (its --standalone uses the fixed port 29400).
+port (its --standalone uses the fixed port 29400). Debian's torch 2.x has no libuv, so
+torchrun's own c10d store fails there as our workers' store clients would: with
+ELASTIC_TORCH_NO_LIBUV=1 torchrun gets elasticrun's shim (launcher/python) on PYTHONPATH,
+as elasticrun's workers do. torchrun 2.x's default --monitor-interval is 0.1 s (1.13: 5 s).
+Run it on Debian 13 with: scripts/in-root.sh trixie env ELASTIC_TORCH_NO_LIBUV=1 bench/launcher/bench_launcher.py
 """
 import argparse
 import os
@@ -22,6 +27,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "bench_worker.sh")
+SHIM = os.path.join(HERE, "..", "..", "launcher", "python")
+
+
+def torch_version():
+    out = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
+                         capture_output=True, text=True).stdout.strip()
+    return ".".join(out.split("+")[0].split(".")[:2]) or "?"
+
+
+def launcher_env(extra):
+    env = dict(os.environ, **extra)
+    if env.get("ELASTIC_TORCH_NO_LIBUV") == "1":
+        env["PYTHONPATH"] = SHIM + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
 def free_port():
@@ -76,7 +95,7 @@ def vm_hwm_kib(pid):
 def run_p1(cmd, nproc):
     """Returns (seconds from launch to the last worker start, agent peak RSS in MiB)."""
     d = tempfile.mkdtemp(prefix="bench-launcher-")
-    env = dict(os.environ, BENCH_DIR=d, BENCH_MODE="p1")
+    env = launcher_env({"BENCH_DIR": d, "BENCH_MODE": "p1"})
     try:
         t0 = time.time_ns()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -93,7 +112,7 @@ def run_p1(cmd, nproc):
 def run_p3(cmd, nproc):
     """Returns seconds from the crash of rank 0 to the last restarted worker's start."""
     d = tempfile.mkdtemp(prefix="bench-launcher-")
-    env = dict(os.environ, BENCH_DIR=d, BENCH_MODE="p3")
+    env = launcher_env({"BENCH_DIR": d, "BENCH_MODE": "p3"})
     try:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 cwd=d)
@@ -137,11 +156,15 @@ def main():
                          "1/%.0f" % (rt / ro)))
     n = args.p3_nproc
     ours = median([run_p3(elasticrun_cmd(args.elasticrun, n, None), n) for _ in range(args.p3_reps)])
-    for label, monitor in (("default 5 s monitor", None), ("--monitor_interval=0.1", 0.1)):
+    version = torch_version()
+    monitors = (("default 5 s monitor", None), ("--monitor_interval=0.1", 0.1))
+    if version != "1.13":
+        monitors = (("default 0.1 s monitor", None),)
+    for label, monitor in monitors:
         theirs = median([run_p3(torchrun_cmd(n, monitor), n) for _ in range(args.p3_reps)])
         rows.append(("P3 crash to %d workers restarted (torchrun %s)" % (n, label), "%.3f s" % ours,
                      "%.3f s" % theirs, "%.0fx faster" % (theirs / ours)))
-    print("| measure | elasticrun | torchrun 1.13 | ratio |")
+    print("| measure | elasticrun | torchrun %s | ratio |" % version)
     print("|---|---|---|---|")
     for row in rows:
         print("| %s |" % " | ".join(row))

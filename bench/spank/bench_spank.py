@@ -112,8 +112,13 @@ def main():
     # resolve in the test cluster: give torchrun's processes (only) an /etc/hosts
     # with the nodes, as on a cluster where node names resolve.
     hosts = Path(cluster_hosts_file())
+    # Debian's torch 2.x has no libuv: torchrun's c10d store and its workers'
+    # clients need elasticrun's shim, as elasticrun's workers do (docs/user.md).
+    shim = ""
+    if os.environ.get("ELASTIC_TORCH_NO_LIBUV") == "1":
+        shim = f"PYTHONPATH={ROOT / 'launcher' / 'python'} "
     torchrun = ["-N3", "unshare", "--mount", "sh", "-c",
-                f"mount --bind {hosts} /etc/hosts && exec torchrun --nnodes=$SLURM_NNODES --nproc_per_node={a.nproc} --max_restarts=1 "
+                f"mount --bind {hosts} /etc/hosts && exec env {shim}torchrun --nnodes=$SLURM_NNODES --nproc_per_node={a.nproc} --max_restarts=1 "
                 f"--rdzv_backend=c10d --rdzv_endpoint={FIRST_NODE_ADDR}:29500 --rdzv_id=$SLURM_JOB_ID "
                 # Node names do not resolve here, which crashes 1.13's host detection: say who hosts.
                 f"--rdzv_conf=is_host=$([ $SLURM_NODEID = 0 ] && echo 1 || echo 0) "
@@ -134,7 +139,9 @@ def main():
             ("worker crash -> all workers started again", "restart"),
             ("worker crash -> all workers in the group again", "ready_again")]
     print(f"\n3 nodes x {a.nproc} workers, median of {a.reps} runs\n")
-    print("| measure | srun --elastic | srun torchrun (1.13) | ratio |")
+    version = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
+                             capture_output=True, text=True).stdout.strip().split("+")[0]
+    print(f"| measure | srun --elastic | srun torchrun ({version}) | ratio |")
     print("|---|---|---|---|")
     for label, k in rows:
         print(f"| {label} | {e[k]:.2f} s | {t[k]:.2f} s | {t[k] / e[k]:.1f}x |")
