@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian 12 machine, as root: installs what is needed,
+# The main job on a fresh Debian 12 or 13 machine, as root: installs what is needed,
 # builds elasticrun and the SPANK plugin, then runs the cluster demo
-# (tests/cluster/demo.sh): a real 3-node Slurm 22.05 cluster in network
-# namespaces on this machine, `srun -N3 --no-kill --elastic=2:3` of
+# (tests/cluster/demo.sh): a real 3-node Slurm cluster in network
+# namespaces on this machine (Slurm 22.05 or 24.11), `srun -N3 --no-kill --elastic=2:3` of
 # examples/train.py (12 workers), one injected worker failure (every node
 # restarts), one killed node (the two survivors restart with 8 workers and
 # finish), the training result, and a clean teardown.
@@ -56,6 +56,12 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   build=${DEMO_BUILD_DIR:-build}
   bash scripts/install-deps.sh
   demo_build "$build"
+  # Debian's python3-torch 2.x (Debian 13, unstable) is built without libuv: do
+  # what docs/user.md tells its users to do.
+  if [ -z "${ELASTIC_TORCH_NO_LIBUV:-}" ] && ! /usr/bin/python3 scripts/torch_has_libuv.py; then
+    echo "== this PyTorch has no libuv: running with ELASTIC_TORCH_NO_LIBUV=1 (docs/user.md)"
+    export ELASTIC_TORCH_NO_LIBUV=1
+  fi
   if [ "$mode" = standalone ]; then
     demo_standalone "$build"
   else
