@@ -48,6 +48,16 @@ LOCK = os.environ.get("ELASTIC_CLUSTER_LOCK", "/tmp/slurm-elastic-cluster.lock")
 LOCK_WAIT = float(os.environ.get("ELASTIC_CLUSTER_LOCK_WAIT", "1800"))
 
 
+def slurm_pmix_missing() -> str | None:
+    """None where Slurm's mpi/pmix plugin is installed; else why `srun --mpi=pmix`
+    cannot run here (Debian unstable's Slurm 26.05 packages ship no mpi_pmix.so)."""
+    import glob
+    for d in glob.glob("/usr/lib/*/slurm-wlm") + glob.glob("/usr/lib/*/slurm") + ["/usr/lib/slurm"]:
+        if glob.glob(os.path.join(d, "mpi_pmix*.so")):
+            return None
+    return "Slurm's mpi/pmix plugin (mpi_pmix.so) is not installed with this Slurm"
+
+
 class ClusterError(RuntimeError):
     pass
 

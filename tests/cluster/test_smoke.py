@@ -15,7 +15,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cluster import CLUSTER_SH, Cluster, ClusterTestCase, take_lock  # noqa: E402
+from cluster import CLUSTER_SH, Cluster, ClusterTestCase, slurm_pmix_missing, take_lock  # noqa: E402
 
 
 def our_leftovers() -> list[str]:
@@ -51,6 +51,7 @@ class Test1Smoke(ClusterTestCase):
         lines = sorted(r.stdout.splitlines())
         self.assertEqual(lines, ["n1 0,1,2,3 4", "n2 0,1,2,3 4"])
 
+    @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     def test_pmix_across_nodes(self):
         r = self.cluster.srun(["--mpi=pmix", "-N3", "sh", "-c", 'echo "$(hostname) $PMIX_RANK $PMIX_NAMESPACE"'],
                               timeout=60)

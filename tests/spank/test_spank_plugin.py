@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "cluster"))
-from cluster import ClusterTestCase  # noqa: E402
+from cluster import ClusterTestCase, slurm_pmix_missing  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(HERE.parents[1] / "build/spank_plugin/spank_elastic.so"))
 DUMP = str(HERE / "env_dump.sh")
@@ -228,6 +228,7 @@ class TestSpankPlugin(ClusterTestCase):
         r = self.cluster.srun(["-N2", "--elastic=off", "sh", "-c", 'echo "x${PET_NNODES}x"'], timeout=60)
         self.assertEqual(r.stdout.split(), ["xx", "xx"])
 
+    @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     def test_mpi_pmix_defers_the_address_to_pmix(self):
         r, nodes = self.srun_dump(["-N3", "--mpi=pmix", "--elastic", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -235,6 +236,7 @@ class TestSpankPlugin(ClusterTestCase):
             self.assertEqual(env.get("ELASTIC_SPANK_PMIX_ENDPOINT"), "1")
 
     @unittest.skipUnless(PMIX_PROBE, "elastic_pmix_probe not built (no libpmix-dev)")
+    @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     def test_pmix_bootstrap_across_nodes(self):
         r = self.cluster.srun(["-N3", "--mpi=pmix", PMIX_PROBE], timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
