@@ -2,14 +2,16 @@
 # Runs a command inside the Debian root of one system of the test matrix.
 #   scripts/in-root.sh trixie|sid CMD...
 # The root comes from scripts/make-root.sh (built on first use, then cached).
-# In a private mount namespace (nothing stays mounted afterwards): / of the
+# In a private mount namespace (nothing stays mounted afterwards) and PID
+# namespace: / of the
 # root is a mount point, /proc is the root's own, /sys (with /sys/fs/cgroup,
 # which slurmd 24.11+ needs), /dev and /etc/hosts are the host's, /run is a fresh tmpfs,
 # this repository is at the same path as on the host, and build-SUITE/ of the
 # repository is mounted over build/, so every script and test finds that
 # system's build tree where the host's would be. CMD runs in the repository,
-# as root, with a clean environment (PATH, HOME, LANG, CI). When it ends, any
-# process it left inside the root is killed and reported.
+# as root, with a clean environment (PATH, HOME, LANG, CI), in a PID namespace of
+# its own: when it ends, any process it left is reported and killed, and two
+# commands in the same root never see (or kill) each other's processes.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suite=${1:?usage: $0 trixie|sid CMD...}
@@ -18,7 +20,8 @@ shift
 root=$(bash "$repo/scripts/make-root.sh" "$suite")
 mkdir -p "$repo/build-$suite" "$repo/build"
 
-exec unshare --mount --propagation private -- bash -s "$root" "$repo" "$suite" "$@" <<'INNER'
+# The inner script is an argument, not stdin: CMD keeps this script's stdin.
+read -r -d '' inner <<'INNER' || true
 set -euo pipefail
 root=$1 repo=$2 suite=$3
 shift 3
@@ -38,14 +41,20 @@ chroot "$root" /usr/bin/env -i \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root LANG=C.UTF-8 CI="${CI:-}" ELASTIC_SYSTEM="$suite" \
   /bin/bash -c 'cd "$1" && shift && exec "$@"' in-root "$repo" "$@" || status=$?
+# Everything CMD left running in this PID namespace (ours is pid 1): reported,
+# killed (the kernel would kill it anyway when pid 1 exits). Other users of the
+# same root, in their own namespaces, are never touched.
 left=()
-for p in /proc/[0-9]*; do
-  [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && left+=("${p#/proc/}")
+for p in "$root"/proc/[0-9]*; do
+  pid=${p##*/}
+  [ "$pid" = 1 ] || [ "$pid" = "$BASHPID" ] || left+=("$pid")
 done
 if [ ${#left[@]} -gt 0 ]; then
-  echo "in-root: $suite: killing ${#left[@]} process(es) left in the root: $(for p in "${left[@]}"; do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60; echo -n '; '; done)" >&2
+  names=$(for p in "${left[@]}"; do tr '\0' ' ' <"$root/proc/$p/cmdline" 2>/dev/null | cut -c1-60; echo -n '; '; done)
+  echo "in-root: $suite: killing ${#left[@]} process(es) left in the root: $names" >&2
   kill -9 "${left[@]}" 2>/dev/null || true
   [ $status -ne 0 ] || status=1
 fi
 exit $status
 INNER
+exec unshare --mount --pid --fork --propagation private -- bash -c "$inner" in-root "$root" "$repo" "$suite" "$@"
