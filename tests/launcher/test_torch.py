@@ -29,6 +29,20 @@ class TorchTest(LauncherTestCase):
         self.assertIn("[rank1]: rank 1/2 restart 1: all_reduce sum of ranks = 1 (expected 1) OK", out)
         self.assert_nothing_left()
 
+    @unittest.skipUnless(os.environ.get("ELASTIC_TORCH_NO_LIBUV") == "1",
+                         "this torch has libuv (scripts/torch_has_libuv.py): nothing to work around")
+    def test_torch_without_libuv_needs_elastic_torch_no_libuv(self):
+        # Debian's torch 2.x: without the variable the workers cannot reach the
+        # agent's store; with it (what docs/user.md tells its users) they train.
+        args = self.agent("--nproc-per-node=2", TRAIN, "--steps=1")
+        rc, out, err = self.run_agent(args, env={"ELASTIC_TORCH_NO_LIBUV": ""})
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("use_libuv was requested but PyTorch was build without libuv support", out + err)
+        rc, out, err = self.run_agent(args, env={"ELASTIC_TORCH_NO_LIBUV": "1"})
+        self.assertEqual(rc, 0, err)
+        self.assertIn("[rank1]: rank 1/2 restart 0: all_reduce sum of ranks = 1 (expected 1) OK", out)
+        self.assert_nothing_left()
+
     def test_record_traceback_in_summary(self):
         rc, out, err = self.run_agent(self.agent("--nproc-per-node=2", TRAIN, "--raise-rank=1"))
         self.assertEqual(rc, 1, err)
