@@ -11,7 +11,6 @@ Environment: SPANK_SO (the built plugin), PMIX_PROBE (elastic_pmix_probe, option
 
 import os
 import re
-import subprocess
 import sys
 import time
 import unittest
@@ -27,10 +26,12 @@ PMIX_PROBE = os.environ.get("PMIX_PROBE", "")
 OPTIONS = ["elastic", "elastic-nproc-per-node", "elastic-max-restarts", "elastic-rdzv-port",
            "elastic-rdzv-id", "elastic-rdzv-endpoint", "elastic-rdzv-conf", "elastic-bind",
            "elastic-log-dir", "elastic-no-python", "elastic-python"]
-# Slurm >= 23.11 wraps the task with spank_prepend_task_argv (slurm_compat.h).
-_SLURM_VERSION = tuple(int(x) for x in re.findall(r"\d+", subprocess.run(
-    ["srun", "--version"], capture_output=True, text=True).stdout)[:2])
-SLURM_PREPENDS = _SLURM_VERSION >= (23, 11)
+# Slurm >= 23.11 wraps the task with spank_prepend_task_argv (slurm_compat.h);
+# the plugin is built for the Slurm whose headers are installed (srun --version
+# of 26.05 wants a slurm.conf).
+_SLURM_VERSION_HEX = re.search(r"#define SLURM_VERSION_NUMBER\s+(0x[0-9a-fA-F]+)",
+                               Path("/usr/include/slurm/slurm_version.h").read_text()).group(1)
+SLURM_PREPENDS = int(_SLURM_VERSION_HEX, 16) >= 0x170b00
 NODE_ADDR = {"n1": "10.200.0.11", "n2": "10.200.0.12", "n3": "10.200.0.13"}
 
 

@@ -14,7 +14,10 @@ import time
 
 
 def say(*words):
-    print(" ".join(str(w) for w in words), flush=True)
+    # One write(2), not print(): say() also runs in signal handlers, and a handler
+    # that prints while the main code is inside print() raises "reentrant call"
+    # (Python 3.13).
+    os.write(1, (" ".join(str(w) for w in words) + "\n").encode())
 
 
 # Before importing torch: when the launcher started this worker (benchmarks).
