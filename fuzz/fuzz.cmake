@@ -75,12 +75,14 @@ endfunction()
 
 elastic_add_fuzzer(parse RUNS 100000
   SOURCES common/parse.cc)
+elastic_add_fuzzer(device_list RUNS 50000
+  SOURCES common/device_list.cc common/parse.cc)
 elastic_add_fuzzer(spank_options RUNS 50000
   SOURCES spank_plugin/options.cc common/parse.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
           spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/allocator.cc
-          common/parse.cc common/log.cc)
+          common/parse.cc common/log.cc common/device_list.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
@@ -93,6 +95,6 @@ if(NOT EXISTS ${_fuzz_topology})
   set(_fuzz_topology "")
 endif()
 elastic_add_fuzzer(gpu_lists RUNS 5000
-  SOURCES hwloc_binding/gpus.cc hwloc_binding/topology.cc common/parse.cc
+  SOURCES hwloc_binding/gpus.cc hwloc_binding/topology.cc common/parse.cc common/device_list.cc
   LIBS -lhwloc
   DEFINES "-DELASTIC_FUZZ_TOPOLOGY=\"${_fuzz_topology}\"")

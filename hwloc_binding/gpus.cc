@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/device_list.h"
 #include "common/parse.h"
 
 namespace elastic {
@@ -27,13 +28,6 @@ auto BusKey(const Gpu& gpu) {
 }
 
 std::string VendorName(unsigned vendor) { return vendor == kVendorAmd ? "AMD" : "NVIDIA"; }
-
-std::string Trim(const std::string& text) {
-  size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  size_t end = text.find_last_not_of(" \t");
-  return text.substr(begin, end - begin + 1);
-}
 
 // The NVIDIA UUIDs hwloc's NVML backend recorded on the GPU's OS devices.
 std::vector<std::string> UuidsOf(const Gpu& gpu) {
@@ -73,24 +67,12 @@ bool FindByUuid(const std::string& entry, const std::vector<Gpu>& gpus, size_t* 
   return false;
 }
 
-// Slurm's index list: "0,1,3" (ranges "0-3" accepted too).
+// Slurm's index list: "0,1,3" (ranges "0-3" too): common/device_list.h.
 bool ParseIndexList(const std::string& what, const std::string& text, std::vector<long long>* out,
                     std::string* err) {
-  for (const std::string& raw : Split(text, ',')) {
-    std::string entry = Trim(raw);
-    size_t dash = entry.find('-');
-    long long first = 0;
-    long long last = 0;
-    bool ok = dash == std::string::npos
-                  ? ParseInt(entry, 0, 1 << 20, &first) && (last = first, true)
-                  : ParseInt(entry.substr(0, dash), 0, 1 << 20, &first) &&
-                        ParseInt(entry.substr(dash + 1), 0, 1 << 20, &last) && first <= last;
-    if (!ok) {
-      *err = fmt::format("{}='{}': '{}' is not a GPU index", what, text, entry);
-      return false;
-    }
-    for (long long i = first; i <= last; ++i) out->push_back(i);
-  }
+  DeviceList list;
+  if (!ParseDeviceList(DeviceListKind::kSlurm, what, text, &list, err)) return false;
+  for (const DeviceEntry& e : list.entries) out->push_back(e.index);
   return true;
 }
 
@@ -100,30 +82,26 @@ struct CudaEntry {
   size_t gpu = 0;        // when matched by UUID
 };
 
-// Parses CUDA_VISIBLE_DEVICES as the CUDA runtime does: integer indexes or
-// GPU-<uuid> prefixes; a negative index ends the list ("-1" = no GPU), and
-// Slurm writes "NoDevFiles" when the job has no GPU.
+// CUDA_VISIBLE_DEVICES as the CUDA runtime reads it (common/device_list.h),
+// UUIDs matched against the topology's GPUs; MIG instances are refused.
 bool ParseCudaVisible(const std::string& text, const std::vector<Gpu>& gpus,
                       std::vector<CudaEntry>* out, std::string* err) {
-  if (Trim(text) == "NoDevFiles") return true;
-  for (const std::string& raw : Split(text, ',')) {
-    std::string entry = Trim(raw);
+  DeviceList list;
+  if (!ParseDeviceList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES", text, &list, err)) return false;
+  for (const DeviceEntry& e : list.entries) {
     CudaEntry parsed;
-    if (entry.rfind("GPU-", 0) == 0) {
-      parsed.is_index = false;
-      if (!FindByUuid(entry, gpus, &parsed.gpu, err)) return false;
-    } else if (entry.rfind("MIG-", 0) == 0) {
+    if (e.kind == DeviceEntry::Kind::kMigUuid) {
       *err = fmt::format(
           "CUDA_VISIBLE_DEVICES entry '{}' is a MIG instance; binding needs whole GPUs "
           "(use --bind numa or none with MIG)",
-          entry);
+          e.uuid);
       return false;
-    } else if (!entry.empty() && entry[0] == '-' && ParseInt(entry.substr(1), 0, 1 << 20, &parsed.index)) {
-      break;  // CUDA ignores everything from a negative index on
-    } else if (!ParseInt(entry, 0, 1 << 20, &parsed.index)) {
-      *err = fmt::format(
-          "CUDA_VISIBLE_DEVICES='{}': '{}' is neither a GPU index nor a GPU-<uuid>", text, entry);
-      return false;
+    }
+    if (e.kind == DeviceEntry::Kind::kGpuUuid) {
+      parsed.is_index = false;
+      if (!FindByUuid(e.uuid, gpus, &parsed.gpu, err)) return false;
+    } else {
+      parsed.index = e.index;
     }
     out->push_back(parsed);
   }

@@ -249,10 +249,29 @@ TEST(NprocTest, AutoWithoutGpusIsCpuCount) {
 }
 
 TEST(NprocTest, CountDeviceList) {
-  EXPECT_EQ(CountDeviceList(""), 0);
-  EXPECT_EQ(CountDeviceList("NoDevFiles"), 0);
-  EXPECT_EQ(CountDeviceList("0"), 1);
-  EXPECT_EQ(CountDeviceList("GPU-aaa,GPU-bbb"), 2);
+  auto count = [](const char* name, const char* list) {
+    int n = -1;
+    std::string err;
+    EXPECT_TRUE(CountDeviceList(name, list, &n, &err)) << err;
+    return n;
+  };
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", ""), 0);
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "NoDevFiles"), 0);
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "0"), 1);
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "GPU-aaa,GPU-bbb"), 2);
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "-1"), 0);
+  // Slurm may write ranges: 0-3 is four GPUs (it started one worker).
+  EXPECT_EQ(count("SLURM_STEP_GPUS", "0-3"), 4);
+}
+
+TEST(NprocTest, GpuModeCountsSlurmRangesAndNamesABadList) {
+  LaunchConfig c;
+  c.nproc_spec = "gpu";
+  std::string err;
+  ASSERT_TRUE(ResolveNproc({{"SLURM_STEP_GPUS", "0-3"}}, &c, &err)) << err;
+  EXPECT_EQ(c.nproc, 4);
+  EXPECT_FALSE(ResolveNproc({{"SLURM_STEP_GPUS", "0-x"}}, &c, &err));
+  EXPECT_NE(err.find("--nproc-per-node=gpu: SLURM_STEP_GPUS='0-x'"), std::string::npos) << err;
 }
 
 TEST(WorkerCommandTest, PyRunsUnderPython) {

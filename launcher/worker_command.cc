@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/device_list.h"
 #include "common/parse.h"
 
 #ifdef ELASTIC_HAVE_HWLOC_BINDING
@@ -28,12 +29,15 @@ int CountCpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-// GPUs this node may use; *source says where the number came from.
-int CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, std::string* source) {
+// GPUs this node may use; *source says where the number came from. False
+// (with *err) when that variable holds no GPU list.
+bool CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, int* gpus, std::string* source,
+                      std::string* err) {
+  *gpus = 0;
   for (const char* key : {"CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
     if (env.count(key)) {
       *source = key;
-      return CountDeviceList(Get(env, key));
+      return CountDeviceList(key, Get(env, key), gpus, err);
     }
   }
   *source = "hwloc";
@@ -41,15 +45,15 @@ int CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, std::string*
   BindingRequest request;
   request.topology_file = config.topology;
   request.gpu_vendor = config.gpu_vendor;
-  int count = 0;
-  std::string err;
-  if (CountGpus(request, &count, &err)) return count;
-  *source = "hwloc (" + err + ")";
+  std::string why;
+  if (CountGpus(request, gpus, &why)) return true;
+  *gpus = 0;
+  *source = "hwloc (" + why + ")";
 #else
   (void)config;
   *source = "hwloc (not built in)";
 #endif
-  return 0;
+  return true;
 }
 
 bool IsExecutableFile(const std::string& path) {
@@ -63,13 +67,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-int CountDeviceList(const std::string& list) {
-  if (list == "NoDevFiles" || list == "-1") return 0;
-  int n = 0;
-  for (const std::string& item : Split(list, ',')) {
-    if (!item.empty()) ++n;
-  }
-  return n;
+bool CountDeviceList(const std::string& name, const std::string& list, int* count, std::string* err) {
+  DeviceList devices;
+  DeviceListKind kind = name == "CUDA_VISIBLE_DEVICES" ? DeviceListKind::kCuda : DeviceListKind::kSlurm;
+  if (!ParseDeviceList(kind, name, list, &devices, err)) return false;
+  *count = static_cast<int>(devices.size());
+  return true;
 }
 
 bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err) {
@@ -88,7 +91,11 @@ bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err) {
     return true;
   }
   std::string source;
-  int gpus = CountGpusFromEnv(env, *config, &source);
+  int gpus = 0;
+  if (!CountGpusFromEnv(env, *config, &gpus, &source, err)) {
+    *err = "--nproc-per-node=" + spec + ": " + *err;
+    return false;
+  }
   if (gpus > 0) {
     config->nproc = gpus;
     return true;

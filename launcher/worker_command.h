@@ -16,7 +16,9 @@ namespace elastic {
 bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err);
 
 // Counts the entries of a device list such as "0,1,3" ("", "NoDevFiles", "-1" -> 0).
-int CountDeviceList(const std::string& list);
+// GPUs in the list `list` of variable `name` (CUDA_VISIBLE_DEVICES as CUDA reads
+// it, SLURM_*_GPUS with ranges: common/device_list.h).
+bool CountDeviceList(const std::string& name, const std::string& list, int* count, std::string* err);
 
 // The command the workers exec. A first argument ending in .py (or -m, --run-path)
 // runs as `<python> -u ...`; anything else is executed as given; --no-python forces

@@ -2,29 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "common/device_list.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
 namespace {
-
-int CountListEntries(const std::string& list) {
-  if (list.empty()) return 0;
-  int count = 0;
-  for (const std::string& item : Split(list, ',')) {
-    if (item.empty()) continue;
-    // SLURM_STEP_GPUS may hold ranges ("0-3") on some versions.
-    size_t dash = item.find('-');
-    long long lo = 0, hi = 0;
-    if (dash != std::string::npos && !item.starts_with("GPU-") && !item.starts_with("MIG-") &&
-        ParseInt(item.substr(0, dash), 0, 1 << 20, &lo) &&
-        ParseInt(item.substr(dash + 1), 0, 1 << 20, &hi) && lo <= hi) {
-      count += static_cast<int>(hi - lo + 1);
-    } else {
-      ++count;
-    }
-  }
-  return count;
-}
 
 std::string FormatEndpoint(const std::string& host, int port) {
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
@@ -44,13 +26,14 @@ void SetConf(std::vector<std::pair<std::string, std::string>>* conf, const std::
 
 }  // namespace
 
-int CountStepGpus(const StepInfo& step) {
-  if (!step.cuda_visible_devices.empty()) {
-    // "NoDevFiles" is what Slurm sets when the step has no GPUs of a gres with files.
-    if (step.cuda_visible_devices == "NoDevFiles") return 0;
-    return CountListEntries(step.cuda_visible_devices);
-  }
-  return CountListEntries(step.step_gpus);
+bool CountStepGpus(const StepInfo& step, int* count, std::string* err) {
+  DeviceList list;
+  bool ok = step.cuda_visible_devices.empty()
+                ? ParseDeviceList(DeviceListKind::kSlurm, "SLURM_STEP_GPUS", step.step_gpus, &list, err)
+                : ParseDeviceList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES",
+                                  step.cuda_visible_devices, &list, err);
+  *count = ok ? static_cast<int>(list.size()) : 0;
+  return ok;
 }
 
 int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
@@ -163,7 +146,8 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   if (options.nproc_per_node) {
     out.emplace_back("PET_NPROC_PER_NODE", *options.nproc_per_node);
   } else {
-    int gpus = CountStepGpus(step);
+    int gpus = 0;
+    if (!CountStepGpus(step, &gpus, err)) return false;
     out.emplace_back("PET_NPROC_PER_NODE", std::to_string(gpus > 0 ? gpus : 1));
   }
   if (options.max_restarts) {

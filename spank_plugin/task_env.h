@@ -31,7 +31,7 @@ struct StepInfo {
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 // GPUs this node's step may use: entries of CUDA_VISIBLE_DEVICES, else of SLURM_STEP_GPUS.
-int CountStepGpus(const StepInfo& step);
+bool CountStepGpus(const StepInfo& step, int* count, std::string* err);
 
 // The rendezvous port, first that applies: --elastic-rdzv-port; the port of
 // --elastic-rdzv-endpoint; the first of SLURM_STEP_RESV_PORTS (srun --resv-ports);

@@ -25,17 +25,35 @@ std::map<std::string, std::string> AsMap(const EnvList& env) {
   return {env.begin(), env.end()};
 }
 
+int Gpus(const StepInfo& s) {
+  int n = -1;
+  std::string err;
+  EXPECT_TRUE(CountStepGpus(s, &n, &err)) << err;
+  return n;
+}
+
 TEST(CountStepGpus, FromCudaVisibleDevicesElseSlurmStepGpus) {
   StepInfo s;
-  EXPECT_EQ(CountStepGpus(s), 0);
+  EXPECT_EQ(Gpus(s), 0);
   s.step_gpus = "4,5";
-  EXPECT_EQ(CountStepGpus(s), 2);
+  EXPECT_EQ(Gpus(s), 2);
   s.step_gpus = "0-3";
-  EXPECT_EQ(CountStepGpus(s), 4);
+  EXPECT_EQ(Gpus(s), 4);
   s.cuda_visible_devices = "GPU-aaaa-bbbb,GPU-cccc";
-  EXPECT_EQ(CountStepGpus(s), 2);
+  EXPECT_EQ(Gpus(s), 2);
   s.cuda_visible_devices = "NoDevFiles";
-  EXPECT_EQ(CountStepGpus(s), 0);
+  EXPECT_EQ(Gpus(s), 0);
+  s.cuda_visible_devices = "-1";  // CUDA: no GPU (it counted as one)
+  EXPECT_EQ(Gpus(s), 0);
+}
+
+TEST(CountStepGpus, BadListIsAnErrorNamingIt) {
+  StepInfo s;
+  s.step_gpus = "0,x";
+  int n = 0;
+  std::string err;
+  EXPECT_FALSE(CountStepGpus(s, &n, &err));
+  EXPECT_NE(err.find("SLURM_STEP_GPUS='0,x': 'x'"), std::string::npos) << err;
 }
 
 TEST(BuildTaskEnv, ThreeNodeStepOnNodeOne) {
