@@ -61,7 +61,8 @@ class FakeHostTest(RendezvousTestCase):
         rc = self.bounded_exit(agent)
         self.assertNotIn(rc, (-signal.SIGABRT, 128 + signal.SIGABRT), self.dump())
         self.assertNotEqual(rc, 0)
-        self.assertIn("field 'message'", agent.output())
+        self.assertIn("worker-started", agent.output(), "the worker ran when the message came")
+        self.assertIn("bad 'fatal' message: field 'message'", agent.output())
         self.assert_nothing_left()
 
     # 2: a fake host saying auth "none" used to be believed by a token holder.
