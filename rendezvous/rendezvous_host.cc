@@ -409,6 +409,7 @@ void RendezvousHost::FinishLocal(std::function<void()> terminal) {
       Log(LogLevel::kWarning, "rendezvous: {} agent(s) still connected after close_timeout",
           peers_.size());
     peers_.clear();
+    unauthenticated_ = 0;
     MaybeRunTerminal();
   });
   Post([this] { MaybeRunTerminal(); });
