@@ -9,6 +9,7 @@ import time
 
 from fake_host import FakeHost, round_msg, send_msg
 from rdzv_test_util import RendezvousTestCase
+from test_elastic import MungeTest
 
 TOKEN = "the-token"
 BOUND_S = 20  # every scenario ends well within this
@@ -24,7 +25,9 @@ def vm_rss_kib(pid):
     raise AssertionError("no VmRSS")
 
 
-class FakeHostTest(RendezvousTestCase):
+class FakeHostCase(RendezvousTestCase):
+    """Helpers: a fake host on this test's port, an agent that joins it."""
+
     def tearDown(self):
         if getattr(self, "host", None):
             self.host.close()
@@ -46,6 +49,8 @@ class FakeHostTest(RendezvousTestCase):
             time.sleep(0.05)
         return agent.proc.returncode
 
+
+class FakeHostTest(FakeHostCase):
     # 1: a wrongly typed field used to throw nlohmann::type_error on the loop (SIGABRT).
     def test_wrongly_typed_field_ends_the_agent_cleanly_naming_it(self):
         def script(h, conn):
@@ -115,6 +120,39 @@ class FakeHostTest(RendezvousTestCase):
         self.assertNotEqual(self.bounded_exit(agent), 0, self.dump())
         self.assertIn("no challenge from the rendezvous host 127.0.0.1:%d within auth_timeout"
                       % self.port, agent.output())
+
+
+class MungeDowngradeTest(FakeHostCase):
+    """An agent that reaches a munged (no token) refuses a host offering none."""
+
+    def setUp(self):
+        super().setUp()
+        self.munged = []
+        if not os.path.exists("/usr/sbin/munged"):
+            self.skipTest("munge is not installed")
+
+    def tearDown(self):
+        for proc in self.munged:
+            proc.kill()
+            proc.wait()
+        super().tearDown()
+
+    def test_munge_agent_refuses_a_host_offering_no_authentication(self):
+        sock = MungeTest.start_munged(self, "realm")
+
+        def script(h, conn):
+            h.challenge(auth="none")
+            h.welcome("")
+            h.until("join")
+            send_msg(conn, round_msg(1))
+            h.until("never")
+        self.fake(script)
+        agent = self.start_agent(2, nproc=1, conf="is_host=0,munge_socket=" + sock,
+                                 extra=["--no-python"], program="/bin/sh", worker_args=WORKER)
+        self.assertNotEqual(self.bounded_exit(agent), 0, self.dump())
+        self.assertIn("but this agent has munge: refusing the downgrade", agent.output())
+        self.assertIn("munge=0 allows it", agent.output())
+        self.assertNotIn("worker-started", agent.output())
 
 
 class StrangerTest(RendezvousTestCase):
