@@ -127,12 +127,13 @@ errors; 2 for a bad option or value (nothing was started).)";
 
 constexpr const char* kAuthHelp = R"(
 
-Rendezvous authentication: every join answers a fresh challenge from the host,
-with the shared token when one is set (--rdzv-conf token=... or
-ELASTIC_RDZV_TOKEN), else with a munge credential of the same user where munged
-runs (every Slurm cluster with auth/munge). It keeps other users' and other jobs'
-processes from joining or disturbing a run; it does not encrypt the traffic. The
-host logs which method is in use; a multi-node run with neither warns.
+Rendezvous authentication is mutual: agent and host each prove themselves over
+fresh nonces of both, with the shared token when one is set (--rdzv-conf
+token=... or ELASTIC_RDZV_TOKEN), else with a munge credential of the same user
+where munged runs (every Slurm cluster with auth/munge); an agent with either
+never joins a host that offers none. It keeps other users' and other jobs'
+processes from joining or posing as the host; it does not encrypt the traffic.
+The host logs which method is in use; a multi-node run with neither warns.
 )";
 
 class Parser {

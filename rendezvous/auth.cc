@@ -56,8 +56,11 @@ std::string MakeNonce() {
   return Hex(bytes, sizeof(bytes));
 }
 
-std::string ChallengeText(const std::string& nonce, const std::string& run_id) {
-  return fmt::format("slurm-elastic rendezvous v1\nnonce={}\nrun_id={}", nonce, run_id);
+std::string AuthTranscript(AuthDirection direction, const std::string& host_nonce,
+                           const std::string& agent_nonce, const std::string& run_id) {
+  const char* dir = direction == AuthDirection::kAgentToHost ? "agent->host" : "host->agent";
+  return fmt::format("slurm-elastic rendezvous v2\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
+                     "run_id={}", dir, host_nonce, agent_nonce, run_id);
 }
 
 namespace {
@@ -166,7 +169,7 @@ bool MungeVerify(const std::string& socket, const std::string& cred, const std::
     return false;
   }
   if (!ConstantTimeEquals(got, payload)) {
-    if (err) *err = "munge credential is for another challenge";
+    if (err) *err = "munge credential is for another transcript (not this connection)";
     return false;
   }
   return true;

@@ -1,11 +1,15 @@
-// Authentication of rendezvous joins: challenge-response against a fresh random
-// nonce the host sends on every connection, so nothing on the wire can be replayed.
-//   munge: the agent munge-encodes the challenge; the host decodes it with its own
+// Mutual authentication of rendezvous joins. Both sides contribute a fresh random
+// nonce (host: in the challenge, agent: in the hello), and each proves itself over
+// a transcript binding both nonces, the run id and the direction, so nothing on
+// the wire can be replayed, and a proof one side made cannot serve as the other's.
+//   munge: each side munge-encodes its transcript; the other decodes it with its own
 //          munged and requires the same uid as its own (same user, same munge key:
 //          a node of this cluster). Nothing to distribute.
-//   token: the agent sends HMAC-SHA256(token, challenge); the token is shared out of
-//          band (--rdzv-conf token=... or ELASTIC_RDZV_TOKEN).
+//   token: each side sends HMAC-SHA256(token, transcript); the token is shared out
+//          of band (--rdzv-conf token=... or ELASTIC_RDZV_TOKEN).
 //   none:  only for standalone/loopback runs or when neither is available (warned).
+//          An agent that holds a token or has munge never accepts it (downgrade).
+// See docs/security.md, "Rendezvous authentication", for the threat model.
 // It protects the rendezvous (who may join, get ranks, push failures); it does not
 // encrypt traffic and the workers' TCPStore stays PyTorch's unauthenticated protocol,
 // limited to the addresses of the round's nodes.
@@ -21,7 +25,11 @@ const char* AuthMethodName(AuthMethod method);
 bool ParseAuthMethod(const std::string& text, AuthMethod* out);
 
 std::string MakeNonce();  // 32 random bytes, hex
-std::string ChallengeText(const std::string& nonce, const std::string& run_id);
+enum class AuthDirection { kAgentToHost, kHostToAgent };
+// What a proof covers: "slurm-elastic rendezvous v2", the direction, both nonces
+// (hex) and the run id last (the only free-form field, so the text is unambiguous).
+std::string AuthTranscript(AuthDirection direction, const std::string& host_nonce,
+                           const std::string& agent_nonce, const std::string& run_id);
 
 // HMAC-SHA256 of data under key, as hex; false with *err when libcrypto cannot be loaded.
 bool HmacSha256Hex(const std::string& key, const std::string& data, std::string* out, std::string* err);
@@ -35,7 +43,7 @@ bool MungeEncode(const std::string& socket, const std::string& payload, std::str
 bool MungeVerify(const std::string& socket, const std::string& cred, const std::string& payload,
                  std::string* err);
 
-// Proof for `method` over the challenge; verify on the host.
+// Proof for `method` over a transcript; the other side verifies it.
 bool MakeProof(AuthMethod method, const std::string& token, const std::string& munge_socket,
                const std::string& challenge, std::string* proof, std::string* err);
 bool VerifyProof(AuthMethod method, const std::string& token, const std::string& munge_socket,

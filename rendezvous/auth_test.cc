@@ -18,14 +18,26 @@ TEST(AuthTest, HmacSha256MatchesRfc4231TestCase2) {
 }
 
 TEST(AuthTest, TokenProofVerifiesOnlyForItsChallengeAndToken) {
-  std::string challenge = ChallengeText(MakeNonce(), "job1");
+  std::string challenge = AuthTranscript(AuthDirection::kAgentToHost, MakeNonce(), MakeNonce(), "job1");
   std::string proof, err;
   ASSERT_TRUE(MakeProof(AuthMethod::kToken, "secret", "", challenge, &proof, &err));
   EXPECT_TRUE(VerifyProof(AuthMethod::kToken, "secret", "", challenge, proof, &err));
   EXPECT_FALSE(VerifyProof(AuthMethod::kToken, "other", "", challenge, proof, &err));
   // A proof captured on one connection is useless on the next (new nonce).
-  std::string next = ChallengeText(MakeNonce(), "job1");
+  std::string next = AuthTranscript(AuthDirection::kAgentToHost, MakeNonce(), MakeNonce(), "job1");
   EXPECT_FALSE(VerifyProof(AuthMethod::kToken, "secret", "", next, proof, &err));
+}
+
+// A fake host must not be able to use the agent as an oracle: the agent's proof
+// (direction agent->host) never verifies as the host's over the same nonces.
+TEST(AuthTest, ProofOfOneDirectionIsNotAProofOfTheOther) {
+  std::string host_nonce = MakeNonce(), agent_nonce = MakeNonce(), proof, err;
+  std::string up = AuthTranscript(AuthDirection::kAgentToHost, host_nonce, agent_nonce, "job1");
+  std::string down = AuthTranscript(AuthDirection::kHostToAgent, host_nonce, agent_nonce, "job1");
+  ASSERT_TRUE(MakeProof(AuthMethod::kToken, "secret", "", up, &proof, &err)) << err;
+  EXPECT_FALSE(VerifyProof(AuthMethod::kToken, "secret", "", down, proof, &err));
+  EXPECT_NE(up, AuthTranscript(AuthDirection::kAgentToHost, agent_nonce, host_nonce, "job1"));
+  EXPECT_NE(up, AuthTranscript(AuthDirection::kAgentToHost, host_nonce, agent_nonce, "job2"));
 }
 
 TEST(AuthTest, TokenProofWithoutATokenExplainsWhatToSet) {
@@ -47,11 +59,11 @@ TEST(AuthTest, MethodNamesRoundTrip) {
 TEST(AuthTest, MungeProofWhereMungedRuns) {
   std::string err;
   if (!MungeAvailable("", &err)) GTEST_SKIP() << "munged not reachable: " << err;
-  std::string challenge = ChallengeText(MakeNonce(), "job1");
+  std::string challenge = AuthTranscript(AuthDirection::kAgentToHost, MakeNonce(), MakeNonce(), "job1");
   std::string proof;
   ASSERT_TRUE(MakeProof(AuthMethod::kMunge, "", "", challenge, &proof, &err)) << err;
   EXPECT_TRUE(VerifyProof(AuthMethod::kMunge, "", "", challenge, proof, &err)) << err;
-  std::string other = ChallengeText(MakeNonce(), "job1");
+  std::string other = AuthTranscript(AuthDirection::kAgentToHost, MakeNonce(), MakeNonce(), "job1");
   EXPECT_FALSE(VerifyProof(AuthMethod::kMunge, "", "", other, proof, &err));
 }
 

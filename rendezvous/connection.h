@@ -39,6 +39,8 @@ class RendezvousConnection {
   bool Start(std::string* err);
   void Send(std::string_view type, nlohmann::json body = nlohmann::json::object());
   void SendFrame(const std::string& frame);
+  // Frames whose header has not arrived yet are held to this limit.
+  void SetMaxFrameBytes(uint32_t max_frame_bytes) { reader_.set_max_frame_bytes(max_frame_bytes); }
   // Stops reading and closes once the queue is written.
   void CloseAfterFlush();
   bool open() const { return fd_.valid(); }

@@ -18,6 +18,8 @@ class FrameReader {
   explicit FrameReader(uint32_t max_frame_bytes) : max_(max_frame_bytes) {}
 
   void Feed(std::string_view bytes) { buffer_.append(bytes); }
+  // The limit for frames whose header is not read yet (raised once a peer authenticated).
+  void set_max_frame_bytes(uint32_t max_frame_bytes) { max_ = max_frame_bytes; }
   // Takes the next complete frame out of the buffer. kError is sticky.
   Result Next(std::string* payload, std::string* err);
   size_t buffered() const { return buffer_.size() - consumed_; }

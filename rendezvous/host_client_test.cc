@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "rendezvous/frame.h"
 #include "rendezvous/net.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
@@ -77,6 +78,22 @@ class HostClientTest : public ::testing::Test {
     config.port = host_->port();
     agents[i].handler = std::make_unique<RendezvousClient>(loop, config);
     agents[i].Wire();
+  }
+  int Connect() {
+    SocketAddress addr;
+    std::string err;
+    EXPECT_TRUE(ResolveAddress("127.0.0.1", host_->port(), &addr, &err));
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr.storage), addr.len);
+    EXPECT_TRUE(rc == 0 || errno == EINPROGRESS);
+    return fd;
+  }
+  // Reads what is there (non-blocking) into *got; true once the peer closed.
+  static bool ReadUntilEof(int fd, std::string* got) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) got->append(buf, size_t(n));
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
   // Runs the loop until `cond` holds (a hang guard, not a timing assertion).
   bool RunUntil(const std::function<bool()>& cond) {
@@ -239,9 +256,9 @@ TEST_F(HostClientTest, GarbageOnTheRendezvousPortIsDroppedAndOthersCarryOn) {
   EXPECT_EQ(agents[0].rounds[0].world_size, 3);
 }
 
-TEST_F(HostClientTest, ConnectionThatNeverAuthenticatesIsDropped) {
-  settings.heartbeat_interval_ms = 50;
-  settings.heartbeat_timeout_ms = 200;
+TEST_F(HostClientTest, ConnectionThatNeverAuthenticatesIsDroppedAfterAuthTimeout) {
+  settings.heartbeat_timeout_ms = 120'000;  // only auth_timeout may end it before the guard
+  settings.auth_timeout_ms = 200;
   StartHost();
   SocketAddress addr;
   std::string err;
@@ -258,6 +275,70 @@ TEST_F(HostClientTest, ConnectionThatNeverAuthenticatesIsDropped) {
     return closed;
   }));
   close(raw);
+}
+
+// A stranger's frame header announcing 1 MiB - 1 used to make the host buffer
+// that much per connection (1,000 connections: 1 GiB); before authentication
+// the limit is auth_max_frame_bytes.
+TEST_F(HostClientTest, PreAuthFrameOverTheAuthLimitClosesTheConnection) {
+  settings.heartbeat_timeout_ms = 120'000;
+  settings.auth_timeout_ms = 120'000;  // only the frame limit may end it before the guard
+  StartHost();
+  int raw = Connect();
+  std::string big("\x00\x0f\xff\xff", 4);
+  big += std::string(8192, 'x');
+  ASSERT_EQ(send(raw, big.data(), big.size(), 0), static_cast<ssize_t>(big.size()));
+  std::string got;
+  ASSERT_TRUE(RunUntil([&] { return ReadUntilEof(raw, &got); }));
+  close(raw);
+}
+
+TEST_F(HostClientTest, UnauthenticatedConnectionsPastTheCapAreClosedAtAccept) {
+  settings.max_unauthenticated = 3;
+  settings.auth_timeout_ms = 120'000;
+  StartHost();
+  std::vector<int> strangers;
+  for (int i = 0; i < 3; ++i) strangers.push_back(Connect());
+  for (int fd : strangers) {  // each got its challenge: the host holds them
+    std::string got;
+    ASSERT_TRUE(RunUntil([&] {
+      ReadUntilEof(fd, &got);
+      return !got.empty();
+    }));
+  }
+  int extra = Connect();
+  std::string got;
+  ASSERT_TRUE(RunUntil([&] { return ReadUntilEof(extra, &got); }));
+  EXPECT_TRUE(got.empty()) << "closed at accept, before any challenge";
+  close(extra);
+  for (int fd : strangers) close(fd);
+  // Their places free again once they are gone: a real agent joins.
+  StartClient(1);
+  agents[1].handler->Join(1);
+  ASSERT_TRUE(RunUntil([&] { return host_->state().nodes.size() == 1 || !agents[1].fatal.empty(); }));
+  EXPECT_EQ(agents[1].fatal, "");
+}
+
+// Anything from the network is logged escaped and bounded: a hello whose type
+// holds a newline and escape sequences used to print a forged line.
+TEST_F(HostClientTest, ForgedTypeIsLoggedEscapedAndBounded) {
+  StartHost();
+  int raw = Connect();
+  std::string type = "hello\\nelasticrun: error: forged line\\u001b[2J" + std::string(3000, 'A');
+  std::string frame = EncodeFrame("{\"type\":\"" + type + "\"}");
+  ASSERT_EQ(send(raw, frame.data(), frame.size(), 0), static_cast<ssize_t>(frame.size()));
+  testing::internal::CaptureStderr();
+  std::string got;
+  bool closed = RunUntil([&] { return ReadUntilEof(raw, &got); });
+  std::string log = testing::internal::GetCapturedStderr();
+  close(raw);
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(log.find("\nelasticrun: error: forged"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  EXPECT_NE(log.find("\\x0aelasticrun: error: forged line\\x1b[2J"), std::string::npos) << log;
+  size_t start = 0;
+  for (size_t end; (end = log.find('\n', start)) != std::string::npos; start = end + 1)
+    EXPECT_LE(end - start, 400u) << log.substr(start, 80);
 }
 
 TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {

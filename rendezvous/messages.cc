@@ -2,11 +2,113 @@
 
 #include <fmt/format.h>
 
+#include "common/log_escape.h"
 #include "rendezvous/frame.h"
 
 namespace elastic {
 
 using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxCount = 1 << 30;     // ranks, sizes, rounds: anything past this is garbage
+constexpr size_t kMaxNameBytes = 255;      // node names, run ids
+constexpr size_t kMaxNonceBytes = 128;
+
+bool Fail(std::string* err, std::string message) {
+  if (err) *err = std::move(message);
+  return false;
+}
+
+bool GetIntIn(const json& j, const char* key, int64_t min, int64_t max, int64_t* out,
+              std::string* err) {
+  if (!GetInt(j, key, out, err)) return false;
+  if (*out < min || *out > max)
+    return Fail(err, fmt::format("field '{}' = {} is out of range [{}, {}]", key, *out, min, max));
+  return true;
+}
+
+bool GetBoolOr(const json& j, const char* key, bool fallback, bool* out, std::string* err) {
+  auto it = j.find(key);
+  if (it == j.end()) return *out = fallback, true;
+  if (!it->is_boolean()) return Fail(err, fmt::format("field '{}' is not a boolean", key));
+  *out = it->get<bool>();
+  return true;
+}
+
+// An optional text field: absent is "", present must be a string.
+bool GetTextOr(const json& j, const char* key, std::string* out, std::string* err) {
+  auto it = j.find(key);
+  if (it == j.end()) return out->clear(), true;
+  return GetString(j, key, out, err);
+}
+
+// Names and run ids are printed and compared: printable ASCII only, bounded.
+bool GetName(const json& j, const char* key, std::string* out, std::string* err) {
+  if (!GetString(j, key, out, err)) return false;
+  if (out->empty() || out->size() > kMaxNameBytes)
+    return Fail(err, fmt::format("field '{}' must hold 1 to {} bytes", key, kMaxNameBytes));
+  for (unsigned char c : *out)
+    if (c < 0x20 || c > 0x7e)
+      return Fail(err, fmt::format("field '{}' = '{}' holds a non-printable byte", key,
+                                   EscapeForLog(*out)));
+  return true;
+}
+
+bool GetNonce(const json& j, const char* key, std::string* out, std::string* err) {
+  if (!GetString(j, key, out, err)) return false;
+  if (out->size() < 32 || out->size() > kMaxNonceBytes ||
+      out->find_first_not_of("0123456789abcdef") != std::string::npos)
+    return Fail(err, fmt::format("field '{}' is not a hex nonce of 32 to {} digits", key,
+                                 kMaxNonceBytes));
+  return true;
+}
+
+bool DecodeChallenge(const json& j, ChallengeMsg* c, std::string* err) {
+  if (!GetInt(j, "version", &c->version, err) || !GetName(j, "run_id", &c->run_id, err) ||
+      !GetNonce(j, "nonce", &c->nonce, err) || !GetString(j, "auth", &c->auth, err))
+    return false;
+  if (c->auth != "none" && c->auth != "token" && c->auth != "munge")
+    return Fail(err, fmt::format("field 'auth' = '{}' is not none, token or munge",
+                                 EscapeForLog(c->auth)));
+  return true;
+}
+
+bool DecodeWelcome(const json& j, WelcomeMsg* w, std::string* err) {
+  return GetIntIn(j, "node_id", 0, INT64_MAX, &w->node_id, err) &&
+         GetString(j, "proof", &w->proof, err);
+}
+
+bool DecodeRestart(const json& j, RestartMsg* r, std::string* err) {
+  int64_t round = 0;
+  if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) || !GetTextOr(j, "reason", &r->reason, err))
+    return false;
+  r->round = static_cast<uint64_t>(round);
+  return true;
+}
+
+bool DecodeJobFailed(const json& j, JobFailedMsg* f, std::string* err) {
+  auto it = j.find("failure");
+  if (it != j.end() && !FailureFromJson(*it, &f->failure, err)) return false;
+  return GetTextOr(j, "message", &f->message, err);
+}
+
+bool DecodeHello(const json& j, HelloMsg* h, std::string* err) {
+  int64_t preferred = -1;
+  if (!GetInt(j, "version", &h->version, err) || !GetName(j, "run_id", &h->run_id, err) ||
+      !GetName(j, "name", &h->name, err) || !GetIntIn(j, "pid", 0, INT32_MAX, &h->pid, err) ||
+      !GetIntIn(j, "preferred_rank", -1, kMaxCount, &preferred, err) ||
+      !GetNonce(j, "nonce", &h->nonce, err) || !GetString(j, "proof", &h->proof, err))
+    return false;
+  h->preferred_rank = static_cast<int>(preferred);
+  return true;
+}
+
+std::string UnknownType(const Message& msg) {
+  return fmt::format("unknown message type '{}'", EscapeForLog(msg.type));
+}
+
+}  // namespace
 
 std::string EncodeMessage(std::string_view type, json body) {
   body["type"] = std::string(type);
@@ -40,6 +142,10 @@ bool GetInt(const json& j, const char* key, int64_t* out, std::string* err) {
     if (err) *err = fmt::format("field '{}' missing or not an integer", key);
     return false;
   }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    if (err) *err = fmt::format("field '{}' is too large", key);
+    return false;
+  }
   *out = it->get<int64_t>();
   return true;
 }
@@ -54,16 +160,19 @@ json RoundToJson(const RoundInfo& r) {
 
 bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
   int64_t round = 0, group_rank = 0, gws = 0, offset = 0, ws = 0, port = 0, used = 0;
-  if (!GetInt(j, "round", &round, err) || !GetInt(j, "group_rank", &group_rank, err) ||
-      !GetInt(j, "group_world_size", &gws, err) || !GetInt(j, "rank_offset", &offset, err) ||
-      !GetInt(j, "world_size", &ws, err) || !GetInt(j, "store_port", &port, err) ||
-      !GetInt(j, "restarts_used", &used, err) || !GetString(j, "store_addr", &r->store_addr, err))
+  if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) ||
+      !GetIntIn(j, "group_rank", 0, kMaxCount, &group_rank, err) ||
+      !GetIntIn(j, "group_world_size", 1, kMaxCount, &gws, err) ||
+      !GetIntIn(j, "rank_offset", 0, kMaxCount, &offset, err) ||
+      !GetIntIn(j, "world_size", 1, kMaxCount, &ws, err) ||
+      !GetIntIn(j, "store_port", 0, 65535, &port, err) ||
+      !GetIntIn(j, "restarts_used", 0, kMaxCount, &used, err) ||
+      !GetString(j, "store_addr", &r->store_addr, err) ||
+      !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err))
     return false;
-  if (round < 0 || group_rank < 0 || gws < 1 || group_rank >= gws || offset < 0 || ws < 1 ||
-      port < 0 || port > 65535 || used < 0) {
-    if (err) *err = "round message has out-of-range values";
-    return false;
-  }
+  if (group_rank >= gws || offset >= ws)
+    return Fail(err, fmt::format("round message: group_rank {} of {} or rank_offset {} of {} "
+                                 "out of range", group_rank, gws, offset, ws));
   r->round = static_cast<uint64_t>(round);
   r->group_rank = static_cast<int>(group_rank);
   r->group_world_size = static_cast<int>(gws);
@@ -71,7 +180,6 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
   r->world_size = static_cast<int>(ws);
   r->store_port = static_cast<int>(port);
   r->restarts_used = static_cast<int>(used);
-  r->use_agent_store = j.value("use_agent_store", false);
   return true;
 }
 
@@ -82,21 +190,89 @@ json FailureToJson(const WorkerFailure& f) {
 }
 
 bool FailureFromJson(const json& j, WorkerFailure* f, std::string* err) {
-  if (!j.is_object()) {
-    if (err) *err = "failure is not an object";
-    return false;
-  }
+  if (!j.is_object()) return Fail(err, "field 'failure' is not an object");
   int64_t g = 0, l = 0, code = 0, sig = 0, t = 0;
-  if (!GetInt(j, "global_rank", &g, err) || !GetInt(j, "local_rank", &l, err) ||
-      !GetInt(j, "exit_code", &code, err) || !GetInt(j, "signal", &sig, err) ||
-      !GetInt(j, "time_unix_ms", &t, err) || !GetString(j, "host", &f->host, err) ||
-      !GetString(j, "message", &f->message, err) || !GetString(j, "traceback", &f->traceback, err))
+  if (!GetIntIn(j, "global_rank", -1, kMaxCount, &g, err) ||
+      !GetIntIn(j, "local_rank", -1, kMaxCount, &l, err) ||
+      !GetIntIn(j, "exit_code", INT32_MIN, INT32_MAX, &code, err) ||
+      !GetIntIn(j, "signal", 0, 1024, &sig, err) || !GetInt(j, "time_unix_ms", &t, err) ||
+      !GetString(j, "host", &f->host, err) || !GetString(j, "message", &f->message, err) ||
+      !GetString(j, "traceback", &f->traceback, err))
     return false;
   f->global_rank = static_cast<int>(g);
   f->local_rank = static_cast<int>(l);
   f->exit_code = static_cast<int>(code);
   f->signal = static_cast<int>(sig);
   f->time_unix_ms = t;
+  return true;
+}
+
+const char* HostMessageName(HostMessage::Kind kind) {
+  using K = HostMessage::Kind;
+  switch (kind) {
+    case K::kChallenge: return "challenge";
+    case K::kWelcome: return "welcome";
+    case K::kError: return "error";
+    case K::kRound: return "round";
+    case K::kRestart: return "restart";
+    case K::kJobFailed: return "job_failed";
+    case K::kDone: return "done";
+    case K::kFatal: return "fatal";
+    case K::kWaiting: return "waiting";
+    case K::kHeartbeat: return "heartbeat";
+  }
+  return "?";
+}
+
+bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err) {
+  using K = HostMessage::Kind;
+  const json& j = msg.body;
+  std::string why;
+  bool ok = true;
+  if (msg.type == "challenge") out->kind = K::kChallenge, ok = DecodeChallenge(j, &out->challenge, &why);
+  else if (msg.type == "welcome") out->kind = K::kWelcome, ok = DecodeWelcome(j, &out->welcome, &why);
+  else if (msg.type == "round") out->kind = K::kRound, ok = RoundFromJson(j, &out->round, &why);
+  else if (msg.type == "restart") out->kind = K::kRestart, ok = DecodeRestart(j, &out->restart, &why);
+  else if (msg.type == "job_failed")
+    out->kind = K::kJobFailed, ok = DecodeJobFailed(j, &out->job_failed, &why);
+  else if (msg.type == "heartbeat") out->kind = K::kHeartbeat;
+  else if (msg.type == "error") out->kind = K::kError, ok = GetTextOr(j, "message", &out->text, &why);
+  else if (msg.type == "done") out->kind = K::kDone, ok = GetTextOr(j, "message", &out->text, &why);
+  else if (msg.type == "fatal") out->kind = K::kFatal, ok = GetTextOr(j, "message", &out->text, &why);
+  else if (msg.type == "waiting") out->kind = K::kWaiting, ok = GetTextOr(j, "message", &out->text, &why);
+  else return Fail(err, UnknownType(msg));
+  if (!ok) return Fail(err, fmt::format("bad '{}' message: {}", msg.type, why));
+  return true;
+}
+
+bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err) {
+  using K = AgentMessage::Kind;
+  const json& j = msg.body;
+  std::string why;
+  bool ok = true;
+  int64_t value = 0;
+  if (msg.type == "hello") {
+    out->kind = K::kHello, ok = DecodeHello(j, &out->hello, &why);
+  } else if (msg.type == "join") {
+    out->kind = K::kJoin, ok = GetIntIn(j, "local_world_size", 1, 1 << 20, &value, &why);
+    out->local_world_size = static_cast<int>(value);
+  } else if (msg.type == "succeeded" || msg.type == "failure") {
+    out->kind = msg.type == "failure" ? K::kFailure : K::kSucceeded;
+    ok = GetIntIn(j, "round", 0, INT64_MAX, &value, &why);
+    out->round = static_cast<uint64_t>(value);
+    if (ok && out->kind == K::kFailure) {
+      auto it = j.find("failure");
+      ok = it != j.end() ? FailureFromJson(*it, &out->failure, &why)
+                         : Fail(&why, "field 'failure' missing");
+    }
+  } else if (msg.type == "heartbeat") {
+    out->kind = K::kHeartbeat;
+  } else if (msg.type == "leave") {
+    out->kind = K::kLeave;
+  } else {
+    return Fail(err, UnknownType(msg));
+  }
+  if (!ok) return Fail(err, fmt::format("bad '{}' message: {}", msg.type, why));
   return true;
 }
 

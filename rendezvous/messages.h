@@ -1,16 +1,22 @@
 // Messages of the agent <-> host rendezvous protocol: one JSON object per frame,
-// {"type": ..., ...fields}. Protocol (version 1):
+// {"type": ..., ...fields}. Protocol (version 2):
 //   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none"}  on accept
-//   agent -> host   hello {version, run_id, name, preferred_rank, auth, proof}
-//   host  -> agent  welcome {node_id} | error {message} (then closes)
+//   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof}
+//   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave
-//   host  -> agent  round {round info} | restart {reason} | job_failed {failure, message}
-//                   | done {message} | fatal {message} | waiting {message} | heartbeat
+//   host  -> agent  round {round info} | restart {round, reason} | job_failed {failure, message}
+//                   | done {message} | fatal {message} | waiting {message} | heartbeat | error
+// Each side reads the other's messages through ONE decoder (DecodeHostMessage on
+// the agent, DecodeAgentMessage on the host) that never throws: it checks every
+// field's type and range and names what is wrong, so the protocol code never
+// touches JSON (a wrongly typed field used to throw nlohmann's type_error on the
+// event loop and abort the agent with its workers).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,7 +24,8 @@
 
 namespace elastic {
 
-inline constexpr int kRendezvousProtocolVersion = 1;
+// 2: mutual authentication (agent nonce in hello, host proof in welcome).
+inline constexpr int kRendezvousProtocolVersion = 2;
 
 struct Message {
   std::string type;
@@ -37,5 +44,62 @@ nlohmann::json RoundToJson(const RoundInfo& info);
 bool RoundFromJson(const nlohmann::json& j, RoundInfo* info, std::string* err);
 nlohmann::json FailureToJson(const WorkerFailure& f);
 bool FailureFromJson(const nlohmann::json& j, WorkerFailure* f, std::string* err);
+
+// ---- host -> agent ----
+
+struct ChallengeMsg {
+  int64_t version = 0;
+  std::string run_id;
+  std::string nonce;  // the host's, hex
+  std::string auth;   // "none", "token" or "munge"
+};
+struct WelcomeMsg {
+  int64_t node_id = 0;
+  std::string proof;  // the host's proof over the transcript ("" with auth none)
+};
+struct RestartMsg {
+  uint64_t round = 0;
+  std::string reason;
+};
+struct JobFailedMsg {
+  WorkerFailure failure;
+  std::string message;
+};
+
+struct HostMessage {
+  enum class Kind { kChallenge, kWelcome, kError, kRound, kRestart, kJobFailed, kDone, kFatal,
+                    kWaiting, kHeartbeat };
+  Kind kind = Kind::kHeartbeat;
+  ChallengeMsg challenge;
+  WelcomeMsg welcome;
+  RoundInfo round;
+  RestartMsg restart;
+  JobFailedMsg job_failed;
+  std::string text;  // error, done, fatal, waiting: their "message"
+};
+const char* HostMessageName(HostMessage::Kind kind);
+bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err);
+
+// ---- agent -> host ----
+
+struct HelloMsg {
+  int64_t version = 0;
+  std::string run_id;
+  std::string name;
+  int64_t pid = 0;
+  int preferred_rank = -1;
+  std::string nonce;  // the agent's, hex
+  std::string proof;
+};
+
+struct AgentMessage {
+  enum class Kind { kHello, kJoin, kHeartbeat, kFailure, kSucceeded, kLeave };
+  Kind kind = Kind::kHeartbeat;
+  HelloMsg hello;
+  int local_world_size = 0;  // join
+  uint64_t round = 0;        // failure, succeeded
+  WorkerFailure failure;     // failure
+};
+bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err);
 
 }  // namespace elastic

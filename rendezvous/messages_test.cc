@@ -81,5 +81,73 @@ TEST(MessagesTest, InvalidUtf8IsReplacedNotThrown) {
   EXPECT_EQ(msg.type, "fatal");
 }
 
+Message Raw(const std::string& json_text) {
+  Message msg;
+  std::string err;
+  EXPECT_TRUE(DecodeMessage(json_text, &msg, &err)) << err;
+  return msg;
+}
+
+// Wrongly typed or out-of-range fields are refused by the one decoder of each
+// side, naming the field; nothing throws (a type_error used to abort the agent).
+TEST(MessagesTest, HostMessageDecoderRefusesBadFieldsNamingThem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"type":"error","message":1})", "'message'"},
+      {R"({"type":"fatal","message":[1]})", "'message'"},
+      {R"({"type":"waiting","message":{}})", "'message'"},
+      {R"({"type":"done","message":false})", "'message'"},
+      {R"({"type":"restart","round":"1"})", "'round'"},
+      {R"({"type":"restart","round":1,"reason":2})", "'reason'"},
+      {R"({"type":"job_failed","failure":7})", "'failure'"},
+      {R"({"type":"challenge","version":2,"run_id":"j","nonce":"zz","auth":"token"})", "'nonce'"},
+      {R"({"type":"challenge","version":2,"run_id":"j","nonce":"00000000000000000000000000000000","auth":"rot13"})",
+       "'auth'"},
+      {R"({"type":"welcome","node_id":2})", "'proof'"},
+      {R"({"type":"round","round":0,"group_rank":0,"group_world_size":1,"rank_offset":0,"world_size":1,"store_addr":"a","store_port":1,"restarts_used":0,"use_agent_store":"yes"})",
+       "'use_agent_store'"},
+      {R"({"type":"round","round":0,"group_rank":0,"group_world_size":4294967297,"rank_offset":0,"world_size":1,"store_addr":"a","store_port":1,"restarts_used":0})",
+       "'group_world_size'"},
+      {R"({"type":"nonsense"})", "'nonsense'"},
+  };
+  for (const auto& [text, field] : cases) {
+    HostMessage out;
+    std::string err;
+    EXPECT_FALSE(DecodeHostMessage(Raw(text), &out, &err)) << text;
+    EXPECT_NE(err.find(field), std::string::npos) << text << " -> " << err;
+  }
+}
+
+TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"type":"join","local_world_size":"2"})", "'local_world_size'"},
+      {R"({"type":"join","local_world_size":0})", "'local_world_size'"},
+      {R"({"type":"succeeded","round":-1})", "'round'"},
+      {R"({"type":"failure","round":0})", "'failure'"},
+      {R"({"type":"hello","version":2,"run_id":"j","name":"a\nb","pid":1,"preferred_rank":-1,"nonce":"00000000000000000000000000000000","proof":""})",
+       "'name'"},
+      {R"({"type":"hello","version":2,"run_id":"j","name":"n","pid":1,"preferred_rank":-1,"proof":""})",
+       "'nonce'"},
+      {R"({"type":"hel\nlo"})", "'hel\\x0alo'"},
+  };
+  for (const auto& [text, field] : cases) {
+    AgentMessage out;
+    std::string err;
+    EXPECT_FALSE(DecodeAgentMessage(Raw(text), &out, &err)) << text;
+    EXPECT_NE(err.find(field), std::string::npos) << text << " -> " << err;
+  }
+}
+
+TEST(MessagesTest, HelloDecodes) {
+  AgentMessage out;
+  std::string err;
+  ASSERT_TRUE(DecodeAgentMessage(
+      Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p"})"),
+      &out, &err)) << err;
+  EXPECT_EQ(out.kind, AgentMessage::Kind::kHello);
+  EXPECT_EQ(out.hello.name, "n1");
+  EXPECT_EQ(out.hello.preferred_rank, 3);
+  EXPECT_EQ(out.hello.proof, "p");
+}
+
 }  // namespace
 }  // namespace elastic

@@ -35,22 +35,28 @@ elastic_add_unit_tests(rendezvous_tests
 target_sources(rendezvous_tests PRIVATE host_client_test.cc c10d_rendezvous_test.cc)
 target_link_libraries(rendezvous_tests PRIVATE elastic_rendezvous)
 
-# libFuzzer target of the frame parser and message decoder. With gcc as the main
-# compiler it is built by clang++ through a custom command (as the store's), so
-# the short fuzz run is part of every build that has clang.
-set(_rdzv_fuzz_srcs ${CMAKE_CURRENT_SOURCE_DIR}/frame_fuzz.cc ${CMAKE_CURRENT_SOURCE_DIR}/frame.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/messages.cc)
+# libFuzzer targets: the frame parser and message decoder (frame_fuzz), what a
+# host can send an agent (client_message_fuzz) and what any peer can send the
+# host (host_message_fuzz). With gcc as the main compiler they are built by
+# clang++ through a custom command (as the store's), so the short fuzz runs are
+# part of every build that has clang.
 find_program(ELASTIC_RDZV_CLANGXX NAMES clang++ clang++-14)
-if(ELASTIC_RDZV_CLANGXX)
-  set(_rdzv_fuzz_bin ${CMAKE_CURRENT_BINARY_DIR}/rdzv_frame_fuzz)
-  add_custom_command(OUTPUT ${_rdzv_fuzz_bin}
+function(elastic_rdzv_fuzz name test_name)
+  set(_dir ${CMAKE_CURRENT_SOURCE_DIR})
+  set(_srcs ${_dir}/${name}.cc ${_dir}/frame.cc ${_dir}/messages.cc
+      ${PROJECT_SOURCE_DIR}/common/log_escape.cc)
+  set(_bin ${CMAKE_CURRENT_BINARY_DIR}/rdzv_${name})
+  add_custom_command(OUTPUT ${_bin}
     COMMAND ${ELASTIC_RDZV_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
-            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${_rdzv_fuzz_srcs} -lfmt
-            -o ${_rdzv_fuzz_bin}
-    DEPENDS ${_rdzv_fuzz_srcs} ${CMAKE_CURRENT_SOURCE_DIR}/frame.h ${CMAKE_CURRENT_SOURCE_DIR}/messages.h
-    COMMENT "Building the rendezvous frame fuzz target with clang++")
-  add_custom_target(rdzv_frame_fuzz ALL DEPENDS ${_rdzv_fuzz_bin})
-  add_test(NAME rendezvous.frame_fuzz_short
-           COMMAND ${_rdzv_fuzz_bin} -runs=20000 -max_len=4096 -seed=1)
-  set_tests_properties(rendezvous.frame_fuzz_short PROPERTIES LABELS unit)
+            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${_srcs} -lfmt -o ${_bin}
+    DEPENDS ${_srcs} ${_dir}/frame.h ${_dir}/messages.h ${PROJECT_SOURCE_DIR}/common/log_escape.h
+    COMMENT "Building the rendezvous fuzz target ${name} with clang++")
+  add_custom_target(rdzv_${name} ALL DEPENDS ${_bin})
+  add_test(NAME rendezvous.${test_name} COMMAND ${_bin} -runs=20000 -max_len=4096 -seed=1)
+  set_tests_properties(rendezvous.${test_name} PROPERTIES LABELS unit)
+endfunction()
+if(ELASTIC_RDZV_CLANGXX)
+  elastic_rdzv_fuzz(frame_fuzz frame_fuzz_short)
+  elastic_rdzv_fuzz(client_message_fuzz client_message_fuzz_short)
+  elastic_rdzv_fuzz(host_message_fuzz host_message_fuzz_short)
 endif()

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/log_escape.h"
 #include "rendezvous/auth.h"
 
 namespace elastic {
@@ -16,7 +17,7 @@ RendezvousClient::RendezvousClient(EventLoop& loop, ClientConfig config)
 
 RendezvousClient::~RendezvousClient() {
   *alive_ = false;
-  for (auto id : {retry_timer_, heartbeat_timer_})
+  for (auto id : {retry_timer_, heartbeat_timer_, auth_timer_, round_timer_})
     if (id) loop_.CancelTimer(id);
   if (connecting_fd_) loop_.Remove(connecting_fd_.get());
 }
@@ -34,7 +35,7 @@ std::string RendezvousClient::Describe() const {
 void RendezvousClient::Join(int local_world_size) {
   running_round_.reset();
   if (stage_ == Stage::kFinished) return;
-  if (stage_ == Stage::kReady) return Send("join", {{"local_world_size", local_world_size}});
+  if (stage_ == Stage::kReady) return SendJoin(local_world_size);
   pending_join_ = local_world_size;
   if (stage_ == Stage::kIdle) {
     connect_deadline_ = MonoClock::now() + Millis(config_.settings.join_timeout_ms);
@@ -48,7 +49,10 @@ void RendezvousClient::ReportWorkerFailure(const WorkerFailure& failure) {
   running_round_.reset();
 }
 
-void RendezvousClient::ReportSucceeded() { Send("succeeded", {{"round", last_round_}}); }
+void RendezvousClient::ReportSucceeded() {
+  succeeded_round_ = last_round_;
+  Send("succeeded", {{"round", last_round_}});
+}
 
 void RendezvousClient::Shutdown() {
   callbacks_ = {};
@@ -90,12 +94,15 @@ void RendezvousClient::OnConnectEvent() {
   RendezvousConnection::Callbacks cb;
   cb.on_message = [this](const Message& m) { OnMessage(m); };
   cb.on_close = [this](const std::string& reason) { OnClosed(reason); };
+  // A small frame limit until the host proved itself (then max_frame_bytes).
   conn_ = std::make_unique<RendezvousConnection>(loop_, std::move(connecting_fd_),
-                                                 config_.settings.max_frame_bytes, cb);
+                                                 config_.settings.auth_max_frame_bytes, cb);
   std::string err;
   if (!conn_->Start(&err)) return Fatal(err);
   stage_ = Stage::kAuthenticating;
+  challenged_ = false;
   last_heard_ = MonoClock::now();
+  auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms), [this] { OnAuthDeadline(); });
 }
 
 void RendezvousClient::RetryConnect(const std::string& why) {
@@ -115,102 +122,202 @@ void RendezvousClient::RetryConnect(const std::string& why) {
 
 // ---- messages ----
 
-void RendezvousClient::OnMessage(const Message& msg) {
+void RendezvousClient::OnMessage(const Message& raw) {
   last_heard_ = MonoClock::now();
-  if (stage_ == Stage::kAuthenticating) {
-    if (msg.type == "challenge") return OnChallenge(msg);
-    if (msg.type == "welcome") return OnReady();
-    if (msg.type == "error")
-      return Fatal(fmt::format("the rendezvous host {} refused this agent: {}", HostName(),
-                               msg.body.value("message", std::string("?"))));
-    return Fatal(fmt::format("unexpected '{}' from the rendezvous host {} before welcome",
-                             msg.type, HostName()));
-  }
+  HostMessage msg;
+  std::string err;
+  if (!DecodeHostMessage(raw, &msg, &err))
+    return Fatal(fmt::format("protocol error from the rendezvous host {}: {}", HostName(), err));
+  if (stage_ == Stage::kAuthenticating) return OnAuthMessage(msg);
   if (stage_ == Stage::kReady) OnHostPush(msg);
 }
 
-void RendezvousClient::OnChallenge(const Message& msg) {
-  std::string challenge, method_name, run_id, err;
-  AuthMethod method;
-  if (!GetString(msg.body, "challenge", &challenge, &err) ||
-      !GetString(msg.body, "auth", &method_name, &err) ||
-      !GetString(msg.body, "run_id", &run_id, &err) || !ParseAuthMethod(method_name, &method))
-    return Fatal(fmt::format("bad challenge from the rendezvous host {}: {}", HostName(), err));
-  if (run_id != config_.run_id)
+void RendezvousClient::OnAuthMessage(const HostMessage& msg) {
+  using K = HostMessage::Kind;
+  if (msg.kind == K::kChallenge && !challenged_) return OnChallenge(msg.challenge);
+  if (msg.kind == K::kWelcome && challenged_) return OnWelcome(msg.welcome);
+  if (msg.kind == K::kError)
+    return Fatal(fmt::format("the rendezvous host {} refused this agent: {}", HostName(),
+                             EscapeForLog(msg.text)));
+  Fatal(fmt::format("protocol error from the rendezvous host {}: '{}' while awaiting its {}",
+                    HostName(), HostMessageName(msg.kind), challenged_ ? "welcome" : "challenge"));
+}
+
+// What this agent insists on: an agent that holds a token, or has munge, never
+// joins a host that says "none" (a host without the secret, or a man in the middle).
+bool RendezvousClient::RequiredAuth(AuthMethod* method, std::string* why) const {
+  const RendezvousSettings& s = config_.settings;
+  if (!s.token.empty()) return *method = AuthMethod::kToken, true;
+  if (s.use_munge && MungeAvailable(s.munge_socket, why)) return *method = AuthMethod::kMunge, true;
+  *method = AuthMethod::kNone;
+  return false;
+}
+
+void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
+  challenged_ = true;
+  if (c.version != kRendezvousProtocolVersion)
+    return Fatal(fmt::format("the rendezvous host {} speaks protocol version {}, this agent {}: "
+                             "use the same slurm-elastic on every node", HostName(), c.version,
+                             kRendezvousProtocolVersion));
+  if (c.run_id != config_.run_id)
     return Fatal(fmt::format("the rendezvous host {} runs '{}', not '{}' (--rdzv-id)", HostName(),
-                             run_id, config_.run_id));
-  std::string proof;
-  if (!MakeProof(method, config_.settings.token, config_.settings.munge_socket, challenge, &proof,
+                             c.run_id, config_.run_id));
+  ParseAuthMethod(c.auth, &auth_);  // the decoder checked the name
+  AuthMethod required = AuthMethod::kNone;
+  std::string why;
+  if (RequiredAuth(&required, &why) && auth_ == AuthMethod::kNone)
+    return Fatal(fmt::format(
+        "the rendezvous host {} asks for no authentication, but this agent has {}: refusing the "
+        "downgrade (a host without the secret, or a man in the middle){}", HostName(),
+        required == AuthMethod::kToken ? "a token" : "munge",
+        required == AuthMethod::kMunge ? "; --rdzv-conf munge=0 allows it" : ""));
+  host_nonce_ = c.nonce;
+  agent_nonce_ = MakeNonce();
+  std::string proof, err;
+  std::string transcript = AuthTranscript(AuthDirection::kAgentToHost, host_nonce_, agent_nonce_,
+                                          config_.run_id);
+  if (!MakeProof(auth_, config_.settings.token, config_.settings.munge_socket, transcript, &proof,
                  &err))
     return Fatal(fmt::format("cannot authenticate to the rendezvous host {} ({}): {}", HostName(),
-                             method_name, err));
+                             c.auth, err));
   conn_->Send("hello", {{"version", kRendezvousProtocolVersion},
                         {"run_id", config_.run_id},
                         {"name", config_.node_name},
                         {"pid", static_cast<int64_t>(getpid())},
                         {"preferred_rank", config_.settings.preferred_rank},
+                        {"nonce", agent_nonce_},
                         {"proof", proof}});
+}
+
+// The host proves it knows the token (or is of our munge realm) over this
+// connection's nonces before anything it says is believed.
+void RendezvousClient::OnWelcome(const WelcomeMsg& welcome) {
+  std::string transcript = AuthTranscript(AuthDirection::kHostToAgent, host_nonce_, agent_nonce_,
+                                          config_.run_id);
+  std::string err;
+  if (!VerifyProof(auth_, config_.settings.token, config_.settings.munge_socket, transcript,
+                   welcome.proof, &err))
+    return Fatal(fmt::format("the rendezvous host {} failed to prove itself ({}): {}", HostName(),
+                             AuthMethodName(auth_), err));
+  OnReady();
 }
 
 void RendezvousClient::OnReady() {
   stage_ = Stage::kReady;
+  if (auth_timer_) loop_.CancelTimer(auth_timer_);
+  auth_timer_ = 0;
+  conn_->SetMaxFrameBytes(config_.settings.max_frame_bytes);
   heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
                                     [this] { OnHeartbeatTimer(); });
-  if (pending_join_) Send("join", {{"local_world_size", *pending_join_}});
+  if (pending_join_) SendJoin(*pending_join_);
   pending_join_.reset();
 }
 
-void RendezvousClient::OnHostPush(const Message& msg) {
-  std::string err;
-  if (msg.type == "heartbeat") return;
-  if (msg.type == "waiting") {
-    Log(LogLevel::kInfo, "rendezvous: waiting at {}: {}", HostName(),
-        msg.body.value("message", std::string()));
-    return;
-  }
-  if (msg.type == "round") {
-    RoundInfo info;
-    if (!RoundFromJson(msg.body, &info, &err))
-      return Fatal(fmt::format("bad round from the rendezvous host {}: {}", HostName(), err));
-    running_round_ = info.round;
-    last_round_ = info.round;
-    if (callbacks_.on_round) callbacks_.on_round(info);
-    return;
-  }
-  if (msg.type == "restart") {
-    int64_t round = -1;
-    GetInt(msg.body, "round", &round, &err);
-    // Only a restart of the round our workers run; after a local failure we rejoin anyway.
-    if (!running_round_ || static_cast<int64_t>(*running_round_) != round) {
-      Log(LogLevel::kDebug, "rendezvous: ignoring a restart of round {} from {} (workers run {})",
-          round, HostName(), running_round_ ? std::to_string(*running_round_) : "no round");
+void RendezvousClient::OnAuthDeadline() {
+  auth_timer_ = 0;
+  if (stage_ != Stage::kAuthenticating) return;
+  Fatal(fmt::format("no {} from the rendezvous host {} within auth_timeout ({} s)",
+                    challenged_ ? "welcome" : "challenge", HostName(),
+                    config_.settings.auth_timeout_ms / 1000.0));
+}
+
+void RendezvousClient::SendJoin(int local_world_size) {
+  Send("join", {{"local_world_size", local_world_size}});
+  ArmRoundDeadline();
+}
+
+// The host completes a round within join_timeout + last_call_timeout of a join,
+// or ends the job (rendezvous_state.h); a host that says neither is broken.
+void RendezvousClient::ArmRoundDeadline() {
+  if (round_timer_) loop_.CancelTimer(round_timer_);
+  const RendezvousSettings& s = config_.settings;
+  int64_t ms = s.join_timeout_ms + s.last_call_timeout_ms + s.heartbeat_timeout_ms;
+  round_timer_ = loop_.AddTimer(Millis(ms), [this, ms] {
+    round_timer_ = 0;
+    if (stage_ == Stage::kReady)
+      Fatal(fmt::format("no round from the rendezvous host {} within {} s of joining "
+                        "(join_timeout + last_call_timeout + heartbeat_timeout)",
+                        HostName(), ms / 1000.0));
+  });
+}
+
+void RendezvousClient::OnHostPush(const HostMessage& msg) {
+  using K = HostMessage::Kind;
+  switch (msg.kind) {
+    case K::kHeartbeat:
+      return;
+    case K::kWaiting:
+      if (msg.text != last_waiting_)
+        Log(LogLevel::kInfo, "rendezvous: waiting at {}: {}", HostName(), EscapeForLog(msg.text));
+      last_waiting_ = msg.text;
+      if (round_timer_) ArmRoundDeadline();  // the host is still forming the round
+      return;
+    case K::kRound:
+      if (round_timer_) loop_.CancelTimer(round_timer_);
+      round_timer_ = 0;
+      running_round_ = msg.round.round;
+      last_round_ = msg.round.round;
+      succeeded_round_.reset();
+      if (callbacks_.on_round) callbacks_.on_round(msg.round);
+      return;
+    case K::kRestart: {
+      uint64_t round = msg.restart.round;
+      // Only a restart of the round our workers run; after a local failure we rejoin anyway.
+      if (!running_round_ || *running_round_ != round) {
+        Log(LogLevel::kDebug, "rendezvous: ignoring a restart of round {} from {} (workers run {})",
+            round, HostName(), running_round_ ? std::to_string(*running_round_) : "no round");
+        return;
+      }
+      running_round_.reset();
+      std::string reason = msg.restart.reason.empty() ? "restart" : msg.restart.reason;
+      if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
       return;
     }
-    running_round_.reset();
-    if (callbacks_.on_restart_required)
-      callbacks_.on_restart_required(msg.body.value("reason", std::string("restart")));
-    return;
+    case K::kJobFailed: {
+      WorkerFailure failure = msg.job_failed.failure;
+      if (failure.message.empty()) failure.message = msg.job_failed.message;
+      return Finish([this, failure] {
+        if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
+      });
+    }
+    case K::kDone:
+      return OnDone(msg.text);
+    case K::kFatal:
+      return Fatal(fmt::format("rendezvous host {}: {}", HostName(),
+                               msg.text.empty() ? "fatal" : EscapeForLog(msg.text, 4096)));
+    case K::kError:
+      return Fatal(fmt::format("the rendezvous host {} dropped this agent: {}", HostName(),
+                               EscapeForLog(msg.text)));
+    case K::kChallenge:
+    case K::kWelcome:
+      return Fatal(fmt::format("protocol error from the rendezvous host {}: '{}' after welcome",
+                               HostName(), HostMessageName(msg.kind)));
   }
-  if (msg.type == "job_failed") {
-    WorkerFailure failure;
-    if (msg.body.contains("failure")) FailureFromJson(msg.body["failure"], &failure, &err);
-    if (failure.message.empty()) failure.message = msg.body.value("message", std::string());
-    return Finish([this, failure] {
-      if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
-    });
-  }
-  if (msg.type == "done")
+}
+
+// `done` ends the agent successfully only after its workers of the last round
+// succeeded; any other `done` cannot apply, and waiting on would hang the agent.
+void RendezvousClient::OnDone(const std::string& message) {
+  if (succeeded_round_ && *succeeded_round_ == last_round_)
     return Finish([this] {
       if (callbacks_.on_done) callbacks_.on_done();
     });
-  if (msg.type == "fatal")
-    return Fatal(fmt::format("rendezvous host {}: {}", HostName(),
-                             msg.body.value("message", std::string("fatal"))));
-  Log(LogLevel::kDebug, "rendezvous: ignoring '{}' from {}", msg.type, HostName());
+  std::string when = running_round_ ? fmt::format("while its workers run round {}", *running_round_)
+                                    : std::string("before this agent's workers ran a round");
+  Fatal(fmt::format("protocol error from the rendezvous host {}: 'done' ({}) {}", HostName(),
+                    EscapeForLog(message), when));
 }
 
 void RendezvousClient::OnClosed(const std::string& reason) {
   if (stage_ == Stage::kFinished) return;
+  // Closed before any challenge: a host at its max_unauthenticated closes at
+  // accept. Like a refused connect, try again until join_timeout.
+  if (stage_ == Stage::kAuthenticating && !challenged_) {
+    if (auth_timer_) loop_.CancelTimer(auth_timer_);
+    auth_timer_ = 0;
+    conn_.reset();  // allowed from its own on_close (connection.h)
+    return RetryConnect("closed before its challenge: " + reason);
+  }
   Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), reason));
 }
 
@@ -237,8 +344,10 @@ void RendezvousClient::Fatal(const std::string& message) {
 void RendezvousClient::Finish(std::function<void()> fn) {
   if (stage_ == Stage::kFinished) return;
   stage_ = Stage::kFinished;
-  if (heartbeat_timer_) loop_.CancelTimer(heartbeat_timer_);
-  heartbeat_timer_ = 0;
+  for (auto* id : {&heartbeat_timer_, &auth_timer_, &round_timer_}) {
+    if (*id) loop_.CancelTimer(*id);
+    *id = 0;
+  }
   // Called from inside the connection's callbacks: tear it down from the loop.
   auto alive = alive_;
   loop_.AddTimer(Millis(0), [this, alive, fn = std::move(fn)] {

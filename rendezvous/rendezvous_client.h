@@ -1,8 +1,13 @@
 // RendezvousClient: the RendezvousHandler of an agent that joins a host's
 // rendezvous over TCP. Connects (retrying while the host is not up yet, until
-// join_timeout), answers the host's challenge, then relays the agent's calls as
-// messages and the host's pushes as callbacks. Losing the host (connection
-// closed, or silent for heartbeat_timeout) is fatal and names the host.
+// join_timeout), answers the host's challenge and checks the host's proof in its
+// welcome (mutual authentication, auth.h), then relays the agent's calls as
+// messages and the host's pushes as callbacks. Every stage has a deadline: no
+// challenge or no welcome within auth_timeout, no round within join_timeout +
+// last_call_timeout of joining (renewed by each `waiting`), a host silent for
+// heartbeat_timeout; each, like losing the connection, a bad message or a
+// message that cannot apply now (a `done` before this agent's workers
+// succeeded), is fatal with a message naming the host and what was wrong.
 #pragma once
 
 #include <memory>
@@ -10,6 +15,7 @@
 #include <string>
 
 #include "common/event_loop.h"
+#include "rendezvous/auth.h"
 #include "rendezvous/connection.h"
 #include "rendezvous/net.h"
 #include "rendezvous/rendezvous_handler.h"
@@ -46,9 +52,16 @@ class RendezvousClient : public RendezvousHandler {
   void OnConnectEvent();
   void RetryConnect(const std::string& why);
   void OnMessage(const Message& msg);
-  void OnChallenge(const Message& msg);
+  void OnAuthMessage(const HostMessage& msg);
+  void OnChallenge(const ChallengeMsg& challenge);
+  bool RequiredAuth(AuthMethod* method, std::string* why) const;
+  void OnWelcome(const WelcomeMsg& welcome);
   void OnReady();
-  void OnHostPush(const Message& msg);
+  void OnHostPush(const HostMessage& msg);
+  void OnDone(const std::string& message);
+  void SendJoin(int local_world_size);
+  void ArmRoundDeadline();
+  void OnAuthDeadline();
   void OnClosed(const std::string& reason);
   void OnHeartbeatTimer();
   void Fatal(const std::string& message);
@@ -68,10 +81,17 @@ class RendezvousClient : public RendezvousHandler {
   std::string last_connect_error_;
   std::optional<int> pending_join_;         // Join() called before the host welcomed us
   std::optional<uint64_t> running_round_;   // workers run in this round
+  std::optional<uint64_t> succeeded_round_; // ReportSucceeded() for this round
   uint64_t last_round_ = 0;
+  std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs
+  AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
+  std::string last_waiting_;                // printed once, not every tick
+  bool challenged_ = false;                 // the challenge came (then: await welcome)
   MonoClock::time_point last_heard_{};
   EventLoop::TimerId retry_timer_ = 0;
   EventLoop::TimerId heartbeat_timer_ = 0;
+  EventLoop::TimerId auth_timer_ = 0;   // challenge + welcome within auth_timeout
+  EventLoop::TimerId round_timer_ = 0;  // a round after join
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

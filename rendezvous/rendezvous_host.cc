@@ -94,97 +94,127 @@ void RendezvousHost::OnAccept() {
   while (true) {
     UniqueFd fd = AcceptConnection(listener_.get());
     if (!fd) return;
+    // Strangers may not pile up: past the cap, a connection is closed at once.
+    if (unauthenticated_ >= config_.settings.max_unauthenticated) {
+      if (turned_away_++ % 1000 == 0)
+        Log(LogLevel::kWarning, "rendezvous: {} unauthenticated connections (max_unauthenticated): "
+            "closing the one from {} ({} so far)", unauthenticated_, PeerAddress(fd.get()),
+            turned_away_);
+      continue;
+    }
     NodeId id = next_id_++;
     Peer peer;
     peer.addr = PeerAddress(fd.get());
     local_addrs_.insert(LocalAddress(fd.get()));  // our own workers may come from it
     allowed_addrs_.insert(LocalAddress(fd.get()));
-    peer.challenge = ChallengeText(MakeNonce(), config_.run_id);
+    peer.nonce = MakeNonce();
     RendezvousConnection::Callbacks cb;
     cb.on_message = [this, id](const Message& m) { OnPeerMessage(id, m); };
     cb.on_close = [this, id](const std::string& reason) { OnPeerClosed(id, reason); };
+    // Until the hello is verified a peer may send only small frames (auth_max_frame_bytes).
     peer.conn = std::make_unique<RendezvousConnection>(loop_, std::move(fd),
-                                                       config_.settings.max_frame_bytes, cb);
+                                                       config_.settings.auth_max_frame_bytes, cb);
     std::string err;
     if (!peer.conn->Start(&err)) {
       Log(LogLevel::kWarning, "rendezvous: cannot watch connection from {}: {}", peer.addr, err);
       continue;
     }
-    std::string nonce_line = peer.challenge;
     peer.conn->Send("challenge", {{"version", kRendezvousProtocolVersion},
                                   {"run_id", config_.run_id},
-                                  {"challenge", nonce_line},
+                                  {"nonce", peer.nonce},
                                   {"auth", AuthMethodName(config_.auth)}});
     peers_.emplace(id, std::move(peer));
+    ++unauthenticated_;
     // Whoever does not authenticate in time is dropped: no fd is held by strangers.
     auto alive = alive_;
-    loop_.AddTimer(Millis(config_.settings.heartbeat_timeout_ms), [this, alive, id] {
-      if (!*alive) return;
-      auto it = peers_.find(id);
-      if (it != peers_.end() && !it->second.authenticated)
-        Refuse(it->second, "no hello before heartbeat_timeout");
+    loop_.AddTimer(Millis(config_.settings.auth_timeout_ms), [this, alive, id] {
+      if (*alive) OnAuthDeadline(id);
     });
   }
 }
 
+void RendezvousHost::OnAuthDeadline(NodeId id) {
+  auto it = peers_.find(id);
+  if (it == peers_.end() || it->second.authenticated) return;
+  if (!it->second.refused) return Refuse(it->second, "no hello before auth_timeout");
+  // Refused and still not gone (it does not read its error): drop it now.
+  --unauthenticated_;
+  peers_.erase(it);
+  MaybeRunTerminal();
+}
+
 void RendezvousHost::Refuse(Peer& peer, const std::string& why) {
+  if (peer.refused) return;
+  peer.refused = true;
   Log(LogLevel::kWarning, "rendezvous: refused connection from {}: {}", peer.addr, why);
   peer.conn->Send("error", {{"message", why}});
   peer.conn->CloseAfterFlush();
 }
 
-void RendezvousHost::OnHello(NodeId id, Peer& peer, const Message& msg) {
-  std::string run_id, name, proof, method, err;
-  int64_t version = 0, preferred = -1, pid = 0;
-  if (msg.type != "hello" || !GetInt(msg.body, "version", &version, &err) ||
-      !GetString(msg.body, "run_id", &run_id, &err) || !GetString(msg.body, "name", &name, &err) ||
-      !GetString(msg.body, "proof", &proof, &err) || !GetInt(msg.body, "pid", &pid, &err) ||
-      !GetInt(msg.body, "preferred_rank", &preferred, &err))
-    return Refuse(peer, "expected hello first: " + (err.empty() ? msg.type : err));
-  if (version != kRendezvousProtocolVersion)
-    return Refuse(peer, fmt::format("protocol version {} is not {}", version,
+void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
+  if (msg.kind != AgentMessage::Kind::kHello) return Refuse(peer, "expected hello first");
+  const HelloMsg& hello = msg.hello;
+  if (hello.version != kRendezvousProtocolVersion)
+    return Refuse(peer, fmt::format("protocol version {} is not {}", hello.version,
                                     kRendezvousProtocolVersion));
-  if (run_id != config_.run_id)
+  if (hello.run_id != config_.run_id)
     return Refuse(peer, fmt::format("this host runs rendezvous '{}', not '{}' (--rdzv-id)",
-                                    config_.run_id, run_id));
-  if (!VerifyProof(config_.auth, config_.settings.token, config_.settings.munge_socket,
-                   peer.challenge, proof, &err))
+                                    config_.run_id, hello.run_id));
+  const RendezvousSettings& s = config_.settings;
+  std::string err, proof;
+  std::string up = AuthTranscript(AuthDirection::kAgentToHost, peer.nonce, hello.nonce, hello.run_id);
+  if (!VerifyProof(config_.auth, s.token, s.munge_socket, up, hello.proof, &err))
     return Refuse(peer, fmt::format("authentication ({}) failed: {}", AuthMethodName(config_.auth),
                                     err));
+  // Our own proof, over the same nonces the other way: the agent checks it.
+  std::string down = AuthTranscript(AuthDirection::kHostToAgent, peer.nonce, hello.nonce,
+                                    hello.run_id);
+  if (!MakeProof(config_.auth, s.token, s.munge_socket, down, &proof, &err))
+    return Refuse(peer, fmt::format("cannot prove this host ({}): {}",
+                                    AuthMethodName(config_.auth), err));
   peer.authenticated = true;
-  peer.conn->Send("welcome", {{"node_id", id}});
-  NodeDesc desc{id, fmt::format("{}:{}", name, pid), peer.addr,
-                static_cast<int>(std::clamp<int64_t>(preferred, -1, 1 << 30)), false};
+  --unauthenticated_;
+  peer.conn->SetMaxFrameBytes(s.max_frame_bytes);
+  peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
+  NodeDesc desc{id, fmt::format("{}:{}", hello.name, hello.pid), peer.addr,
+                hello.preferred_rank, false};
   Log(LogLevel::kDebug, "rendezvous: {} connected from {}", desc.name, peer.addr);
   Feed(EvConnect{desc});
 }
 
-void RendezvousHost::OnPeerMessage(NodeId id, const Message& msg) {
+void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
   auto it = peers_.find(id);
   if (it == peers_.end()) return;
   Peer& peer = it->second;
-  if (!peer.authenticated) return OnHello(id, peer, msg);
+  if (peer.refused) return;
+  AgentMessage msg;
   std::string err;
-  int64_t value = 0;
-  if (msg.type == "heartbeat") {
-    peer.conn->Send("heartbeat");
-    return Feed(EvHeartbeat{id});
+  if (!DecodeAgentMessage(raw, &msg, &err)) {
+    if (!peer.authenticated) return Refuse(peer, err);
+    Log(LogLevel::kWarning, "rendezvous: dropping {} after a bad message: {}", peer.addr, err);
+    peer.conn->Send("error", {{"message", err}});
+    return peer.conn->CloseAfterFlush();
   }
-  if (msg.type == "join" && GetInt(msg.body, "local_world_size", &value, &err) && value >= 1 &&
-      value <= (1 << 20))
-    return Feed(EvJoin{id, static_cast<int>(value)});
-  if (msg.type == "succeeded" && GetInt(msg.body, "round", &value, &err) && value >= 0)
-    return Feed(EvSucceeded{id, static_cast<uint64_t>(value)});
-  WorkerFailure failure;
-  if (msg.type == "failure" && GetInt(msg.body, "round", &value, &err) && value >= 0 &&
-      msg.body.contains("failure") && FailureFromJson(msg.body["failure"], &failure, &err))
-    return Feed(EvWorkerFailed{id, static_cast<uint64_t>(value), failure});
-  if (msg.type == "leave") {
-    peer.conn->CloseAfterFlush();
-    return Feed(EvLeave{id, "left"});
+  if (!peer.authenticated) return OnHello(id, peer, msg);
+  using K = AgentMessage::Kind;
+  switch (msg.kind) {
+    case K::kHeartbeat:
+      peer.conn->Send("heartbeat");
+      return Feed(EvHeartbeat{id});
+    case K::kJoin:
+      return Feed(EvJoin{id, msg.local_world_size});
+    case K::kSucceeded:
+      return Feed(EvSucceeded{id, msg.round});
+    case K::kFailure:
+      return Feed(EvWorkerFailed{id, msg.round, msg.failure});
+    case K::kLeave:
+      peer.conn->CloseAfterFlush();
+      return Feed(EvLeave{id, "left"});
+    case K::kHello:
+      break;
   }
-  Log(LogLevel::kWarning, "rendezvous: dropping {} after a bad '{}' message: {}", peer.addr,
-      msg.type, err.empty() ? "unknown type" : err);
+  Log(LogLevel::kWarning, "rendezvous: dropping {} after a second hello", peer.addr);
+  peer.conn->Send("error", {{"message", "hello after welcome"}});
   peer.conn->CloseAfterFlush();
 }
 
@@ -197,6 +227,7 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
   closed_traffic_.messages_in += c.messages_in;
   closed_traffic_.messages_out += c.messages_out;
   bool authenticated = it->second.authenticated;
+  if (!authenticated) --unauthenticated_;
   // Destroying the connection from its own on_close is allowed (connection.h).
   peers_.erase(it);
   if (authenticated) Feed(EvLeave{id, reason});
@@ -341,6 +372,7 @@ void RendezvousHost::OnHeartbeatTick() {
   heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
                                     [this] { OnHeartbeatTick(); });
   Feed(EvTick{});
+  TellSpares();
   if (state_.phase != RendezvousPhase::kJoining || state_.num_joined == 0) return;
   std::string waiting = DescribeWaiting(config_.settings, state_);
   if (waiting == last_waiting_) return;
@@ -349,6 +381,18 @@ void RendezvousHost::OnHeartbeatTick() {
   for (const auto& [id, rec] : state_.nodes) {
     auto it = peers_.find(id);
     if (rec.joined && it != peers_.end()) it->second.conn->Send("waiting", {{"message", waiting}});
+  }
+}
+
+// Wait-listed nodes of a running round wait (for a failure or the end) with no
+// deadline of their own: say so every tick, which renews their round deadline.
+void RendezvousHost::TellSpares() {
+  if (state_.phase != RendezvousPhase::kRunning && state_.phase != RendezvousPhase::kFinishing)
+    return;
+  for (NodeId id : state_.wait_list) {
+    auto it = peers_.find(id);
+    if (it != peers_.end())
+      it->second.conn->Send("waiting", {{"message", "standing by: the running round is full"}});
   }
 }
 
@@ -365,6 +409,7 @@ void RendezvousHost::FinishLocal(std::function<void()> terminal) {
       Log(LogLevel::kWarning, "rendezvous: {} agent(s) still connected after close_timeout",
           peers_.size());
     peers_.clear();
+    unauthenticated_ = 0;
     MaybeRunTerminal();
   });
   Post([this] { MaybeRunTerminal(); });

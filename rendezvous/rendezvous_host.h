@@ -63,16 +63,19 @@ class RendezvousHost : public RendezvousHandler {
  private:
   struct Peer {
     std::unique_ptr<RendezvousConnection> conn;
-    std::string challenge;
+    std::string nonce;  // the host's, sent in this connection's challenge
     std::string addr;
     bool authenticated = false;
+    bool refused = false;  // an error is on its way; closing
   };
 
   RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener);
   bool Start(std::string* err);
   void OnAccept();
   void OnPeerMessage(NodeId id, const Message& msg);
-  void OnHello(NodeId id, Peer& peer, const Message& msg);
+  void OnHello(NodeId id, Peer& peer, const AgentMessage& msg);
+  void OnAuthDeadline(NodeId id);
+  void TellSpares();
   void OnPeerClosed(NodeId id, const std::string& reason);
   void Refuse(Peer& peer, const std::string& why);
   void Feed(const RendezvousEvent& event);
@@ -97,6 +100,8 @@ class RendezvousHost : public RendezvousHandler {
   Callbacks callbacks_;
   std::map<NodeId, Peer> peers_;
   NodeId next_id_ = kLocalNode + 1;
+  int unauthenticated_ = 0;       // peers not (yet) authenticated, refused ones included
+  uint64_t turned_away_ = 0;      // connections closed at accept (max_unauthenticated)
   std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
   std::set<std::string> local_addrs_;
   uint64_t local_round_ = 0;

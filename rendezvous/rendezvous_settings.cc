@@ -82,6 +82,20 @@ const std::map<std::string, ConfKey>& Keys() {
                           return true;
                         },
                         "path of munged's socket (library default)"}},
+      {"auth_timeout", {Seconds(&RendezvousSettings::auth_timeout_ms),
+                        "seconds a connection may take to authenticate, either side (10)"}},
+      {"max_unauthenticated", {Integer(&RendezvousSettings::max_unauthenticated, 1, 1 << 16),
+                               "host: connections not yet authenticated; more are closed (64)"}},
+      {"auth_max_frame_bytes", {[](const std::string& key, const std::string& value,
+                                   RendezvousSettings* s, std::string* err) {
+                                  long long v = 0;
+                                  if (!ParseIntNamed("--rdzv-conf " + key, value, 1024, 1 << 20,
+                                                     &v, err))
+                                    return false;
+                                  s->auth_max_frame_bytes = static_cast<uint32_t>(v);
+                                  return true;
+                                },
+                                "largest message before authentication, in bytes (4096)"}},
       {"max_frame_bytes", {[](const std::string& key, const std::string& value,
                               RendezvousSettings* s, std::string* err) {
                              long long v = 0;
@@ -127,6 +141,11 @@ bool ValidateRendezvousSettings(const RendezvousSettings& s, std::string* err) {
     return fail(fmt::format("--rdzv-conf: heartbeat_timeout ({} ms) must exceed "
                             "heartbeat_interval ({} ms) > 0",
                             s.heartbeat_timeout_ms, s.heartbeat_interval_ms));
+  if (s.auth_timeout_ms <= 0)
+    return fail(fmt::format("--rdzv-conf auth_timeout ({} ms) must be > 0", s.auth_timeout_ms));
+  if (s.auth_max_frame_bytes > s.max_frame_bytes)
+    return fail(fmt::format("--rdzv-conf auth_max_frame_bytes ({}) exceeds max_frame_bytes ({})",
+                            s.auth_max_frame_bytes, s.max_frame_bytes));
   return true;
 }
 

@@ -32,7 +32,14 @@ struct RendezvousSettings {
   std::string munge_socket;            // munged socket ("" = library default)
   bool use_munge = true;               // munge=0 disables it
   int preferred_rank = -1;             // --node-rank or SLURM_NODEID; -1: join order
-  uint32_t max_frame_bytes = 1 << 20;  // protocol frame limit
+  uint32_t max_frame_bytes = 1 << 20;  // protocol frame limit once authenticated
+  // Before a peer has authenticated (both sides): a small frame limit, a cap on
+  // such connections at the host (extra ones are closed at accept), and a
+  // deadline to authenticate, so strangers cannot make the host buffer much or
+  // hold many descriptors, and an agent never waits forever for a challenge.
+  uint32_t auth_max_frame_bytes = 4096;
+  int max_unauthenticated = 64;
+  int64_t auth_timeout_ms = 10'000;
 };
 
 // Applies --rdzv-conf pairs. Unknown keys and bad values are errors naming them.

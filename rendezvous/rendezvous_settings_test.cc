@@ -26,6 +26,27 @@ TEST(RendezvousSettingsTest, ConfKeysSetTheirFields) {
   EXPECT_EQ(s.token, "s3cret");
 }
 
+TEST(RendezvousSettingsTest, PreAuthenticationLimitsHaveDefaultsAndConfKeys) {
+  RendezvousSettings s;
+  EXPECT_EQ(s.auth_max_frame_bytes, 4096u);
+  EXPECT_EQ(s.max_unauthenticated, 64);
+  EXPECT_EQ(s.auth_timeout_ms, 10'000);
+  std::string err;
+  ASSERT_TRUE(ApplyRendezvousConf({{"auth_timeout", "2.5"},
+                                   {"max_unauthenticated", "8"},
+                                   {"auth_max_frame_bytes", "2048"}},
+                                  &s, &err))
+      << err;
+  EXPECT_EQ(s.auth_timeout_ms, 2'500);
+  EXPECT_EQ(s.max_unauthenticated, 8);
+  EXPECT_EQ(s.auth_max_frame_bytes, 2048u);
+  EXPECT_TRUE(ValidateRendezvousSettings(s, &err)) << err;
+  s.auth_max_frame_bytes = s.max_frame_bytes + 1;
+  EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
+  EXPECT_NE(err.find("auth_max_frame_bytes"), std::string::npos) << err;
+  EXPECT_FALSE(ApplyRendezvousConf({{"max_unauthenticated", "0"}}, &s, &err));
+}
+
 TEST(RendezvousSettingsTest, UnknownKeyIsAnErrorNamingIt) {
   RendezvousSettings s;
   std::string err;

@@ -1,0 +1,101 @@
+"""A scripted rendezvous host on raw sockets, to attack a real elasticrun agent
+(frames: uint32 big-endian length + one JSON object, rendezvous/frame.h)."""
+import hashlib
+import hmac
+import json
+import os
+import socket
+import struct
+import threading
+
+TRANSCRIPT = ("slurm-elastic rendezvous v2\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
+              "run_id={}")
+
+
+def transcript(direction, host_nonce, agent_nonce, run_id):
+    return TRANSCRIPT.format(direction, host_nonce, agent_nonce, run_id)
+
+
+def hmac_hex(token, text):
+    return hmac.new(token.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def send_msg(conn, obj):
+    payload = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    conn.sendall(struct.pack(">I", len(payload)) + payload)
+
+
+def recv_msg(conn):
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                raise EOFError("closed")
+            data += chunk
+        return data
+    (n,) = struct.unpack(">I", exactly(4))
+    return json.loads(exactly(n))
+
+
+def round_msg(store_port):
+    return {"type": "round", "round": 0, "group_rank": 0, "group_world_size": 1,
+            "rank_offset": 0, "world_size": 1, "store_addr": "127.0.0.1",
+            "store_port": store_port, "use_agent_store": True, "restarts_used": 0}
+
+
+class FakeHost:
+    """Listens on port; `script(host, conn)` runs on the first connection, in a thread."""
+
+    def __init__(self, port, run_id, script):
+        self.run_id = run_id
+        self.nonce = os.urandom(32).hex()
+        self.hello = None
+        self.error = None
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
+        self.listener.listen(8)
+        self.conn = None
+        self.thread = threading.Thread(target=self._serve, args=(script,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, script):
+        try:
+            self.conn, _ = self.listener.accept()
+            self.conn.settimeout(30)
+            script(self, self.conn)
+        except Exception as e:  # the agent closing on us is the usual end
+            self.error = e
+
+    def challenge(self, auth="token", version=2):
+        # "challenge": what protocol v1 agents signed, so one fake host can show
+        # the same attack against an agent from before the fix (v2 ignores it).
+        v1 = "slurm-elastic rendezvous v1\nnonce={}\nrun_id={}".format(self.nonce, self.run_id)
+        send_msg(self.conn, {"type": "challenge", "version": version, "run_id": self.run_id,
+                             "nonce": self.nonce, "challenge": v1, "auth": auth})
+        self.hello = recv_msg(self.conn)
+        return self.hello
+
+    def host_proof(self, token):
+        if "nonce" not in self.hello:
+            return ""  # a v1 agent checks nothing
+        return hmac_hex(token, transcript("host->agent", self.nonce, self.hello["nonce"],
+                                          self.run_id))
+
+    def welcome(self, proof):
+        send_msg(self.conn, {"type": "welcome", "node_id": 2, "proof": proof})
+
+    def until(self, type_):
+        while True:
+            msg = recv_msg(self.conn)
+            if msg["type"] == type_:
+                return msg
+
+    def close(self):
+        for s in (self.conn, self.listener):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
