@@ -49,7 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nodes.dns["n1"] = "10.0.0.1";
   nodes.node_addr["n2"] = "10.0.0.2";
 
-  if (CountStepGpus(step) < 0) std::abort();
+  int gpus = -1;
+  std::string gpu_err;
+  if (CountStepGpus(step, &gpus, &gpu_err) ? gpus < 0 : gpu_err.empty()) std::abort();
   std::string source;
   int port = ChooseRdzvPort(step, options, config, &source);
   if (port < 1 || port > 65535) std::abort();
