@@ -7,7 +7,7 @@ import re
 import signal
 import unittest
 
-from launcher_test_util import LauncherTestCase, wait_for
+from launcher_test_util import LauncherTestCase, children_of, pids_running, wait_for
 
 
 class RestartTest(LauncherTestCase):
@@ -86,6 +86,51 @@ class SignalTest(LauncherTestCase):
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0, err)
         self.assert_nothing_left()
+
+
+class ContainmentTest(LauncherTestCase):
+    """What the workers start goes with them: setsid() and double forks included."""
+
+    def escaping_worker(self, escaped, then):
+        # A double fork: the subshell exits, so `escaped` is an orphan in its own session.
+        return ["--no-python", "sh", "-c",
+                "(setsid %s >/dev/null 2>&1 &); touch %s/ready.$RANK.$TORCHELASTIC_RESTART_COUNT; %s"
+                % (" ".join(escaped), self.dir, then)]
+
+    def wait_started(self, argv, n, attempt=0):
+        for rank in range(n):
+            wait_for(self, lambda: os.path.exists(self.path("ready.%d.%d" % (rank, attempt))), "rank %d" % rank)
+        wait_for(self, lambda: len(pids_running(argv)) == n, "%d '%s'" % (n, " ".join(argv)))
+
+    def test_setsid_grandchild_does_not_outlive_sigterm_of_agent(self):
+        escaped = self.marker("escaped")
+        proc = self.start(["--nproc-per-node=2"] + self.escaping_worker(escaped, "exec sleep 1000"))
+        self.wait_started(escaped, 2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assert_gone(escaped)
+        self.assert_nothing_left()
+
+    def test_setsid_grandchild_does_not_outlive_clean_exit_of_agent(self):
+        escaped = self.marker("escaped")
+        rc, _, err = self.run_agent(["--nproc-per-node=2"] + self.escaping_worker(escaped, ":"))
+        self.assertEqual(rc, 0, err)
+        self.assert_gone(escaped)
+
+    def test_restart_leaves_no_descendant_of_the_first_group(self):
+        escaped = self.marker("escaped")  # + the restart count: one command line per attempt
+        first, second = [escaped[0], escaped[1] + "0"], [escaped[0], escaped[1] + "1"]
+        self.markers += [first, second]
+        then = "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 3; fi; exec sleep 1000"
+        proc = self.start(["--standalone", "--nproc-per-node=2", "--max-restarts=1"]
+                          + self.escaping_worker([escaped[0], escaped[1] + "$TORCHELASTIC_RESTART_COUNT"], then))
+        self.wait_started(second, 2, attempt=1)
+        self.assertEqual(pids_running(first), [])  # killed before the second group started
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assert_gone(second)
 
 
 class OutputTest(LauncherTestCase):
