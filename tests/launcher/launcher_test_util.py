@@ -70,8 +70,18 @@ def children_of(pid):
     return found
 
 
-def wait_for(test, condition, what):
-    end = time.monotonic() + DEADLINE_S
+def pid_alive(pid):
+    """Whether `pid` is a process that has not exited (zombies count as gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def wait_for(test, condition, what, within=DEADLINE_S):
+    end = time.monotonic() + within
     while not condition():
         if time.monotonic() > end:
             test.fail("gave up waiting for " + what)
@@ -126,8 +136,8 @@ class LauncherTestCase(unittest.TestCase):
         self.markers.append(argv)
         return argv
 
-    def assert_gone(self, argv):
-        wait_for(self, lambda: not pids_running(argv), "no '%s' left" % " ".join(argv))
+    def assert_gone(self, argv, within=DEADLINE_S):
+        wait_for(self, lambda: not pids_running(argv), "no '%s' left" % " ".join(argv), within)
 
     def assert_nothing_left(self):
         for pgid in self.groups:

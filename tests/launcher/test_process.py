@@ -7,7 +7,7 @@ import re
 import signal
 import unittest
 
-from launcher_test_util import LauncherTestCase, children_of, pids_running, wait_for
+from launcher_test_util import LauncherTestCase, children_of, pid_alive, pids_running, wait_for
 
 
 class RestartTest(LauncherTestCase):
@@ -131,6 +131,37 @@ class ContainmentTest(LauncherTestCase):
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
         self.assert_gone(second)
+
+    def the_agent(self, proc):
+        """elasticrun's only child: the agent (the original process is its guardian)."""
+        agents = children_of(proc.pid)
+        self.assertEqual(len(agents), 1, "elasticrun %d has children %s, not one agent" % (proc.pid, agents))
+        self.groups.append(agents[0])  # its own process group
+        return agents[0]
+
+    def test_grandchildren_do_not_outlive_sigkill_of_elasticrun(self):
+        child = self.marker("child")  # the worker's child: PDEATHSIG does not reach it
+        proc = self.start(["--standalone", "--nproc-per-node=4", "--shutdown-timeout=2", "--no-python", "sh", "-c",
+                           "touch %s/ready.$RANK.0; %s; :" % (self.dir, " ".join(child))])
+        self.wait_started(child, 4)
+        family = children_of(proc.pid)  # the agent (then the workers below it), or the workers
+        family += [p for pid in family for p in children_of(pid)]
+        self.groups += family  # the agent's group, the workers' groups: checked empty below
+        proc.kill()
+        proc.communicate(timeout=60)
+        self.assert_gone(child, within=30)
+        wait_for(self, lambda: not any(pid_alive(p) for p in family), "agent and workers gone", 30)
+        self.assert_nothing_left()
+
+    def test_setsid_grandchild_does_not_outlive_sigkill_of_the_agent(self):
+        escaped = self.marker("escaped")
+        proc = self.start(["--nproc-per-node=2"] + self.escaping_worker(escaped, "exec sleep 1000"))
+        self.wait_started(escaped, 2)
+        os.kill(self.the_agent(proc), signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 128 + signal.SIGKILL, err)  # the guardian reports it
+        self.assert_gone(escaped, within=30)
+        self.assert_nothing_left()
 
 
 class OutputTest(LauncherTestCase):
