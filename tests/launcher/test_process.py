@@ -58,6 +58,28 @@ class SignalTest(LauncherTestCase):
         self.assertEqual(proc.returncode, 128 + signal.SIGINT)
         self.assert_nothing_left()
 
+    def test_sigint_to_the_process_group_reaches_the_agent_once(self):
+        # A terminal's Ctrl-C: SIGINT to the foreground group. The guardian forwards it;
+        # the agent, in its own group, must not get a second one.
+        proc = self.start(["--nproc-per-node=2"] + self.worker_args("wait", self.dir))
+        self.wait_ready(2)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        self.assertEqual(err.decode().count("got SIGINT"), 1, err)
+        self.assert_nothing_left()
+
+    def test_no_guardian_env_runs_the_agent_alone(self):
+        proc = self.start(["--nproc-per-node=1"] + self.worker_args("wait", self.dir), env={"ELASTIC_NO_GUARDIAN": "1"})
+        self.wait_ready(1)
+        with open(self.path("pids.0")) as f:
+            worker = json.load(f)["pids"][0]
+        self.assertIn(worker, children_of(proc.pid))  # the workers are elasticrun's own children
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assert_nothing_left()
+
     def test_worker_ignoring_sigterm_is_killed_after_shutdown_timeout(self):
         proc = self.start(["--nproc-per-node=1", "--shutdown-timeout=0.5", "--no-python", "sh", "-c",
                            "trap '' TERM; touch %s; while :; do sleep 1; done" % self.path("ready.0")])
