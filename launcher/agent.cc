@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "common/log.h"
+#include "launcher/descendants.h"
 #include "launcher/failure_report.h"
 #include "launcher/worker_env.h"
 
@@ -51,6 +53,8 @@ ElasticAgent::~ElasticAgent() {
   for (auto& w : workers_) {
     if (w->alive) waitpid(w->child.pid, nullptr, 0);
   }
+  KillLeftovers();  // what left the groups (setsid, double fork) came back to us
+  ReapExited({});
   if (signal_fd_) loop_.Remove(signal_fd_.get());
   sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
 }
@@ -64,6 +68,8 @@ bool ElasticAgent::SetUpSignals(std::string* err) {
     }
   }
   for (int sig : handled_list_) sigaddset(&handled_, sig);
+  // Orphans of the workers are reparented to us (subreaper): SIGCHLD says one exited.
+  sigaddset(&handled_, SIGCHLD);
   if (sigprocmask(SIG_BLOCK, &handled_, &original_mask_) != 0) {
     *err = fmt::format("sigprocmask: {}", strerror(errno));
     return false;
@@ -84,6 +90,10 @@ void ElasticAgent::OnSignal() {
   signalfd_siginfo info;
   while (read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
     int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      ReapOrphans();
+      continue;
+    }
     bool terminating = std::find(config_.signals_to_handle.begin(), config_.signals_to_handle.end(),
                                  sig) != config_.signals_to_handle.end();
     Log(terminating ? LogLevel::kWarning : LogLevel::kInfo, "got {}: {}", SignalName(sig),
@@ -116,6 +126,12 @@ void ElasticAgent::SetCallbacks() {
 int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
   rendezvous_ = std::move(rendezvous);
   std::string err;
+  // Whatever the workers start, setsid() and double forks included, stays below us:
+  // orphans are reparented to the agent, which kills them when the group stops.
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    Log(LogLevel::kWarning, "prctl(PR_SET_CHILD_SUBREAPER): {}: processes that leave a worker's "
+        "process group may outlive it", strerror(errno));
+  }
   if (!SetUpSignals(&err)) {
     Log(LogLevel::kError, "{}", err);
     return 1;
@@ -294,9 +310,29 @@ void ElasticAgent::SignalWorkers(int sig) {
     Log(LogLevel::kWarning, "workers still running after --shutdown-timeout={}s: sending SIGKILL",
         config_.shutdown_timeout_ms / 1000.0);
   }
+  std::vector<pid_t> groups;
   for (auto& w : workers_) {
-    if (w->child.pid > 0) SignalGroup(w->child.pid, sig);
+    if (w->child.pid > 0 && SignalGroup(w->child.pid, sig)) groups.push_back(w->child.pid);
   }
+  // Stopping (not forwarding): the ones that left their worker's group get it too.
+  if (status_.state == WorkerState::kUnhealthy) {
+    int n = SignalDescendants(getpid(), sig, groups);
+    if (n > 0) Log(LogLevel::kDebug, "sent {} to {} process(es) outside the worker groups", SignalName(sig), n);
+  }
+}
+
+void ElasticAgent::ReapOrphans() {
+  std::vector<pid_t> workers;
+  for (auto& w : workers_) {
+    if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd
+  }
+  ReapExited(workers);
+}
+
+void ElasticAgent::KillLeftovers() {
+  std::string err;
+  auto deadline = MonoClock::now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
+  if (!KillDescendants(getpid(), deadline, &err)) Log(LogLevel::kWarning, "{}", err);
 }
 
 void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
@@ -319,6 +355,9 @@ void ElasticAgent::EndAttempt() {
     if (w->out) w->out->Close();
     if (w->err) w->err->Close();
   }
+  // Every worker has exited: whatever is still below the agent is theirs.
+  KillLeftovers();
+  ReapOrphans();
 }
 
 void ElasticAgent::Finish(int exit_code) {

@@ -6,6 +6,11 @@
 // Signals: the terminating ones (--signals-to-handle) and SIGUSR1/SIGUSR2 are
 // blocked from the start and read through a signalfd; workers exec with the
 // original mask. Worker exits come through pidfds. Nothing polls.
+//
+// Containment: the agent is a child subreaper, so a process that leaves its worker's
+// group (setsid, double fork) is reparented to the agent, not to init. SIGCHLD (on the
+// same signalfd) reaps such orphans; a stop signals them with the groups, and the end
+// of an attempt and the destructor SIGKILL every descendant left (descendants.h).
 #pragma once
 
 #include <deque>
@@ -66,6 +71,8 @@ class ElasticAgent {
   bool StartWorker(Worker* w, std::string* err);
   void OnWorkerExit(Worker* w);
   void SignalWorkers(int sig);
+  void ReapOrphans();
+  void KillLeftovers();
   void ArmStopTimer(MonoClock::time_point deadline);
   void EndAttempt();
   void Finish(int exit_code);

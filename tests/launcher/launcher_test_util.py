@@ -34,8 +34,54 @@ def live_members(pgid):
     return members
 
 
-def wait_for(test, condition, what):
-    end = time.monotonic() + DEADLINE_S
+def pids_running(argv):
+    """Pids of the live processes whose command line is exactly `argv`."""
+    want = ("\0".join(argv) + "\0").encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read()
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if cmdline == want and stat[stat.rindex(")") + 2] not in "ZX":
+            found.append(int(entry))
+    return found
+
+
+def children_of(pid):
+    """Pids of the live children of `pid` (by /proc/PID/stat ppid)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid and fields[0] not in "ZX":
+            found.append(int(entry))
+    return found
+
+
+def pid_alive(pid):
+    """Whether `pid` is a process that has not exited (zombies count as gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def wait_for(test, condition, what, within=DEADLINE_S):
+    end = time.monotonic() + within
     while not condition():
         if time.monotonic() > end:
             test.fail("gave up waiting for " + what)
@@ -46,8 +92,12 @@ class LauncherTestCase(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="elastic-launcher-test-")
         self.groups = []  # process groups of the run: checked empty at the end
+        self.markers = []  # command lines of escaped processes: killed at the end
 
     def tearDown(self):
+        for argv in self.markers:
+            for pid in pids_running(argv):
+                os.kill(pid, signal.SIGKILL)
         for pgid in self.groups:
             for pid in live_members(pgid):
                 os.kill(pid, signal.SIGKILL)
@@ -79,6 +129,15 @@ class LauncherTestCase(unittest.TestCase):
         for rank in range(n):
             with open(self.path("pids.%d" % rank)) as f:
                 self.groups.append(json.load(f)["pgid"])
+
+    def marker(self, tag):
+        """A `sleep` command line unique to this test and `tag`, found again by pids_running."""
+        argv = ["sleep", "930.%d%02d" % (os.getpid(), len(self.markers))]  # outlives DEADLINE_S
+        self.markers.append(argv)
+        return argv
+
+    def assert_gone(self, argv, within=DEADLINE_S):
+        wait_for(self, lambda: not pids_running(argv), "no '%s' left" % " ".join(argv), within)
 
     def assert_nothing_left(self):
         for pgid in self.groups:

@@ -7,7 +7,7 @@ import re
 import signal
 import unittest
 
-from launcher_test_util import LauncherTestCase, wait_for
+from launcher_test_util import LauncherTestCase, children_of, pid_alive, pids_running, wait_for
 
 
 class RestartTest(LauncherTestCase):
@@ -58,6 +58,28 @@ class SignalTest(LauncherTestCase):
         self.assertEqual(proc.returncode, 128 + signal.SIGINT)
         self.assert_nothing_left()
 
+    def test_sigint_to_the_process_group_reaches_the_agent_once(self):
+        # A terminal's Ctrl-C: SIGINT to the foreground group. The guardian forwards it;
+        # the agent, in its own group, must not get a second one.
+        proc = self.start(["--nproc-per-node=2"] + self.worker_args("wait", self.dir))
+        self.wait_ready(2)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        self.assertEqual(err.decode().count("got SIGINT"), 1, err)
+        self.assert_nothing_left()
+
+    def test_no_guardian_env_runs_the_agent_alone(self):
+        proc = self.start(["--nproc-per-node=1"] + self.worker_args("wait", self.dir), env={"ELASTIC_NO_GUARDIAN": "1"})
+        self.wait_ready(1)
+        with open(self.path("pids.0")) as f:
+            worker = json.load(f)["pids"][0]
+        self.assertIn(worker, children_of(proc.pid))  # the workers are elasticrun's own children
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assert_nothing_left()
+
     def test_worker_ignoring_sigterm_is_killed_after_shutdown_timeout(self):
         proc = self.start(["--nproc-per-node=1", "--shutdown-timeout=0.5", "--no-python", "sh", "-c",
                            "trap '' TERM; touch %s; while :; do sleep 1; done" % self.path("ready.0")])
@@ -85,6 +107,82 @@ class SignalTest(LauncherTestCase):
         proc.send_signal(signal.SIGUSR2)  # forwarded too: the workers exit 0
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0, err)
+        self.assert_nothing_left()
+
+
+class ContainmentTest(LauncherTestCase):
+    """What the workers start goes with them: setsid() and double forks included."""
+
+    def escaping_worker(self, escaped, then):
+        # A double fork: the subshell exits, so `escaped` is an orphan in its own session.
+        return ["--no-python", "sh", "-c",
+                "(setsid %s >/dev/null 2>&1 &); touch %s/ready.$RANK.$TORCHELASTIC_RESTART_COUNT; %s"
+                % (" ".join(escaped), self.dir, then)]
+
+    def wait_started(self, argv, n, attempt=0):
+        for rank in range(n):
+            wait_for(self, lambda: os.path.exists(self.path("ready.%d.%d" % (rank, attempt))), "rank %d" % rank)
+        wait_for(self, lambda: len(pids_running(argv)) == n, "%d '%s'" % (n, " ".join(argv)))
+
+    def test_setsid_grandchild_does_not_outlive_sigterm_of_agent(self):
+        escaped = self.marker("escaped")
+        proc = self.start(["--nproc-per-node=2"] + self.escaping_worker(escaped, "exec sleep 1000"))
+        self.wait_started(escaped, 2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assert_gone(escaped)
+        self.assert_nothing_left()
+
+    def test_setsid_grandchild_does_not_outlive_clean_exit_of_agent(self):
+        escaped = self.marker("escaped")
+        rc, _, err = self.run_agent(["--nproc-per-node=2"] + self.escaping_worker(escaped, ":"))
+        self.assertEqual(rc, 0, err)
+        self.assert_gone(escaped)
+
+    def test_restart_leaves_no_descendant_of_the_first_group(self):
+        escaped = self.marker("escaped")  # + the restart count: one command line per attempt
+        first, second = [escaped[0], escaped[1] + "0"], [escaped[0], escaped[1] + "1"]
+        self.markers += [first, second]
+        then = "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 3; fi; exec sleep 1000"
+        proc = self.start(["--standalone", "--nproc-per-node=2", "--max-restarts=1"]
+                          + self.escaping_worker([escaped[0], escaped[1] + "$TORCHELASTIC_RESTART_COUNT"], then))
+        self.wait_started(second, 2, attempt=1)
+        self.assertEqual(pids_running(first), [])  # killed before the second group started
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assert_gone(second)
+
+    def the_agent(self, proc):
+        """elasticrun's only child: the agent (the original process is its guardian)."""
+        agents = children_of(proc.pid)
+        self.assertEqual(len(agents), 1, "elasticrun %d has children %s, not one agent" % (proc.pid, agents))
+        self.groups.append(agents[0])  # its own process group
+        return agents[0]
+
+    def test_grandchildren_do_not_outlive_sigkill_of_elasticrun(self):
+        child = self.marker("child")  # the worker's child: PDEATHSIG does not reach it
+        proc = self.start(["--standalone", "--nproc-per-node=4", "--shutdown-timeout=2", "--no-python", "sh", "-c",
+                           "touch %s/ready.$RANK.0; %s; :" % (self.dir, " ".join(child))])
+        self.wait_started(child, 4)
+        family = children_of(proc.pid)  # the agent (then the workers below it), or the workers
+        family += [p for pid in family for p in children_of(pid)]
+        self.groups += family  # the agent's group, the workers' groups: checked empty below
+        proc.kill()
+        proc.communicate(timeout=60)
+        self.assert_gone(child, within=30)
+        wait_for(self, lambda: not any(pid_alive(p) for p in family), "agent and workers gone", 30)
+        self.assert_nothing_left()
+
+    def test_setsid_grandchild_does_not_outlive_sigkill_of_the_agent(self):
+        escaped = self.marker("escaped")
+        proc = self.start(["--nproc-per-node=2"] + self.escaping_worker(escaped, "exec sleep 1000"))
+        self.wait_started(escaped, 2)
+        os.kill(self.the_agent(proc), signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 128 + signal.SIGKILL, err)  # the guardian reports it
+        self.assert_gone(escaped, within=30)
         self.assert_nothing_left()
 
 

@@ -53,6 +53,29 @@ class Agent:
         self.proc = proc
         self.log_path = log_path
 
+    def agent_pid(self):
+        """The agent's own pid, to crash or freeze a node: elasticrun's child with the same
+        command line (the original pid is its guardian, launcher/guardian.h), or
+        elasticrun's pid when there is none (ELASTIC_NO_GUARDIAN=1)."""
+        def cmdline(pid):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    return f.read()
+            except OSError:
+                return None
+        own = cmdline(self.proc.pid)
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == self.proc.pid and cmdline(int(entry)) == own:
+                return int(entry)
+        return self.proc.pid
+
     def output(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()

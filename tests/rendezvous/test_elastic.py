@@ -107,9 +107,9 @@ class ElasticityTest(RendezvousTestCase):
         agents = self.start_host_then(3, "2:3", "expected_nodes=3", hold_rounds=1)
         for agent in agents:
             self.wait_workers(agent, 0, 2)
-        os.kill(agents[2].proc.pid, signal.SIGKILL)
+        os.kill(agents[2].agent_pid(), signal.SIGKILL)
         self.assert_survivors_finished(agents[:2], "1")
-        self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
+        self.assertEqual(self.wait_exit(agents[2]), 128 + signal.SIGKILL)  # the guardian reports it
         self.assert_nothing_left()
 
     def test_worker_failure_restart_then_sigkill_of_an_agent_restarts_survivors(self):
@@ -125,10 +125,10 @@ class ElasticityTest(RendezvousTestCase):
                    for i in (1, 2)]
         for agent in agents:
             self.wait_workers(agent, 1, 2)
-        os.kill(agents[2].proc.pid, signal.SIGKILL)
+        os.kill(agents[2].agent_pid(), signal.SIGKILL)
         self.assert_survivors_finished(agents[:2], "2")
         self.assertIn("worker rank=3 failing on purpose", agents[1].output())
-        self.assertEqual(self.wait_exit(agents[2]), -signal.SIGKILL)
+        self.assertEqual(self.wait_exit(agents[2]), 128 + signal.SIGKILL)  # the guardian reports it
         self.assert_nothing_left()
 
     def test_late_third_agent_grows_the_running_job_to_world_size_6(self):
@@ -149,7 +149,7 @@ class ElasticityTest(RendezvousTestCase):
         agents = self.start_host_then(2, "2:3", "expected_nodes=2", hold_rounds=99)
         for agent in agents:
             self.wait_workers(agent, 0, 2)
-        os.kill(agents[1].proc.pid, signal.SIGKILL)
+        os.kill(agents[1].agent_pid(), signal.SIGKILL)
         self.assertNotEqual(self.wait_exit(agents[0]), 0)
         self.assertIn("below the minimum of 2", agents[0].output())
         self.assert_nothing_left()
@@ -158,7 +158,7 @@ class ElasticityTest(RendezvousTestCase):
         agents = self.start_host_then(3, "2:3", "expected_nodes=3", hold_rounds=99)
         for agent in agents:
             self.wait_workers(agent, 0, 2)
-        os.kill(agents[0].proc.pid, signal.SIGKILL)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
         for agent in agents[1:]:
             self.assertNotEqual(self.wait_exit(agent), 0)
             self.assertIn("lost the rendezvous host 127.0.0.1:%d" % self.port, agent.output())
@@ -169,12 +169,12 @@ class ElasticityTest(RendezvousTestCase):
         agents = self.start_host_then(3, "2:3", conf, hold_rounds=1)
         for agent in agents:
             self.wait_workers(agent, 0, 2)
-        os.kill(agents[2].proc.pid, signal.SIGSTOP)  # alive, connected, silent
+        os.kill(agents[2].agent_pid(), signal.SIGSTOP)  # alive, connected, silent
         for agent in agents[:2]:
             self.assertEqual(self.wait_exit(agent), 0, self.dump())
             self.assertTrue(any(w[2] == "1" and w[1] == "4" for w in agent.workers()), self.dump())
         self.assertIn("no heartbeat for 3 s", agents[0].output())
-        os.kill(agents[2].proc.pid, signal.SIGKILL)
+        os.kill(agents[2].agent_pid(), signal.SIGKILL)
         self.wait_exit(agents[2])
         self.assert_nothing_left()
 
@@ -183,12 +183,12 @@ class ElasticityTest(RendezvousTestCase):
         agents = self.start_host_then(3, "2:3", conf, hold_rounds=99)
         for agent in agents:
             self.wait_workers(agent, 0, 2)
-        os.kill(agents[0].proc.pid, signal.SIGSTOP)  # the host: connected but silent
+        os.kill(agents[0].agent_pid(), signal.SIGSTOP)  # the host: connected but silent
         for agent in agents[1:]:
             self.assertNotEqual(self.wait_exit(agent), 0)
             self.assertIn("lost the rendezvous host 127.0.0.1:%d: silent for" % self.port,
                           agent.output())
-        os.kill(agents[0].proc.pid, signal.SIGKILL)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
         self.wait_exit(agents[0])
         self.assert_nothing_left()
 

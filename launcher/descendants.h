@@ -1,0 +1,59 @@
+// Finding and stopping every process a worker group started, including the ones
+// that left its process group (setsid(), double fork).
+//
+// Why: a worker's children are stopped by kill(-pgid), but a process that calls
+// setsid() or setpgid() leaves the group, and one whose parent dies is reparented.
+// The agent is a child subreaper (PR_SET_CHILD_SUBREAPER), so every orphan of its
+// workers is reparented to it instead of to init: the agent's descendants, read
+// from /proc/PID/stat (ppid), are exactly what its workers started.
+//
+// Contracts:
+// - ParseProcStat and LiveDescendants are pure (tested on fake tables).
+// - KillDescendants signals through pidfds (no pid-reuse race after opening) and
+//   waits for the deaths with a deadline, never without one.
+// - Nothing here reaps: the caller reaps its own children (ReapExited).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/event_loop.h"
+
+namespace elastic {
+
+struct ProcEntry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  char state = '?';  // R, S, D, Z, X, T, ...
+};
+using ProcTable = std::vector<ProcEntry>;
+
+// Parses the text of /proc/PID/stat ("pid (comm) state ppid pgrp ..."); comm may
+// hold spaces and parentheses.
+bool ParseProcStat(std::string_view stat, ProcEntry* entry);
+
+// Every process of /proc (entries that vanish while reading are skipped).
+ProcTable ReadProcTable();
+
+// Pids of the processes below `root` (children, their children, ...) that have not
+// exited (not Z or X), in breadth-first order; dead ones are walked through.
+std::vector<pid_t> LiveDescendants(const ProcTable& table, pid_t root);
+
+// Sends `sig` to every live descendant of `root` whose process group is not in
+// `skip_pgids` (those are signalled by group). Returns how many were signalled.
+int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids);
+
+// SIGKILLs every live descendant of `root` and waits until they are dead, walking
+// /proc again until a walk finds none (a process may fork while being killed).
+// Returns false with *err if some were still alive at `deadline`.
+bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err);
+
+// Reaps, without blocking, the exited children of the caller that are not in
+// `keep` (those are reaped elsewhere, e.g. worker pidfds). Returns how many.
+int ReapExited(const std::vector<pid_t>& keep);
+
+}  // namespace elastic

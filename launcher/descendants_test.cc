@@ -1,0 +1,92 @@
+// Descendants of a process: the /proc/PID/stat parser and the tree walk on fake
+// tables, then KillDescendants on a real setsid() grandchild (label: process).
+#include "launcher/descendants.h"
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "launcher/child_process.h"
+
+namespace elastic {
+namespace {
+
+TEST(ProcStat, ParsesStatePpidAndPgrpPastACommWithSpacesAndParens) {
+  ProcEntry e;
+  ASSERT_TRUE(ParseProcStat("4242 (a (b) c) S 17 4200 4200 0 -1 4194560 100", &e));
+  EXPECT_EQ(e.pid, 4242);
+  EXPECT_EQ(e.state, 'S');
+  EXPECT_EQ(e.ppid, 17);
+  EXPECT_EQ(e.pgid, 4200);
+}
+
+TEST(ProcStat, RejectsTruncatedText) {
+  ProcEntry e;
+  EXPECT_FALSE(ParseProcStat("4242 (sleep", &e));
+  EXPECT_FALSE(ParseProcStat("4242 (sleep) S", &e));
+}
+
+TEST(LiveDescendants, WalksThroughZombiesAndSkipsOtherTrees) {
+  ProcTable t = {{10, 1, 10, 'S'}, {11, 10, 11, 'S'}, {12, 11, 12, 'Z'}, {13, 12, 13, 'R'},
+                 {14, 10, 14, 'X'}, {20, 1, 20, 'S'}, {21, 20, 21, 'S'}};
+  std::vector<pid_t> got = LiveDescendants(t, 10);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<pid_t>{11, 13}));
+  EXPECT_TRUE(LiveDescendants(t, 13).empty());
+}
+
+// Starts `sh -c script` with stdout on a pipe, waits for it and returns what it wrote.
+std::string RunShell(const std::string& script) {
+  int out[2];
+  EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
+  ChildSpec spec;
+  spec.path = "/bin/sh";
+  spec.argv = {"sh", "-c", script};
+  spec.stdout_fd = out[1];
+  sigemptyset(&spec.child_mask);
+  ChildHandle child;
+  std::string err;
+  EXPECT_TRUE(SpawnChild(spec, &child, &err)) << err;
+  close(out[1]);
+  std::string text;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  waitpid(child.pid, nullptr, 0);
+  return text;
+}
+
+TEST(KillDescendants, KillsASetsidGrandchildReparentedToTheSubreaper) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  // The grandchild leaves the group and the session, and its parent exits at once.
+  std::string pid_text = RunShell("setsid sleep 1000 >/dev/null 2>&1 & echo $!");
+  pid_t grandchild = std::stoi(pid_text);
+  std::vector<pid_t> before = LiveDescendants(ReadProcTable(), getpid());
+  ASSERT_NE(std::find(before.begin(), before.end(), grandchild), before.end())
+      << "the orphan was not reparented to the subreaper";
+  std::string err;
+  ASSERT_TRUE(KillDescendants(getpid(), MonoClock::now() + std::chrono::seconds(60), &err)) << err;
+  EXPECT_TRUE(LiveDescendants(ReadProcTable(), getpid()).empty());
+  EXPECT_EQ(ReapExited({}), 1);  // the killed grandchild, now our child
+  EXPECT_NE(kill(grandchild, 0), 0);
+}
+
+TEST(SignalDescendants, SkipsTheGivenGroupsAndSignalsTheRest) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  pid_t grandchild = std::stoi(RunShell("setsid sleep 1000 >/dev/null 2>&1 & echo $!"));
+  EXPECT_EQ(SignalDescendants(getpid(), SIGTERM, {grandchild}), 0);  // its own group: skipped
+  EXPECT_EQ(SignalDescendants(getpid(), SIGTERM, {}), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(grandchild, &status, 0), grandchild);  // reparented to us: ours to reap
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+}
+
+}  // namespace
+}  // namespace elastic
