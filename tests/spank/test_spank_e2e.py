@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "cluster"))
-from cluster import ClusterTestCase  # noqa: E402
+from cluster import ClusterTestCase, slurm_pmix_missing  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(HERE.parents[1] / "build/spank_plugin/spank_elastic.so"))
 ELASTICRUN = os.environ.get("ELASTICRUN", str(HERE.parents[1] / "build/launcher/elasticrun"))
@@ -171,6 +171,7 @@ class TestSpankEndToEnd(ClusterTestCase):
 
     @unittest.skipUnless(Path(ELASTICRUN).exists() and b"ELASTIC_SPANK_PMIX_ENDPOINT" in Path(ELASTICRUN).read_bytes(),
                          "elasticrun does not call ApplyPmixBootstrapToEnv (spank_plugin/pmix_bootstrap.h) yet")
+    @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     def test_mpi_pmix(self):
         r = self.srun(["-N3", "--mpi=pmix", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", WORKER])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
