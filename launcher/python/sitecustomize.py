@@ -8,8 +8,9 @@ TCPStore(...) and no use_libuv argument, and use_libuv defaults to True; a
 build without libuv (Debian's python3-torch 2.x) then raises "use_libuv was
 requested but PyTorch was build without libuv support" before it sends a
 byte (torchrun's own c10d agent fails the same way). With this shim, a
-TCPStore that torch.distributed.rendezvous (the workers) or torchrun's c10d
-backend creates and that fails for that reason alone is created again with
+TCPStore that torch.distributed.rendezvous (the workers), torchrun's c10d
+backend or anything calling torch.distributed.TCPStore (torchrun 2.x's dynamic
+rendezvous) creates and that fails for that reason alone is created again with
 use_libuv=False: a build with libuv never takes that path, so the shim is
 harmless there. It imports nothing of torch itself: it patches those modules
 when the program imports them, then removes itself. Then it runs the
@@ -22,6 +23,7 @@ import sys
 
 # The modules that create TCPStores on torchrun's and the workers' paths.
 _TARGETS = {
+    "torch.distributed",  # dist.TCPStore(...): torchrun 2.x's dynamic rendezvous store server
     "torch.distributed.rendezvous",  # workers: init_process_group(env://), agent store or not
     "torch.distributed.elastic.rendezvous.c10d_rendezvous_backend",  # torchrun's own agent
 }
