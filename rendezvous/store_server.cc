@@ -433,6 +433,10 @@ void StoreServer::OnPartialFrameTimer(StoreConnId id) {
   if (!c) return;
   c->partial_timer = 0;
   if (!c->partial()) return;
+  if (c->pending() >= limits_.output_high_water) {
+    ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
+    return;
+  }
   auto idle = std::chrono::duration_cast<Millis>(MonoClock::now() - c->last_input);
   if (idle.count() >= limits_.partial_frame_timeout_ms) {
     Close(id, fmt::format("sent {} bytes of a frame, then nothing for {} ms", c->in.size(), idle.count()), true);
