@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   limit("--memory-budget", &limits.memory_budget, "bytes of keys + values; a write beyond closes its client");
   limit("--max-value", &limits.max_value, "bytes of one value (also after APPEND)");
   limit("--max-frame", &limits.max_frame, "bytes of one request; 0: two values");
+  limit("--max-input-total", &limits.max_input_total, "bytes of requests not yet complete, all connections together");
   limit("--max-output", &limits.max_output, "unread reply bytes per connection before it is closed");
   limit("--output-high-water", &limits.output_high_water,
         "unread reply bytes per connection at which its requests are held back");

@@ -30,6 +30,9 @@ struct StoreLimits {
   // Bytes a connection may buffer for one frame before it completes (a
   // MULTI_SET may be larger than one value). 0: two values (16 MiB + change).
   size_t max_frame = 0;
+  // Bytes buffered for frames not yet complete, over all connections: the
+  // connection whose read passes it is closed (many half-sent MULTI_SETs).
+  size_t max_input_total = size_t{256} << 20;
   // --- keyspace (StoreState) ---
   // Sum of key + value bytes (queues included). A network write that would
   // exceed it closes that client's connection; the in-process API ignores it.

@@ -267,7 +267,14 @@ bool StoreServer::ReadInput(Connection& c) {
     ssize_t n = recv(c.fd.get(), read_buf_.data(), read_buf_.size(), 0);
     if (n > 0) {
       c.in.append(read_buf_.data(), n);
+      input_bytes_ += n;
       c.last_input = MonoClock::now();
+      if (input_bytes_ > limits_.max_input_total) {
+        Close(c.id, fmt::format("the store's input budget of {} bytes is exhausted ({} buffered here)",
+                                limits_.max_input_total, c.in.size()),
+              true);
+        return false;
+      }
       budget -= std::min<size_t>(budget, n);
       if (static_cast<size_t>(n) < read_buf_.size()) return true;  // drained for now
       continue;
@@ -313,6 +320,7 @@ bool StoreServer::ProcessInput(Connection& c) {
     if (c.pending() >= limits_.output_high_water || c.eof || c.in.size() - pos < c.need) break;
   }
   c.in.erase(0, pos);
+  input_bytes_ -= pos;
   // need counted from the frame's start, which is now the buffer's start.
   ShrinkIfIdle(&c.in);
   return true;
@@ -603,6 +611,7 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   } else {
     Log(LogLevel::kDebug, "{}", line);
   }
+  input_bytes_ -= c.in.size();
   loop_.Remove(c.fd.get());
   if (c.partial_timer) loop_.CancelTimer(c.partial_timer);
   if (c.stall_timer) loop_.CancelTimer(c.stall_timer);

@@ -110,6 +110,7 @@ class StoreServer {
   std::unordered_map<StoreConnId, std::unique_ptr<Connection>> conns_;
   UniqueFd spare_fd_;  // released to refuse a client when out of descriptors
   size_t max_connections_ = 0;
+  size_t input_bytes_ = 0;  // sum of every connection's buffered input
   uint64_t refused_ = 0;
   bool accept_paused_ = false;
   EventLoop::TimerId accept_timer_ = 0;

@@ -85,6 +85,21 @@ TEST(StoreServerLimits, HalfSentFrameIsClosedAfterThePartialFrameTimeout) {
   EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 1u);
 }
 
+TEST(StoreServerLimits, HalfSentFramesOverAllConnectionsAreBounded) {
+  StoreLimits limits;
+  limits.max_value = 4 << 20;
+  limits.max_input_total = 2 << 20;
+  ServerThread s(limits);
+  std::string frame = KeyValue(v2_op::kSet, "/k", std::string(size_t{3} << 20, 'v'));
+  RawClient first = V2Client(s.port());
+  RawClient second = V2Client(s.port());
+  first.Send(frame.substr(0, 1500 << 10));
+  second.Send(frame.substr(0, 1500 << 10));  // 3 MiB half-sent in all: one of them must go
+  EXPECT_NE(s.WaitForClose("input budget"), "");
+  EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 1u);
+  ExpectServing(s.port());
+}
+
 TEST(StoreServerLimits, ReaderThatStaysBlockedAboveTheHighWaterMarkIsClosed) {
   StoreLimits limits;
   limits.output_high_water = 64 << 10;
