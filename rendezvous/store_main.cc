@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   limit("--max-frame", &limits.max_frame, "bytes of one request; 0: two values");
   limit("--max-input-total", &limits.max_input_total, "bytes of requests not yet complete, all connections together");
   limit("--max-output", &limits.max_output, "unread reply bytes per connection before it is closed");
+  limit("--max-output-total", &limits.max_output_total, "unread reply bytes over all connections");
   limit("--output-high-water", &limits.output_high_water,
         "unread reply bytes per connection at which its requests are held back");
   limit("--max-waits-per-connection", &limits.max_waits_per_connection, "pending WAITs + BARRIERs");

@@ -49,6 +49,9 @@ struct StoreLimits {
   // A connection whose unread output would exceed this (one big MULTI_GET, or
   // 1.13 watch callbacks piling up) is closed instead of buffered.
   size_t max_output = 64 << 20;
+  // Unread output over all connections: a reply that would pass it closes
+  // its connection, as max_output does.
+  size_t max_output_total = size_t{512} << 20;
   // Pending WAITs + BARRIERs, and WATCH_KEYs, per connection (PyTorch clients
   // have one request in flight).
   size_t max_waits_per_connection = 4096;

@@ -66,6 +66,7 @@ struct StoreServer::Connection {
   MonoClock::time_point last_input{};
   EventLoop::TimerId stall_timer = 0;  // armed while output is above the high-water mark
   size_t pending() const { return out.size() - out_pos; }
+  size_t counted_out = 0;  // its share of output_bytes_
   bool partial() const { return !in.empty() && in.size() < need; }
 };
 
@@ -374,10 +375,18 @@ bool StoreServer::Admit(const Connection& c, const StoreRequest& req, std::strin
 }
 
 bool StoreServer::ReplyFits(const Connection& c, size_t bytes, std::string* err) const {
-  if (c.pending() + bytes <= limits_.max_output) return true;
-  *err = fmt::format("a reply of {} bytes on top of {} unread exceeds the output cap of {}", bytes, c.pending(),
-                     limits_.max_output);
-  return false;
+  if (c.pending() + bytes > limits_.max_output) {
+    *err = fmt::format("a reply of {} bytes on top of {} unread exceeds the output cap of {}", bytes, c.pending(),
+                       limits_.max_output);
+    return false;
+  }
+  size_t total = output_bytes_ - c.counted_out + c.pending();  // this one's share as it is now
+  if (total + bytes > limits_.max_output_total) {
+    *err = fmt::format("a reply of {} bytes exceeds the store's output budget of {} ({} unread in all)", bytes,
+                       limits_.max_output_total, total);
+    return false;
+  }
+  return true;
 }
 
 void StoreServer::PushEvent(StoreConnId id, const std::string& bytes) {
@@ -400,6 +409,7 @@ void StoreServer::Doom(Connection& c, std::string reason) {
   c.doomed = true;
   c.out.clear();
   c.out_pos = 0;
+  CountOutput(c);
   Log(LogLevel::kDebug, "store: connection {} doomed: {}", c.id, reason);
   doomed_.push_back(c.id);
   doomed_reasons_.push_back(std::move(reason));
@@ -587,7 +597,13 @@ void StoreServer::Flush(Connection& c) {
     c.out.erase(0, c.out_pos);
     c.out_pos = 0;
   }
+  CountOutput(c);
   UpdateInterest(c);
+}
+
+void StoreServer::CountOutput(Connection& c) {
+  output_bytes_ = output_bytes_ - c.counted_out + c.pending();
+  c.counted_out = c.pending();
 }
 
 void StoreServer::UpdateInterest(Connection& c) {
@@ -612,6 +628,7 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
     Log(LogLevel::kDebug, "{}", line);
   }
   input_bytes_ -= c.in.size();
+  output_bytes_ -= c.counted_out;
   loop_.Remove(c.fd.get());
   if (c.partial_timer) loop_.CancelTimer(c.partial_timer);
   if (c.stall_timer) loop_.CancelTimer(c.stall_timer);

@@ -94,6 +94,7 @@ class StoreServer {
   bool ProcessInput(Connection& c);         // false: connection closed
   bool Execute(Connection& c, const StoreRequest& req, std::string* err);
   void Flush(Connection& c);                // writes what the socket takes
+  void CountOutput(Connection& c);          // brings output_bytes_ up to date
   void UpdateInterest(Connection& c);
   void Close(StoreConnId id, const std::string& reason, bool warn);
   void Warn(LogRateLimiter& limiter, const std::string& message);
@@ -110,7 +111,8 @@ class StoreServer {
   std::unordered_map<StoreConnId, std::unique_ptr<Connection>> conns_;
   UniqueFd spare_fd_;  // released to refuse a client when out of descriptors
   size_t max_connections_ = 0;
-  size_t input_bytes_ = 0;  // sum of every connection's buffered input
+  size_t input_bytes_ = 0;   // sum of every connection's buffered input
+  size_t output_bytes_ = 0;  // sum of every connection's unread output, as of its last Flush
   uint64_t refused_ = 0;
   bool accept_paused_ = false;
   EventLoop::TimerId accept_timer_ = 0;

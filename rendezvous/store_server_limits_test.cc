@@ -50,6 +50,21 @@ TEST(StoreServerLimits, MultiGetThatWouldAmplifyPastTheOutputCapDisconnects) {
 // WATCH_KEY x100 on one key, then SETs of 1 MiB: the watcher is notified once
 // per change (not 100 times), and a watcher that does not read is closed at
 // the output cap rather than buffering every callback.
+TEST(StoreServerLimits, UnreadOutputOverAllConnectionsIsBounded) {
+  StoreLimits limits;
+  limits.output_high_water = 64 << 20;  // no holding back: only the store-wide budget applies
+  limits.max_output_total = 8 << 20;
+  ServerThread s(limits);
+  RawClient c = V2Client(s.port());
+  c.Send(KeyValue(v2_op::kSet, "/v", std::string(1 << 20, 'v')));
+  std::string gets;
+  for (int i = 0; i < 40; ++i) gets += KeyOnly(v2_op::kGet, "/v");  // 40 MiB, never read
+  c.Send(gets);
+  EXPECT_NE(s.WaitForClose("output budget"), "");
+  EXPECT_TRUE(c.ClosedAfterDraining());
+  ExpectServing(s.port());
+}
+
 TEST(StoreServerLimits, WatchCallbacksToAReaderThatDoesNotReadAreCapped) {
   StoreLimits limits;
   limits.max_output = 8 << 20;
