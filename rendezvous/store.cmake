@@ -13,7 +13,7 @@ target_link_libraries(elastic-store PRIVATE elastic_store CLI11::CLI11)
 
 elastic_add_unit_tests(store_tests
   ${_store}/store_protocol_test.cc ${_store}/store_state_test.cc
-  ${_store}/store_server_test.cc ${_store}/store_client_test.cc
+  ${_store}/store_server_test.cc ${_store}/store_server_limits_test.cc ${_store}/store_client_test.cc
   ${_store}/store_async_client_test.cc)
 target_link_libraries(store_tests PRIVATE elastic_store)
 

@@ -16,14 +16,39 @@ int main(int argc, char** argv) {
   using namespace elastic;
   SetLogProgram("elastic-store");
   CLI::App app{"A TCP key-value store speaking PyTorch's TCPStore protocol (1.13 and 2.x clients)"};
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   int port = 29500;
   std::string port_file;
   bool verbose = false;
-  app.add_option("--host", host, "address to listen on")->capture_default_str();
+  StoreLimits limits;
+  app.add_option("--host", host,
+                 "address to listen on; loopback only by default. To serve other hosts give their "
+                 "interface's address, or 0.0.0.0 / :: for all: there is no authentication, so only "
+                 "on a trusted network")
+      ->capture_default_str();
   app.add_option("--port", port, "port to listen on; 0 picks a free one")->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port to this file (atomically) once listening");
   app.add_flag("-v,--verbose", verbose, "log every connection");
+  auto limit = [&](const char* name, auto* field, const char* what) {
+    app.add_option(name, *field, what)->capture_default_str()->group("Limits (docs/security.md)");
+  };
+  limit("--max-connections", &limits.max_connections,
+        "store connections at most; 0: RLIMIT_NOFILE less --fd-reserve");
+  limit("--fd-reserve", &limits.fd_reserve, "descriptors kept free of connections when --max-connections is 0");
+  limit("--memory-budget", &limits.memory_budget, "bytes of keys + values; a write beyond closes its client");
+  limit("--max-value", &limits.max_value, "bytes of one value (also after APPEND)");
+  limit("--max-frame", &limits.max_frame, "bytes of one request; 0: two values");
+  limit("--max-input-total", &limits.max_input_total, "bytes of requests not yet complete, all connections together");
+  limit("--max-output", &limits.max_output, "unread reply bytes per connection before it is closed");
+  limit("--max-output-total", &limits.max_output_total, "unread reply bytes over all connections");
+  limit("--output-high-water", &limits.output_high_water,
+        "unread reply bytes per connection at which its requests are held back");
+  limit("--max-waits-per-connection", &limits.max_waits_per_connection, "pending WAITs + BARRIERs");
+  limit("--max-watches-per-connection", &limits.max_watches_per_connection, "1.13 WATCH_KEYs");
+  limit("--partial-frame-timeout-ms", &limits.partial_frame_timeout_ms,
+        "close a connection that sent part of a frame, then nothing for this long");
+  limit("--output-stall-timeout-ms", &limits.output_stall_timeout_ms,
+        "close a connection whose replies stay unread above the high-water mark this long");
   CLI11_PARSE(app, argc, argv);
   SetLogVerbose(verbose);
 
@@ -35,7 +60,7 @@ int main(int argc, char** argv) {
   UniqueFd sfd(signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
 
   EventLoop loop;
-  StoreServer server(loop);
+  StoreServer server(loop, limits);
   std::string err;
   if (!server.Listen(host, port, &err)) {
     Log(LogLevel::kError, "{}", err);

@@ -242,7 +242,8 @@ ParseResult ParseStoreRequest(std::string_view buf, const StoreLimits& limits,
 }
 
 size_t MaxFrameBytes(const StoreLimits& limits) {
-  return std::max<size_t>(size_t{64} << 20, 2 * (limits.max_value + limits.max_key + 64));
+  size_t one = limits.max_value + limits.max_key + 64;  // one SET must always fit
+  return limits.max_frame != 0 ? std::max(limits.max_frame, one) : 2 * one;
 }
 
 void PutU8(std::string* out, uint8_t v) { out->push_back(static_cast<char>(v)); }

@@ -18,10 +18,52 @@
 
 namespace elastic {
 
+// Every bound of the store, in one place (docs/security.md, "The workers'
+// store: limits"). The parser uses the first four; StoreState the memory
+// budget; StoreServer the rest. A client that breaks one is disconnected with
+// a logged reason; the store and the other clients go on.
 struct StoreLimits {
-  size_t max_key = 8 * 1024;
-  size_t max_value = 8 << 20;
-  size_t max_multi_keys = 128 * 1024;
+  // --- requests (parser) ---
+  size_t max_key = 8 * 1024;       // bytes of one key
+  size_t max_value = 8 << 20;      // bytes of one value, also after APPEND
+  size_t max_multi_keys = 128 * 1024;  // keys of one CHECK/WAIT/MULTI_GET/MULTI_SET
+  // Bytes a connection may buffer for one frame before it completes (a
+  // MULTI_SET may be larger than one value). 0: two values (16 MiB + change).
+  size_t max_frame = 0;
+  // Bytes buffered for frames not yet complete, over all connections: the
+  // connection whose read passes it is closed (many half-sent MULTI_SETs).
+  size_t max_input_total = size_t{256} << 20;
+  // --- keyspace (StoreState) ---
+  // Sum of key + value bytes (queues included). A network write that would
+  // exceed it closes that client's connection; the in-process API ignores it.
+  size_t memory_budget = size_t{1} << 30;
+  // --- connections (StoreServer) ---
+  // Store connections at most; 0: RLIMIT_NOFILE (after raising it) less
+  // fd_reserve, at least half of it. Connections beyond are accepted and
+  // closed at once (counted; logged rate-limited).
+  size_t max_connections = 0;
+  size_t fd_reserve = 256;  // descriptors kept for the agent: workers, pipes, pidfds
+  // Stop executing a connection's requests while this much of its output is
+  // unread; resume when the socket drains.
+  size_t output_high_water = 4 << 20;
+  // A connection whose unread output would exceed this (one big MULTI_GET, or
+  // 1.13 watch callbacks piling up) is closed instead of buffered.
+  size_t max_output = 64 << 20;
+  // Unread output over all connections: a reply that would pass it closes
+  // its connection, as max_output does.
+  size_t max_output_total = size_t{512} << 20;
+  // Pending WAITs + BARRIERs, and WATCH_KEYs, per connection (PyTorch clients
+  // have one request in flight).
+  size_t max_waits_per_connection = 4096;
+  size_t max_watches_per_connection = 4096;
+  // A connection that sent part of a frame and then nothing for this long is
+  // closed (slowloris); so is one whose output stays above the high-water
+  // mark this long (it stopped reading its replies).
+  int64_t partial_frame_timeout_ms = 30'000;
+  int64_t output_stall_timeout_ms = 30'000;
+  // Out of descriptors with no spare to refuse a client with: accepting
+  // pauses until a connection closes or this long passed.
+  int64_t accept_retry_ms = 1'000;
 };
 
 // Which client generation a connection speaks; fixed by its first bytes.
@@ -89,7 +131,7 @@ struct StoreRequest {
 };
 
 // The largest request a connection may buffer (a MULTI_SET can be larger
-// than one value; PyTorch sets no bound): 64 MiB or two values, if larger.
+// than one value; PyTorch sets no bound): limits.max_frame, or two values.
 size_t MaxFrameBytes(const StoreLimits& limits);
 
 enum class ParseStatus { kRequest, kNeedMore, kError };

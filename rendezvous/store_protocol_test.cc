@@ -182,7 +182,7 @@ TEST(StoreProtocol, MultiSetLargerThanTheFrameLimitIsAnError) {
   std::string value(1 << 20, 'v');
   StoreDialect d = StoreDialect::kV2;
   StoreRequest req;
-  // Pairs of 1 MiB keep arriving; the parser refuses once the frame passes 64 MiB.
+  // Pairs of 1 MiB keep arriving; the parser refuses once the frame passes two values.
   ParseResult r;
   for (int i = 0; i < 70; ++i) {
     PutString(&f, "/k" + std::to_string(i));
@@ -192,6 +192,29 @@ TEST(StoreProtocol, MultiSetLargerThanTheFrameLimitIsAnError) {
   }
   ASSERT_EQ(r.status, ParseStatus::kError);
   EXPECT_NE(r.error.find("exceeds the limit"), std::string::npos) << r.error;
+}
+
+// An idle connection may not hold tens of MiB in a half-sent MULTI_SET: by
+// default a frame is bounded by two values (~16 MiB), not 64 MiB.
+TEST(StoreProtocol, DefaultFrameLimitIsTwoValues) {
+  StoreLimits limits;
+  EXPECT_LT(MaxFrameBytes(limits), size_t{17} << 20);
+  EXPECT_GE(MaxFrameBytes(limits), 2 * limits.max_value);
+  // Three 7 MiB values (each within max_value), all but the last byte sent.
+  std::string f = Frame(v2_op::kMultiSet);
+  PutU64(&f, 3);  // pairs
+  for (int i = 0; i < 3; ++i) {
+    PutString(&f, "/k" + std::to_string(i));
+    PutString(&f, std::string(size_t{7} << 20, 'v'));
+  }
+  f.pop_back();
+  StoreDialect d = StoreDialect::kV2;
+  StoreRequest req;
+  ParseResult r = Parse(f, &d, &req);
+  ASSERT_EQ(r.status, ParseStatus::kError) << "a connection would buffer 21 MiB for one frame";
+  limits.max_frame = size_t{64} << 20;  // settable
+  EXPECT_EQ(MaxFrameBytes(limits), size_t{64} << 20);
+  EXPECT_EQ(Parse(f, &d, &req, limits).status, ParseStatus::kNeedMore);
 }
 
 TEST(StoreProtocol, UnknownOpcodesAreErrorsInEachDialect) {

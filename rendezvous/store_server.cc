@@ -17,17 +17,35 @@
 namespace elastic {
 namespace {
 
-constexpr size_t kReadBudget = 1 << 20;        // per event, so one client cannot starve others
-constexpr size_t kOutputHighWater = 4 << 20;   // stop reading a client that does not read replies
+constexpr size_t kReadBudget = 1 << 20;  // per event, so one client cannot starve others
+constexpr int kAcceptBudget = 64;        // per event, then back to epoll
+constexpr size_t kKeepCapacity = 1 << 20;  // an idle buffer above this is freed
 
-void RaiseFileLimit() {
+// Raises the soft limit to the hard one; returns the soft limit in force.
+size_t RaiseFileLimit() {
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      rl = raised;
+    } else {
       Log(LogLevel::kWarning, "store: could not raise the open-file limit: {}", strerror(errno));
     }
   }
+  return rl.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(rl.rlim_cur);
+}
+
+// The connection cap: explicit, or the descriptor limit less the agent's reserve.
+size_t ConnectionCap(const StoreLimits& limits, size_t fd_limit) {
+  if (limits.max_connections != 0) return limits.max_connections;
+  if (fd_limit > 2 * limits.fd_reserve) return fd_limit - limits.fd_reserve;
+  return std::max<size_t>(1, fd_limit / 2);
+}
+
+void ShrinkIfIdle(std::string* buf) {
+  if (buf->empty() && buf->capacity() > kKeepCapacity) std::string().swap(*buf);
 }
 
 }  // namespace
@@ -43,44 +61,52 @@ struct StoreServer::Connection {
   size_t out_pos = 0;
   uint32_t interest = EPOLLIN;
   bool eof = false;
+  bool doomed = false;  // closing from the loop (Doom); nothing more is done for it
+  EventLoop::TimerId partial_timer = 0;  // armed while a frame is half-sent
+  MonoClock::time_point last_input{};
+  EventLoop::TimerId stall_timer = 0;  // armed while output is above the high-water mark
   size_t pending() const { return out.size() - out_pos; }
+  size_t counted_out = 0;  // its share of output_bytes_
+  bool partial() const { return !in.empty() && in.size() < need; }
 };
 
 StoreServer::StoreServer(EventLoop& loop, StoreLimits limits)
     : loop_(loop),
       limits_(limits),
-      state_(StoreState::Events{
-          [this](StoreConnId id) {
-            if (Connection* c = Find(id)) {
-              PutU8(&c->out, kWaitStopWaiting);
-              Flush(*c);
-            }
-          },
-          [this](StoreConnId id, uint8_t type, std::string_view key, std::string_view old_value,
-                 std::string_view new_value) {
-            if (Connection* c = Find(id)) {
-              PutU8(&c->out, type);
-              PutString(&c->out, key);
-              PutString(&c->out, old_value);
-              PutString(&c->out, new_value);
-              Flush(*c);
-            }
-          }}),
+      state_(StoreState::Events{[this](StoreConnId id) { PushEvent(id, std::string(1, kWaitStopWaiting)); },
+                                [this](StoreConnId id, uint8_t type, std::string_view key,
+                                       std::string_view old_value, std::string_view new_value) {
+                                  // 1.13 watch callbacks: same output cap as replies.
+                                  std::string event;
+                                  PutU8(&event, type);
+                                  PutString(&event, key);
+                                  PutString(&event, old_value);
+                                  PutString(&event, new_value);
+                                  PushEvent(id, event);
+                                }},
+             limits),
       spare_fd_(open("/dev/null", O_RDONLY | O_CLOEXEC)),
       read_buf_(64 * 1024) {}
 
 StoreServer::~StoreServer() {
-  for (auto& [id, c] : conns_) loop_.Remove(c->fd.get());
+  for (auto& [id, c] : conns_) {
+    loop_.Remove(c->fd.get());
+    if (c->partial_timer) loop_.CancelTimer(c->partial_timer);
+    if (c->stall_timer) loop_.CancelTimer(c->stall_timer);
+  }
   if (listen_fd_) loop_.Remove(listen_fd_.get());
+  if (accept_timer_) loop_.CancelTimer(accept_timer_);
+  if (doom_timer_) loop_.CancelTimer(doom_timer_);
 }
 
 bool StoreServer::Listen(const std::string& host, int port, std::string* err) {
-  RaiseFileLimit();
+  max_connections_ = ConnectionCap(limits_, RaiseFileLimit());
   UniqueFd fd;
   if (!ListenTcp(host, port, &fd, &port_, err)) return false;
   listen_fd_ = std::move(fd);
   if (!loop_.Add(listen_fd_.get(), EPOLLIN, [this](uint32_t) { OnAccept(); }, err)) return false;
-  Log(LogLevel::kDebug, "store: listening on {}:{}", host, port_);
+  Log(LogLevel::kDebug, "store: listening on {}:{} (at most {} connections)", host, port_,
+      max_connections_);
   return true;
 }
 
@@ -113,59 +139,114 @@ StoreServer::Connection* StoreServer::Find(StoreConnId id) {
 }
 
 void StoreServer::OnAccept() {
-  for (;;) {
-    sockaddr_storage peer{};
-    socklen_t len = sizeof peer;
-    int fd = accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&peer), &len,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE) {
-        // Out of descriptors: refuse this one (free the spare, accept, close)
-        // so the level-triggered listener does not spin.
-        spare_fd_.Reset();
-        UniqueFd refused(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-        spare_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-        Log(LogLevel::kWarning, "store: out of file descriptors ({} connections): refused a client",
-            conns_.size());
-        continue;
-      }
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        Log(LogLevel::kWarning, "store: accept: {}", strerror(errno));
-      }
-      return;
-    }
-    UniqueFd owned(fd);
-    std::string who = PeerName(peer);
-    if (peer_filter_ && !peer_filter_(peer)) {
-      Log(LogLevel::kWarning, "store: refused connection from {}: rejected by the peer filter", who);
-      continue;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto c = std::make_unique<Connection>();
-    c->id = next_id_++;
-    c->peer = std::move(who);
-    StoreConnId id = c->id;
-    std::string err;
-    if (!loop_.Add(fd, EPOLLIN, [this, id](uint32_t ev) { OnConnectionEvent(id, ev); }, &err)) {
-      Log(LogLevel::kWarning, "store: {}", err);
-      continue;
-    }
-    c->fd = std::move(owned);
-    Log(LogLevel::kDebug, "store: connection {} from {}", id, c->peer);
-    conns_.emplace(id, std::move(c));
+  for (int i = 0; i < kAcceptBudget; ++i) {
+    if (!AcceptOne()) return;
   }
+  // More may be pending: the level-triggered listener fires again after the
+  // other ready descriptors had their turn.
+}
+
+bool StoreServer::AcceptOne() {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  int fd = accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) {
+    if (errno == EINTR || errno == ECONNABORTED) return true;
+    if (errno == EMFILE || errno == ENFILE) {
+      RefuseOutOfDescriptors();
+      return false;  // back to epoll: never retry the same pending client here
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) Warn(refuse_log_, fmt::format("store: accept: {}", strerror(errno)));
+    return false;
+  }
+  UniqueFd owned(fd);
+  std::string who = PeerName(peer);
+  if (conns_.size() >= max_connections_) {
+    Refused(who, "the store has its maximum of connections");
+    return true;
+  }
+  if (peer_filter_ && !peer_filter_(peer)) {
+    Refused(who, "rejected by the peer filter");
+    return true;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto c = std::make_unique<Connection>();
+  c->id = next_id_++;
+  c->peer = std::move(who);
+  StoreConnId id = c->id;
+  std::string err;
+  if (!loop_.Add(fd, EPOLLIN, [this, id](uint32_t ev) { OnConnectionEvent(id, ev); }, &err)) {
+    Warn(refuse_log_, "store: " + err);
+    return true;
+  }
+  c->fd = std::move(owned);
+  Log(LogLevel::kDebug, "store: connection {} from {}", id, c->peer);
+  conns_.emplace(id, std::move(c));
+  return true;
+}
+
+// Out of descriptors: free the spare, accept the pending client into it and
+// close it at once (it sees EOF, not a hang), take the spare back. Without a
+// spare (it could not be reopened) stop listening until a connection closes
+// or accept_retry_ms passed, so the level-triggered listener cannot spin.
+void StoreServer::RefuseOutOfDescriptors() {
+  if (!spare_fd_) {
+    PauseAccept();
+    return;
+  }
+  spare_fd_.Reset();
+  UniqueFd refused(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  bool accepted = refused.valid();
+  refused.Reset();  // closed before the spare is reopened: that is the descriptor it needs
+  spare_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (accepted) {
+    Refused("a client", "out of file descriptors");
+  }
+  if (!accepted || !spare_fd_) PauseAccept();
+}
+
+void StoreServer::PauseAccept() {
+  if (accept_paused_) return;
+  accept_paused_ = true;
+  std::string err;
+  if (!loop_.Modify(listen_fd_.get(), 0, &err)) Warn(refuse_log_, "store: " + err);
+  Warn(refuse_log_, fmt::format("store: out of file descriptors with {} connections: not accepting for up to {} ms",
+                                conns_.size(), limits_.accept_retry_ms));
+  accept_timer_ = loop_.AddTimer(Millis(limits_.accept_retry_ms), [this] {
+    accept_timer_ = 0;
+    ResumeAccept();
+  });
+}
+
+void StoreServer::ResumeAccept() {
+  if (!accept_paused_) return;
+  accept_paused_ = false;
+  if (accept_timer_) loop_.CancelTimer(accept_timer_);
+  accept_timer_ = 0;
+  if (!spare_fd_) spare_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  std::string err;
+  if (!loop_.Modify(listen_fd_.get(), EPOLLIN, &err)) Warn(refuse_log_, "store: " + err);
+}
+
+void StoreServer::Refused(const std::string& who, const char* why) {
+  ++refused_;
+  Warn(refuse_log_, fmt::format("store: refused connection from {}: {} ({} refused so far)", who, why, refused_));
+}
+
+void StoreServer::Warn(LogRateLimiter& limiter, const std::string& message) {
+  uint64_t dropped = 0;
+  if (limiter.Allow(MonoClock::now(), &dropped)) Log(LogLevel::kWarning, "{}{}", message, MoreLikeIt(dropped));
 }
 
 void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
   Connection* c = Find(id);
-  if (!c) return;
+  if (!c || c->doomed) return;
   if (events & EPOLLOUT) {
     Flush(*c);
     if (!(c = Find(id))) return;
     // Below the high-water mark again: resume requests held back.
-    if (c->pending() < kOutputHighWater && !ProcessInput(*c)) return;
+    if (c->pending() < limits_.output_high_water && !ProcessInput(*c)) return;
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
     if (!ReadInput(*c)) return;
@@ -176,16 +257,25 @@ void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
     }
   }
   UpdateInterest(*c);
+  ArmTimers(*c);
 }
 
 bool StoreServer::ReadInput(Connection& c) {
   size_t budget = kReadBudget;
-  while (budget > 0 && c.pending() < kOutputHighWater) {
+  while (budget > 0 && c.pending() < limits_.output_high_water) {
     // Into a shared buffer, then append: growing c.in by a zero-filled chunk
     // per read would cost more than the small requests themselves.
     ssize_t n = recv(c.fd.get(), read_buf_.data(), read_buf_.size(), 0);
     if (n > 0) {
       c.in.append(read_buf_.data(), n);
+      input_bytes_ += n;
+      c.last_input = MonoClock::now();
+      if (input_bytes_ > limits_.max_input_total) {
+        Close(c.id, fmt::format("the store's input budget of {} bytes is exhausted ({} buffered here)",
+                                limits_.max_input_total, c.in.size()),
+              true);
+        return false;
+      }
       budget -= std::min<size_t>(budget, n);
       if (static_cast<size_t>(n) < read_buf_.size()) return true;  // drained for now
       continue;
@@ -206,7 +296,7 @@ bool StoreServer::ProcessInput(Connection& c) {
   size_t pos = 0;
   std::string err;
   for (;;) {
-    while (c.in.size() - pos >= c.need && c.pending() < kOutputHighWater) {
+    while (c.in.size() - pos >= c.need && c.pending() < limits_.output_high_water) {
       std::string_view buf(c.in.data() + pos, c.in.size() - pos);
       ParseResult r = ParseStoreRequest(buf, limits_, &c.dialect, &scratch_);
       if (r.status == ParseStatus::kNeedMore) {
@@ -218,19 +308,169 @@ bool StoreServer::ProcessInput(Connection& c) {
         return false;
       }
       c.need = 1;
-      if (!Execute(c, scratch_, &err)) {
+      if (!Admit(c, scratch_, &err) || !Execute(c, scratch_, &err)) {
         Close(c.id, err, true);
         return false;
       }
+      if (c.doomed) return false;  // an event it caused overflowed its own output
       pos += r.consumed;
     }
     Flush(c);
     // Stopped at the high-water mark but the socket took it all: go on with
     // the requests already buffered (no further event would announce them).
-    if (c.pending() >= kOutputHighWater || c.eof || c.in.size() - pos < c.need) break;
+    if (c.pending() >= limits_.output_high_water || c.eof || c.in.size() - pos < c.need) break;
   }
   c.in.erase(0, pos);
+  input_bytes_ -= pos;
+  // need counted from the frame's start, which is now the buffer's start.
+  ShrinkIfIdle(&c.in);
   return true;
+}
+
+// Refuses, before anything changes, a write that breaks max_value or the
+// memory budget, a WAIT/BARRIER or WATCH_KEY past the per-connection bound.
+bool StoreServer::Admit(const Connection& c, const StoreRequest& req, std::string* err) const {
+  const auto& a = req.args;
+  std::string why;
+  bool ok = true;
+  switch (req.op) {
+    case StoreOp::kSet:
+    case StoreOp::kQueuePush:
+      ok = state_.Admit(a[0], a[1].size(), 0, &why);
+      break;
+    case StoreOp::kCompareSet:
+      ok = state_.Admit(a[0], a[2].size(), 0, &why);
+      break;
+    case StoreOp::kAdd:
+    case StoreOp::kBarrier:
+      ok = state_.Admit(a[0], 20, 0, &why);  // an int64 in decimal
+      break;
+    case StoreOp::kAppend: {
+      const std::string* cur = state_.Find(a[0]);
+      ok = state_.Admit(a[0], (cur ? cur->size() : 0) + a[1].size(), 0, &why);
+      break;
+    }
+    case StoreOp::kMultiSet: {
+      size_t extra = 0;
+      for (size_t i = 0; ok && i + 1 < a.size(); i += 2) {
+        ok = state_.Admit(a[i], a[i + 1].size(), extra, &why);
+        extra += state_.Growth(a[i], a[i + 1].size());
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  if (ok && (req.op == StoreOp::kWait || req.op == StoreOp::kBarrier) &&
+      state_.NumWaits(c.id) >= limits_.max_waits_per_connection) {
+    ok = false;
+    why = "more than " + std::to_string(limits_.max_waits_per_connection) + " pending WAITs/BARRIERs";
+  }
+  if (ok && req.op == StoreOp::kWatchKey && state_.NumWatches(c.id) >= limits_.max_watches_per_connection) {
+    ok = false;
+    why = "more than " + std::to_string(limits_.max_watches_per_connection) + " watched keys";
+  }
+  if (!ok) *err = std::string(StoreOpName(req.op)) + " refused: " + why;
+  return ok;
+}
+
+bool StoreServer::ReplyFits(const Connection& c, size_t bytes, std::string* err) const {
+  if (c.pending() + bytes > limits_.max_output) {
+    *err = fmt::format("a reply of {} bytes on top of {} unread exceeds the output cap of {}", bytes, c.pending(),
+                       limits_.max_output);
+    return false;
+  }
+  size_t total = output_bytes_ - c.counted_out + c.pending();  // this one's share as it is now
+  if (total + bytes > limits_.max_output_total) {
+    *err = fmt::format("a reply of {} bytes exceeds the store's output budget of {} ({} unread in all)", bytes,
+                       limits_.max_output_total, total);
+    return false;
+  }
+  return true;
+}
+
+void StoreServer::PushEvent(StoreConnId id, const std::string& bytes) {
+  Connection* c = Find(id);
+  if (!c || c->doomed) return;
+  std::string err;
+  if (!ReplyFits(*c, bytes.size(), &err)) {
+    Doom(*c, err);
+    return;
+  }
+  c->out += bytes;
+  Flush(*c);
+  ArmTimers(*c);
+}
+
+// Called from inside StoreState callbacks, where the connection (maybe the
+// one whose request is running) must stay alive: drop its output, stop
+// serving it, and close it from a zero-delay timer.
+void StoreServer::Doom(Connection& c, std::string reason) {
+  c.doomed = true;
+  c.out.clear();
+  c.out_pos = 0;
+  CountOutput(c);
+  Log(LogLevel::kDebug, "store: connection {} doomed: {}", c.id, reason);
+  doomed_.push_back(c.id);
+  doomed_reasons_.push_back(std::move(reason));
+  if (doom_timer_ == 0) {
+    doom_timer_ = loop_.AddTimer(Millis(0), [this] {
+      doom_timer_ = 0;
+      CloseDoomed();
+    });
+  }
+}
+
+void StoreServer::CloseDoomed() {
+  std::vector<StoreConnId> ids = std::move(doomed_);
+  std::vector<std::string> reasons = std::move(doomed_reasons_);
+  doomed_.clear();
+  doomed_reasons_.clear();
+  for (size_t i = 0; i < ids.size(); ++i) Close(ids[i], reasons[i], true);
+}
+
+// Deadlines: a half-sent frame (slowloris) and unread output above the
+// high-water mark (a client that stopped reading). Armed once, re-checked
+// when they fire, so a busy connection costs no timer churn.
+void StoreServer::ArmTimers(Connection& c) {
+  StoreConnId id = c.id;
+  if (c.partial() && c.partial_timer == 0) {
+    c.partial_timer = loop_.AddTimer(Millis(limits_.partial_frame_timeout_ms), [this, id] { OnPartialFrameTimer(id); });
+  }
+  bool stalled = c.pending() >= limits_.output_high_water;
+  if (stalled && c.stall_timer == 0) {
+    c.stall_timer = loop_.AddTimer(Millis(limits_.output_stall_timeout_ms), [this, id] { OnStallTimer(id); });
+  } else if (!stalled && c.stall_timer != 0) {
+    loop_.CancelTimer(c.stall_timer);
+    c.stall_timer = 0;
+  }
+}
+
+void StoreServer::OnPartialFrameTimer(StoreConnId id) {
+  Connection* c = Find(id);
+  if (!c) return;
+  c->partial_timer = 0;
+  if (!c->partial()) return;
+  if (c->pending() >= limits_.output_high_water) {
+    ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
+    return;
+  }
+  auto idle = std::chrono::duration_cast<Millis>(MonoClock::now() - c->last_input);
+  if (idle.count() >= limits_.partial_frame_timeout_ms) {
+    Close(id, fmt::format("sent {} bytes of a frame, then nothing for {} ms", c->in.size(), idle.count()), true);
+    return;
+  }
+  c->partial_timer = loop_.AddTimer(Millis(limits_.partial_frame_timeout_ms) - idle,
+                                    [this, id] { OnPartialFrameTimer(id); });
+}
+
+void StoreServer::OnStallTimer(StoreConnId id) {
+  Connection* c = Find(id);
+  if (!c) return;
+  c->stall_timer = 0;
+  if (c->pending() < limits_.output_high_water) return;
+  Close(id, fmt::format("left {} bytes of replies unread for {} ms", c->pending(), limits_.output_stall_timeout_ms),
+        true);
 }
 
 bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* err) {
@@ -251,6 +491,7 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
     case StoreOp::kGet: {
       // A missing key reads as empty, as the 2.x server (clients WAIT first).
       const std::string* v = state_.Find(a[0]);
+      if (!ReplyFits(c, 8 + (v ? v->size() : 0), err)) return false;
       PutString(&out, v ? std::string_view(*v) : std::string_view());
       return true;
     }
@@ -277,14 +518,22 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
       PutI64(&out, state_.Delete(a[0]) ? 1 : 0);
       return true;
     case StoreOp::kAppend:
-      state_.Append(a[0], a[1]);
-      return true;
-    case StoreOp::kMultiGet:
+      return state_.Append(a[0], a[1], err);
+    case StoreOp::kMultiGet: {
+      // Sized first: 100 copies of an 8 MiB key in a 1 KB request must not
+      // become 800 MiB of output.
+      size_t bytes = 0;
+      for (std::string_view k : a) {
+        const std::string* v = state_.Find(k);
+        bytes += 8 + (v ? v->size() : 0);
+      }
+      if (!ReplyFits(c, bytes, err)) return false;
       for (std::string_view k : a) {
         const std::string* v = state_.Find(k);
         PutString(&out, v ? std::string_view(*v) : std::string_view());
       }
       return true;
+    }
     case StoreOp::kMultiSet:
       for (size_t i = 0; i + 1 < a.size(); i += 2) state_.Set(a[i], a[i + 1]);
       return true;
@@ -307,6 +556,9 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
       return true;
     case StoreOp::kListKeys: {
       std::vector<std::string_view> keys = state_.Keys();
+      size_t bytes = 8;
+      for (std::string_view k : keys) bytes += 8 + k.size();
+      if (!ReplyFits(c, bytes, err)) return false;
       PutI64(&out, static_cast<int64_t>(keys.size()));
       for (std::string_view k : keys) PutString(&out, k);
       return true;
@@ -340,16 +592,23 @@ void StoreServer::Flush(Connection& c) {
   if (c.pending() == 0) {
     c.out.clear();
     c.out_pos = 0;
+    ShrinkIfIdle(&c.out);
   } else if (c.out_pos > (1 << 20)) {
     c.out.erase(0, c.out_pos);
     c.out_pos = 0;
   }
+  CountOutput(c);
   UpdateInterest(c);
+}
+
+void StoreServer::CountOutput(Connection& c) {
+  output_bytes_ = output_bytes_ - c.counted_out + c.pending();
+  c.counted_out = c.pending();
 }
 
 void StoreServer::UpdateInterest(Connection& c) {
   uint32_t want = 0;
-  if (c.pending() < kOutputHighWater) want |= EPOLLIN;
+  if (c.pending() < limits_.output_high_water) want |= EPOLLIN;
   if (c.pending() > 0) want |= EPOLLOUT;
   if (c.eof) want = EPOLLOUT;  // no more reads; EPOLLHUP/ERR still arrive
   if (want == c.interest) return;
@@ -362,11 +621,21 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Connection& c = *it->second;
-  Log(warn ? LogLevel::kWarning : LogLevel::kDebug, "store: disconnecting {} (connection {}): {}", c.peer,
-      id, reason);
+  std::string line = fmt::format("store: disconnecting {} (connection {}): {}", c.peer, id, EscapeForLog(reason));
+  if (warn) {
+    Warn(client_log_, line);
+  } else {
+    Log(LogLevel::kDebug, "{}", line);
+  }
+  input_bytes_ -= c.in.size();
+  output_bytes_ -= c.counted_out;
   loop_.Remove(c.fd.get());
+  if (c.partial_timer) loop_.CancelTimer(c.partial_timer);
+  if (c.stall_timer) loop_.CancelTimer(c.stall_timer);
   state_.ForgetConnection(id);
   conns_.erase(it);
+  ResumeAccept();
+  if (close_observer_) close_observer_(id, reason);  // a descriptor is free again
 }
 
 }  // namespace elastic

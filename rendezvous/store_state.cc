@@ -3,21 +3,40 @@
 #include <algorithm>
 #include <charconv>
 
-#include "rendezvous/store_protocol.h"
-
 namespace elastic {
-namespace {
-
-template <typename T>
-void EraseValue(std::vector<T>* v, const T& x) {
-  v->erase(std::remove(v->begin(), v->end(), x), v->end());
-}
-
-}  // namespace
-
 const std::string* StoreState::Find(std::string_view key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;
+}
+
+size_t StoreState::Growth(std::string_view key, size_t value_size) const {
+  auto it = kv_.find(key);
+  if (it == kv_.end()) return key.size() + value_size;
+  return value_size > it->second.size() ? value_size - it->second.size() : 0;
+}
+
+bool StoreState::Admit(std::string_view key, size_t value_size, size_t extra, std::string* err) const {
+  if (value_size > limits_.max_value) {
+    *err = "value of " + std::to_string(value_size) + " bytes exceeds the limit of " +
+           std::to_string(limits_.max_value);
+    return false;
+  }
+  size_t after = bytes_ + extra + Growth(key, value_size);
+  if (after > limits_.memory_budget) {
+    *err = "the store's memory budget of " + std::to_string(limits_.memory_budget) +
+           " bytes is exhausted (" + std::to_string(bytes_) + " held)";
+    return false;
+  }
+  return true;
+}
+
+void StoreState::Assign(std::string* dst, std::string_view value) {
+  bytes_ = bytes_ - dst->size() + value.size();
+  if (dst->capacity() > 2 * value.size() + 4096) {
+    std::string(value).swap(*dst);  // assign() would keep the old capacity
+  } else {
+    dst->assign(value);
+  }
 }
 
 void StoreState::Set(std::string_view key, std::string_view value) {
@@ -27,9 +46,10 @@ void StoreState::Set(std::string_view key, std::string_view value) {
   std::string old;
   if (created) {
     kv_.emplace(std::string(key), std::string(value));
+    bytes_ += key.size() + value.size();
   } else {
-    if (watched) old = std::move(it->second);
-    it->second.assign(value);
+    if (watched) old = it->second;
+    Assign(&it->second, value);
   }
   WakeAll(key);
   if (watched) Notify(key, created ? kWatchKeyCreated : kWatchKeyUpdated, old, value);
@@ -46,7 +66,7 @@ std::string StoreState::CompareSet(std::string_view key, std::string_view expect
   }
   if (it->second == expected) {
     std::string old = it->second;
-    it->second.assign(desired);
+    Assign(&it->second, desired);
     WakeAll(key);
     if (Watched(key)) Notify(key, kWatchKeyUpdated, old, desired);
     return std::string(desired);
@@ -73,23 +93,32 @@ bool StoreState::Add(std::string_view key, int64_t delta, int64_t* result, std::
   return true;
 }
 
-void StoreState::Append(std::string_view key, std::string_view value) {
+bool StoreState::Append(std::string_view key, std::string_view value, std::string* err) {
   auto it = kv_.find(key);
+  size_t size = (it == kv_.end() ? 0 : it->second.size()) + value.size();
+  if (size > limits_.max_value) {
+    *err = "APPEND would make a value of " + std::to_string(size) + " bytes (limit " +
+           std::to_string(limits_.max_value) + ")";
+    return false;
+  }
   if (it == kv_.end()) {
     Set(key, value);
-    return;
+    return true;
   }
   bool watched = Watched(key);
   std::string old = watched ? it->second : std::string();
   it->second.append(value);
+  bytes_ += value.size();
   WakeAll(key);
   if (watched) Notify(key, kWatchKeyUpdated, old, it->second);
+  return true;
 }
 
 bool StoreState::Delete(std::string_view key) {
   auto it = kv_.find(key);
   if (it == kv_.end()) return false;
   std::string old = std::move(it->second);
+  bytes_ -= key.size() + old.size();
   kv_.erase(it);
   if (Watched(key)) Notify(key, kWatchKeyDeleted, old, {});
   return true;
@@ -111,21 +140,30 @@ bool StoreState::Wait(StoreConnId conn, const std::vector<std::string_view>& key
   Waiter w{conn, 0, {}};
   for (std::string_view k : keys) {
     if (kv_.find(k) != kv_.end()) continue;  // only keys not yet set count, as PyTorch
-    w.keys.emplace_back(k);
     auto it = waiting_.find(k);
-    if (it == waiting_.end()) it = waiting_.emplace(std::string(k), std::vector<WaiterId>()).first;
-    it->second.push_back(id);
+    if (it == waiting_.end()) it = waiting_.emplace(std::string(k), std::set<WaiterId>()).first;
+    if (!it->second.insert(id).second) continue;  // the same key twice counts once
+    w.keys.emplace_back(k);
     ++w.remaining;
   }
   waiters_.emplace(id, std::move(w));
-  conn_waiters_[conn].push_back(id);
+  conn_waiters_[conn].insert(id);
   return false;
+}
+
+size_t StoreState::NumWaits(StoreConnId conn) const {
+  size_t n = 0;
+  if (auto it = conn_waiters_.find(conn); it != conn_waiters_.end()) n += it->second.size();
+  if (auto it = conn_barriers_.find(conn); it != conn_barriers_.end()) {
+    for (const auto& [key, unused] : it->second) n += barriers_.find(key)->second.at(conn);
+  }
+  return n;
 }
 
 void StoreState::Unlist(WaiterId id, const std::string& key) {
   auto it = waiting_.find(key);
   if (it == waiting_.end()) return;
-  EraseValue(&it->second, id);
+  it->second.erase(id);
   if (it->second.empty()) waiting_.erase(it);
 }
 
@@ -134,26 +172,34 @@ bool StoreState::Barrier(StoreConnId conn, std::string_view key, int64_t world_s
   int64_t count = 0;
   if (!Add(key, 1, &count, err)) return false;
   *done = count >= world_size;
-  if (!*done) {
-    auto it = barriers_.find(key);
-    if (it == barriers_.end()) it = barriers_.emplace(std::string(key), std::vector<StoreConnId>()).first;
-    it->second.push_back(conn);
-    conn_barriers_[conn].emplace_back(key);
+  if (*done) {
+    ReleaseBarrier(key);
     return true;
   }
   auto it = barriers_.find(key);
-  if (it == barriers_.end()) return true;
-  std::vector<StoreConnId> waiting = std::move(it->second);
+  if (it == barriers_.end()) it = barriers_.emplace(std::string(key), std::map<StoreConnId, size_t>()).first;
+  ++it->second[conn];
+  conn_barriers_[conn].emplace(std::string(key), 0);
+  ++barrier_waits_;
+  return true;
+}
+
+void StoreState::ReleaseBarrier(std::string_view key) {
+  auto it = barriers_.find(key);
+  if (it == barriers_.end()) return;
+  std::map<StoreConnId, size_t> waiting = std::move(it->second);
   barriers_.erase(it);
-  for (StoreConnId c : waiting) {
+  for (const auto& [c, n] : waiting) {
+    barrier_waits_ -= n;
     auto cb = conn_barriers_.find(c);
     if (cb != conn_barriers_.end()) {
-      EraseValue(&cb->second, std::string(key));
+      if (auto k = cb->second.find(key); k != cb->second.end()) cb->second.erase(k);
       if (cb->second.empty()) conn_barriers_.erase(cb);
     }
-    if (events_.wait_done) events_.wait_done(c);
   }
-  return true;
+  for (const auto& [c, n] : waiting) {
+    for (size_t i = 0; i < n && events_.wait_done; ++i) events_.wait_done(c);
+  }
 }
 
 std::vector<std::string_view> StoreState::Keys() const {
@@ -165,10 +211,14 @@ std::vector<std::string_view> StoreState::Keys() const {
 
 void StoreState::CancelWaits(StoreConnId conn) {
   if (auto cb = conn_barriers_.find(conn); cb != conn_barriers_.end()) {
-    for (const std::string& key : cb->second) {
+    for (const auto& [key, unused] : cb->second) {
       auto it = barriers_.find(key);
       if (it == barriers_.end()) continue;
-      EraseValue(&it->second, conn);
+      auto mine = it->second.find(conn);
+      if (mine != it->second.end()) {
+        barrier_waits_ -= mine->second;
+        it->second.erase(mine);
+      }
       if (it->second.empty()) barriers_.erase(it);
     }
     conn_barriers_.erase(cb);
@@ -190,7 +240,7 @@ void StoreState::Fire(WaiterId id, Waiter& w) {
   waiters_.erase(id);
   auto c = conn_waiters_.find(conn);
   if (c != conn_waiters_.end()) {
-    EraseValue(&c->second, id);
+    c->second.erase(id);
     if (c->second.empty()) conn_waiters_.erase(c);
   }
   if (events_.wait_done) events_.wait_done(conn);
@@ -200,7 +250,7 @@ void StoreState::WakeAll(std::string_view key) {
   if (waiting_.empty()) return;
   auto it = waiting_.find(key);
   if (it == waiting_.end()) return;
-  std::vector<WaiterId> ids = std::move(it->second);
+  std::set<WaiterId> ids = std::move(it->second);
   waiting_.erase(it);
   for (WaiterId id : ids) {
     auto w = waiters_.find(id);
@@ -212,7 +262,7 @@ void StoreState::WakeAll(std::string_view key) {
 void StoreState::WakeOne(std::string_view key) {
   auto it = waiting_.find(key);
   if (it == waiting_.end()) return;
-  WaiterId id = it->second.front();
+  WaiterId id = *it->second.begin();
   it->second.erase(it->second.begin());
   if (it->second.empty()) waiting_.erase(it);
   auto w = waiters_.find(id);
@@ -221,19 +271,24 @@ void StoreState::WakeOne(std::string_view key) {
 
 void StoreState::Watch(StoreConnId conn, std::string_view key) {
   auto it = watchers_.find(key);
-  if (it == watchers_.end()) it = watchers_.emplace(std::string(key), std::vector<StoreConnId>()).first;
-  it->second.push_back(conn);
-  conn_watches_[conn].emplace_back(key);
+  if (it == watchers_.end()) it = watchers_.emplace(std::string(key), std::set<StoreConnId>()).first;
+  it->second.insert(conn);
+  conn_watches_[conn].emplace(std::string(key), 0);
+}
+
+size_t StoreState::NumWatches(StoreConnId conn) const {
+  auto it = conn_watches_.find(conn);
+  return it == conn_watches_.end() ? 0 : it->second.size();
 }
 
 void StoreState::ForgetConnection(StoreConnId conn) {
   CancelWaits(conn);
   auto it = conn_watches_.find(conn);
   if (it == conn_watches_.end()) return;
-  for (const std::string& key : it->second) {
+  for (const auto& [key, unused] : it->second) {
     auto w = watchers_.find(key);
     if (w == watchers_.end()) continue;
-    EraseValue(&w->second, conn);
+    w->second.erase(conn);
     if (w->second.empty()) watchers_.erase(w);
   }
   conn_watches_.erase(it);
@@ -247,14 +302,18 @@ void StoreState::Notify(std::string_view key, uint8_t type, std::string_view old
                         std::string_view new_value) {
   auto it = watchers_.find(key);
   if (it == watchers_.end() || !events_.watch) return;
-  std::vector<StoreConnId> conns = it->second;  // a callback may close a connection
+  std::vector<StoreConnId> conns(it->second.begin(), it->second.end());  // a callback may close one
   for (StoreConnId c : conns) events_.watch(c, type, key, old_value, new_value);
 }
 
 void StoreState::QueuePush(std::string_view key, std::string_view value) {
   auto it = queues_.find(key);
-  if (it == queues_.end()) it = queues_.emplace(std::string(key), std::deque<std::string>()).first;
+  if (it == queues_.end()) {
+    it = queues_.emplace(std::string(key), std::deque<std::string>()).first;
+    bytes_ += key.size();
+  }
   it->second.emplace_back(value);
+  bytes_ += value.size();
   WakeOne(key);
 }
 
@@ -265,8 +324,12 @@ int64_t StoreState::QueuePop(std::string_view key, std::string* value) {
   if (len > 0) {
     *value = std::move(it->second.front());
     it->second.pop_front();
+    bytes_ -= value->size();
   }
-  if (it->second.empty()) queues_.erase(it);
+  if (it->second.empty()) {
+    bytes_ -= key.size();
+    queues_.erase(it);
+  }
   return len;
 }
 

@@ -4,17 +4,29 @@
 // (1.13 daemon and 2.x libuv backend); quirks are noted where they apply.
 //
 // Waiters are indexed by key: a SET touches only the waiters of that key, never
-// all connections. Events (a WAIT satisfied, a watched key changed) are
-// reported synchronously through the callbacks given at construction.
+// all connections. Registration, cancellation and wake-up are O(log n) per
+// waiter and key (ordered sets of waiter ids per key, hash sets per
+// connection), so a connection with 10^6 pending WAITs closes in linear time.
+// Events (a WAIT satisfied, a watched key changed) are reported synchronously
+// through the callbacks given at construction.
+//
+// Memory: bytes() is the sum of key + value bytes (queues included); values
+// are reallocated when they shrink a lot, so deleting or overwriting returns
+// memory. Admit() tells the server whether a write fits StoreLimits.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include "rendezvous/store_protocol.h"
 
 namespace elastic {
 
@@ -37,10 +49,20 @@ class StoreState {
                        std::string_view new_value)>
         watch;
   };
-  explicit StoreState(Events events) : events_(std::move(events)) {}
+  explicit StoreState(Events events, StoreLimits limits = {})
+      : events_(std::move(events)), limits_(limits) {}
 
   const std::string* Find(std::string_view key) const;
   size_t NumKeys() const { return kv_.size(); }
+  // Key + value bytes held (the figure limits.memory_budget bounds).
+  size_t bytes() const { return bytes_; }
+
+  // Would storing a value of value_size bytes under key (replacing any
+  // value) fit max_value and the memory budget, on top of `extra` bytes about
+  // to be added by the same request? False with *err saying which bound.
+  bool Admit(std::string_view key, size_t value_size, size_t extra, std::string* err) const;
+  // The bytes a write of value_size under key would add (0 if it shrinks).
+  size_t Growth(std::string_view key, size_t value_size) const;
 
   // Each mutation wakes the key's waiters and notifies its watchers.
   void Set(std::string_view key, std::string_view value);
@@ -52,7 +74,8 @@ class StoreState {
   // ADD: values are decimal ASCII text. Fails (no change) if the stored value
   // is not an integer or the sum overflows.
   bool Add(std::string_view key, int64_t delta, int64_t* result, std::string* err);
-  void Append(std::string_view key, std::string_view value);
+  // Fails (no change) if the result would exceed limits.max_value.
+  bool Append(std::string_view key, std::string_view value, std::string* err);
   bool Delete(std::string_view key);
 
   // True when every key exists (or names a non-empty queue).
@@ -70,9 +93,13 @@ class StoreState {
   std::vector<std::string_view> Keys() const;
   // CANCEL_WAIT: drops every pending WAIT and BARRIER of conn (no STOP_WAITING follows).
   void CancelWaits(StoreConnId conn);
-  size_t NumWaiters() const { return waiters_.size() + conn_barriers_.size(); }
+  size_t NumWaiters() const { return waiters_.size() + barrier_waits_; }
+  // Pending WAITs and BARRIERs of conn.
+  size_t NumWaits(StoreConnId conn) const;
 
+  // A connection watching a key twice is notified once (a set, not a list).
   void Watch(StoreConnId conn, std::string_view key);
+  size_t NumWatches(StoreConnId conn) const;
   // Connection gone: forget its waiters and watches.
   void ForgetConnection(StoreConnId conn);
 
@@ -93,20 +120,26 @@ class StoreState {
   void WakeOne(std::string_view key);
   void Fire(WaiterId id, Waiter& w);
   void Unlist(WaiterId id, const std::string& key);
+  void ReleaseBarrier(std::string_view key);
+  void Assign(std::string* dst, std::string_view value);  // keeps bytes_ and capacity in step
   bool Watched(std::string_view key) const;
   void Notify(std::string_view key, uint8_t type, std::string_view old_value, std::string_view new_value);
 
   Events events_;
+  StoreLimits limits_;
+  size_t bytes_ = 0;
   StoreMap<std::string> kv_;
   StoreMap<std::deque<std::string>> queues_;
   WaiterId next_waiter_ = 1;
   std::unordered_map<WaiterId, Waiter> waiters_;
-  StoreMap<std::vector<WaiterId>> waiting_;  // key -> waiters listed under it
-  std::unordered_map<StoreConnId, std::vector<WaiterId>> conn_waiters_;
-  StoreMap<std::vector<StoreConnId>> watchers_;  // key -> watching connections
-  std::unordered_map<StoreConnId, std::vector<std::string>> conn_watches_;
-  StoreMap<std::vector<StoreConnId>> barriers_;            // key -> connections in BARRIER
-  std::unordered_map<StoreConnId, std::vector<std::string>> conn_barriers_;
+  StoreMap<std::set<WaiterId>> waiting_;  // key -> waiters listed under it, oldest first
+  std::unordered_map<StoreConnId, std::unordered_set<WaiterId>> conn_waiters_;
+  StoreMap<std::set<StoreConnId>> watchers_;  // key -> watching connections
+  std::unordered_map<StoreConnId, StoreMap<char>> conn_watches_;  // conn -> keys it watches
+  // key -> connection -> its pending BARRIERs on that key; conn -> those keys.
+  StoreMap<std::map<StoreConnId, size_t>> barriers_;  // ordered: woken in a fixed order
+  std::unordered_map<StoreConnId, StoreMap<char>> conn_barriers_;
+  size_t barrier_waits_ = 0;
 };
 
 }  // namespace elastic

@@ -94,7 +94,7 @@ TEST(StoreState, AddAndCompareSetAndAppendWakeWaiters) {
   std::string err;
   r.state.Add("n", 1, &v, &err);
   r.state.CompareSet("c", "", "x");
-  r.state.Append("p", "x");
+  EXPECT_TRUE(r.state.Append("p", "x", &err));
   EXPECT_EQ(r.woken, (std::vector<StoreConnId>{1, 2, 3}));
 }
 
@@ -192,6 +192,104 @@ TEST(StoreState, QueuePushWakesOneWaiterAndPopReturnsFifo) {
   EXPECT_EQ(v, "second");
   EXPECT_EQ(r.state.QueuePop("q", &v), 0);
   EXPECT_FALSE(r.state.Check({"q"}));
+}
+
+// Hang guard for the quadratic clean-up (each cancelled waiter used to be
+// erased from a vector of every waiter of its key): 10^6 WAITs on one key by
+// one connection, then the connection goes away, then the same again woken by
+// one SET. Quadratic is ~10^12 steps (hours); linear finishes well within the
+// ctest timeout. What is asserted is the state, not the time.
+TEST(StoreState, AMillionWaitsOnOneKeyAreForgottenAndWokenInLinearTime) {
+  constexpr size_t kWaits = 1'000'000;
+  Recorder r;
+  std::vector<std::string_view> keys{"k"};
+  for (size_t i = 0; i < kWaits; ++i) ASSERT_FALSE(r.state.Wait(1, keys));
+  EXPECT_EQ(r.state.NumWaits(1), kWaits);
+  r.state.ForgetConnection(1);
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+  for (size_t i = 0; i < kWaits; ++i) r.state.Wait(2, keys);
+  r.state.Set("k", "v");
+  EXPECT_EQ(r.woken.size(), kWaits);
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+  EXPECT_EQ(r.state.NumWaits(2), 0u);
+}
+
+TEST(StoreState, ManyBarriersOfOneConnectionAreCancelledInLinearTime) {
+  Recorder r;
+  bool done = false;
+  std::string err;
+  for (int i = 0; i < 200'000; ++i) ASSERT_TRUE(r.state.Barrier(1, "b", 1'000'000, &done, &err));
+  EXPECT_EQ(r.state.NumWaits(1), 200'000u);
+  r.state.ForgetConnection(1);
+  EXPECT_EQ(r.state.NumWaiters(), 0u);
+}
+
+TEST(StoreState, ByteAccountingReturnsToZeroWhenEveryKeyIsGone) {
+  Recorder r;
+  std::string err;
+  r.state.Set("a", std::string(1000, 'x'));
+  EXPECT_EQ(r.state.bytes(), 1001u);
+  r.state.Set("a", "yy");  // overwrite shrinks
+  EXPECT_EQ(r.state.bytes(), 3u);
+  ASSERT_TRUE(r.state.Append("a", "zz", &err));
+  EXPECT_EQ(r.state.CompareSet("a", "yyzz", "q"), "q");
+  int64_t n = 0;
+  ASSERT_TRUE(r.state.Add("n", 12345, &n, &err));
+  r.state.QueuePush("q", "abc");
+  EXPECT_EQ(r.state.bytes(), 2u + 6u + 4u);
+  std::string v;
+  EXPECT_EQ(r.state.QueuePop("q", &v), 1);
+  EXPECT_TRUE(r.state.Delete("a"));
+  EXPECT_TRUE(r.state.Delete("n"));
+  EXPECT_EQ(r.state.bytes(), 0u);
+}
+
+TEST(StoreState, OverwritingABigValueWithASmallOneGivesTheMemoryBack) {
+  Recorder r;
+  r.state.Set("k", std::string(8 << 20, 'x'));
+  r.state.Set("k", "small");
+  EXPECT_LT(r.state.Find("k")->capacity(), 64u * 1024);
+}
+
+TEST(StoreState, AdmitEnforcesTheValueLimitAndTheMemoryBudget) {
+  StoreLimits limits;
+  limits.max_value = 100;
+  limits.memory_budget = 250;
+  StoreState state(StoreState::Events{}, limits);
+  std::string err;
+  EXPECT_FALSE(state.Admit("k", 101, 0, &err));
+  EXPECT_NE(err.find("exceeds the limit of 100"), std::string::npos) << err;
+  ASSERT_TRUE(state.Admit("k", 100, 0, &err));
+  state.Set("k", std::string(100, 'v'));
+  state.Set("j", std::string(100, 'v'));
+  EXPECT_TRUE(state.Admit("k", 100, 0, &err)) << "replacing a value of the same size";
+  EXPECT_FALSE(state.Admit("m", 100, 0, &err));
+  EXPECT_NE(err.find("memory budget"), std::string::npos) << err;
+  EXPECT_FALSE(state.Admit("k", 100, 100, &err)) << "counting what the same request adds";
+  state.Delete("j");
+  EXPECT_TRUE(state.Admit("m", 100, 0, &err));
+}
+
+TEST(StoreState, AppendCannotGrowAValuePastTheValueLimit) {
+  StoreLimits limits;
+  limits.max_value = 10;
+  StoreState state(StoreState::Events{}, limits);
+  std::string err;
+  ASSERT_TRUE(state.Append("k", "123456", &err));
+  EXPECT_FALSE(state.Append("k", "123456", &err));
+  EXPECT_EQ(*state.Find("k"), "123456");
+  EXPECT_NE(err.find("12 bytes"), std::string::npos) << err;
+}
+
+TEST(StoreState, WatchingAKeyTwiceNotifiesOnce) {
+  Recorder r;
+  for (int i = 0; i < 100; ++i) r.state.Watch(9, "k");
+  EXPECT_EQ(r.state.NumWatches(9), 1u);
+  r.state.Set("k", "v");
+  EXPECT_EQ(r.watched.size(), 1u);
+  r.state.ForgetConnection(9);
+  r.state.Set("k", "w");
+  EXPECT_EQ(r.watched.size(), 1u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -35,6 +36,11 @@ class ServerThread {
       EventLoop loop;
       StoreServer server(loop, limits);
       server_ = &server;
+      server.SetCloseObserver([this](StoreConnId, const std::string& reason) {
+        std::lock_guard<std::mutex> lock(mu_);
+        closes_.push_back(reason);
+        closed_.notify_all();
+      });
       std::string err;
       server.Listen("127.0.0.1", 0, &err);
       loop.Add(wake_.get(), EPOLLIN, [&](uint32_t) { Drain(loop); }, &err);
@@ -64,6 +70,23 @@ class ServerThread {
   }
   StoreServer& server() { return *server_; }  // only inside Post()
 
+  // Blocks until the server closed a connection for a reason containing
+  // `part` (each reason is returned once); "" after the 20 s safety net.
+  std::string WaitForClose(const std::string& part) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::string found;
+    closed_.wait_for(lock, std::chrono::seconds(20), [&] {
+      for (auto it = closes_.begin(); it != closes_.end(); ++it) {
+        if (it->find(part) == std::string::npos) continue;
+        found = *it;
+        closes_.erase(it);
+        return true;
+      }
+      return false;
+    });
+    return found;
+  }
+
  private:
   void Drain(EventLoop& loop) {
     uint64_t n;
@@ -84,6 +107,8 @@ class ServerThread {
   bool stop_ = false;
   std::mutex mu_;
   std::vector<std::function<void()>> queue_;
+  std::vector<std::string> closes_;  // reasons, under mu_
+  std::condition_variable closed_;
 };
 
 // A blocking socket speaking raw bytes. Reads give up after 20 s so a broken
@@ -123,6 +148,17 @@ class RawClient {
     char c;
     ssize_t r = recv(fd_.get(), &c, 1, 0);
     return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+  // Discards what the server sent until it closes: true on EOF or reset,
+  // false if it is still open after the 20 s safety net.
+  bool ClosedAfterDraining() {
+    std::vector<char> buf(1 << 16);
+    for (;;) {
+      ssize_t r = recv(fd_.get(), buf.data(), buf.size(), 0);
+      if (r > 0) continue;
+      if (r < 0 && errno == EINTR) continue;
+      return r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+    }
   }
   // Would a read block right now? (nothing pending from the server)
   bool NothingPending() {

@@ -2,8 +2,10 @@
 sanitizer build): raw 1.13 frames from many clients, a garbage client that is
 cut off while the others carry on, and a clean exit on SIGTERM."""
 import os
+import resource
 import socket
 import struct
+import subprocess
 import sys
 import unittest
 
@@ -59,6 +61,84 @@ class StoreProgram(unittest.TestCase):
         for c in clients + [waiter, bad]:
             c.close()
         self.assertEqual(self.server.stop(), 0)
+
+
+def low_fd_limit(n):
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
+def get(sock, key):
+    sock.sendall(bytes([GET]) + s(key))
+    (n,) = struct.unpack("<Q", recv_exact(sock, 8))
+    return recv_exact(sock, n)
+
+
+def answered_or_closed(sock):
+    """Sends a GET: True if answered, False if the server had closed it."""
+    try:
+        get(sock, b"/k")
+        return True
+    except (EOFError, ConnectionResetError, BrokenPipeError):
+        return False
+
+
+class OutOfDescriptors(unittest.TestCase):
+    """RLIMIT_NOFILE of 64 and a flood of 70 connections: the store used to
+    spin in accept (EMFILE on the same pending client, never back to epoll)."""
+
+    def flood(self, server):
+        a = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        a.sendall(bytes([SET]) + s(b"/k") + s(b"v"))
+        self.assertEqual(get(a, b"/k"), b"v")
+        flood = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(70)]
+        self.assertEqual(get(a, b"/k"), b"v")  # during the flood: not stuck in accept
+        return a, flood
+
+    def test_default_cap_refuses_connections_beyond_it_and_the_store_answers(self):
+        # 64 descriptors, less than twice the reserve: half of them, 32, for connections.
+        server = StoreProcess(preexec_fn=low_fd_limit(64))
+        a, flood = self.flood(server)
+        answered = sum(answered_or_closed(c) for c in flood)
+        self.assertEqual(answered, 31)  # a holds the 32nd; the other 39 were closed at once
+        for c in flood:
+            c.close()
+        b = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        self.assertEqual(get(b, b"/k"), b"v")
+        for c in (a, b):
+            c.close()
+        self.assertEqual(server.stop(), 0)
+
+    def test_out_of_descriptors_refuses_clients_and_recovers(self):
+        # No cap below the limit: accept4 itself fails with EMFILE.
+        server = StoreProcess(args=["--max-connections", "1000"], preexec_fn=low_fd_limit(64))
+        a, flood = self.flood(server)
+        answered = sum(answered_or_closed(c) for c in flood)
+        self.assertGreater(answered, 40)
+        self.assertLess(answered, 70)  # some were refused, not left hanging
+        for c in flood:
+            c.close()
+        b = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        self.assertEqual(get(b, b"/k"), b"v")
+        for c in (a, b):
+            c.close()
+        self.assertEqual(server.stop(), 0)
+
+
+class BadClientFlood(unittest.TestCase):
+    def test_a_flood_of_garbage_clients_logs_a_few_escaped_lines(self):
+        server = StoreProcess(stderr=subprocess.PIPE)
+        for _ in range(300):
+            c = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            c.sendall(b"\x42\x1b[2J garbage")
+            self.assertEqual(c.recv(1), b"")  # cut off
+            c.close()
+        self.assertEqual(server.stop(), 0)
+        log = server.proc.stderr.read()
+        server.proc.stderr.close()
+        lines = [l for l in log.splitlines() if "disconnecting" in l]
+        self.assertGreater(len(lines), 0)
+        self.assertLess(len(lines), 100)  # was one per client
+        self.assertNotIn("\x1b", log)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,210 @@
+// The server's bounds (StoreLimits, docs/security.md): each test is one
+// attack that used to cost memory, descriptors or time, and shows the attacker
+// is disconnected while the store goes on serving the others.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include "rendezvous/store_server.h"
+#include "rendezvous/store_test_util.h"
+
+namespace elastic {
+namespace {
+
+using testing::Frame;
+using testing::KeyOnly;
+using testing::Keys;
+using testing::KeyValue;
+using testing::RawClient;
+using testing::ServerThread;
+using testing::V2Ping;
+using testing::V2Validate;
+
+RawClient V2Client(int port) {
+  RawClient c(port);
+  c.Send(V2Validate());
+  return c;
+}
+
+// The store still answers a fresh client.
+void ExpectServing(int port) {
+  RawClient c = V2Client(port);
+  c.Send(V2Ping(7));
+  std::string want;
+  PutU32(&want, 7);
+  EXPECT_EQ(c.Read(4), want);
+}
+
+// One SET of 8 MiB, then a ~1 KB MULTI_GET naming it 100 times from a socket
+// that never reads: the 800 MiB reply is refused, not buffered.
+TEST(StoreServerLimits, MultiGetThatWouldAmplifyPastTheOutputCapDisconnects) {
+  ServerThread s;
+  RawClient c = V2Client(s.port());
+  c.Send(KeyValue(v2_op::kSet, "/big", std::string(8 << 20, 'v')));
+  c.Send(Keys(v2_op::kMultiGet, std::vector<std::string>(100, "/big")));
+  EXPECT_NE(s.WaitForClose("exceeds the output cap"), "");
+  EXPECT_TRUE(c.ClosedAfterDraining());
+  EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 0u);
+  ExpectServing(s.port());
+}
+
+// WATCH_KEY x100 on one key, then SETs of 1 MiB: the watcher is notified once
+// per change (not 100 times), and a watcher that does not read is closed at
+// the output cap rather than buffering every callback.
+TEST(StoreServerLimits, UnreadOutputOverAllConnectionsIsBounded) {
+  StoreLimits limits;
+  limits.output_high_water = 64 << 20;  // no holding back: only the store-wide budget applies
+  limits.max_output_total = 8 << 20;
+  ServerThread s(limits);
+  RawClient c = V2Client(s.port());
+  c.Send(KeyValue(v2_op::kSet, "/v", std::string(1 << 20, 'v')));
+  std::string gets;
+  for (int i = 0; i < 40; ++i) gets += KeyOnly(v2_op::kGet, "/v");  // 40 MiB, never read
+  c.Send(gets);
+  EXPECT_NE(s.WaitForClose("output budget"), "");
+  EXPECT_TRUE(c.ClosedAfterDraining());
+  ExpectServing(s.port());
+}
+
+TEST(StoreServerLimits, WatchCallbacksToAReaderThatDoesNotReadAreCapped) {
+  StoreLimits limits;
+  limits.max_output = 8 << 20;
+  ServerThread s(limits);
+  RawClient watcher(s.port());
+  for (int i = 0; i < 100; ++i) watcher.Send(KeyOnly(legacy_op::kWatchKey, "/w"));
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(watcher.ReadU8(), kWatchCallbackRegistered);
+  RawClient setter(s.port());
+  std::string value(1 << 20, 'x');
+  for (int i = 0; i < 40; ++i) {
+    value[0] = static_cast<char>('a' + i % 26);
+    setter.Send(KeyValue(legacy_op::kSet, "/w", value));
+  }
+  setter.Send(Frame(legacy_op::kGetNumKeys));
+  EXPECT_EQ(setter.ReadI64(), 1);  // every SET ran; the setter is not held back
+  EXPECT_NE(s.WaitForClose("exceeds the output cap"), "");
+  EXPECT_TRUE(watcher.ClosedAfterDraining());
+  EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 1u);
+}
+
+TEST(StoreServerLimits, HalfSentFrameIsClosedAfterThePartialFrameTimeout) {
+  StoreLimits limits;
+  limits.partial_frame_timeout_ms = 50;
+  ServerThread s(limits);
+  RawClient idle = V2Client(s.port());  // complete frames, then silence: kept
+  RawClient slow = V2Client(s.port());
+  std::string frame = KeyValue(v2_op::kSet, "/k", std::string(1 << 20, 'v'));
+  slow.Send(frame.substr(0, frame.size() / 2));
+  EXPECT_NE(s.WaitForClose("then nothing for"), "");
+  EXPECT_TRUE(slow.ClosedAfterDraining());
+  idle.Send(V2Ping(1));
+  EXPECT_EQ(idle.Read(4).size(), 4u);
+  EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 1u);
+}
+
+TEST(StoreServerLimits, HalfSentFramesOverAllConnectionsAreBounded) {
+  StoreLimits limits;
+  limits.max_value = 4 << 20;
+  limits.max_input_total = 2 << 20;
+  ServerThread s(limits);
+  std::string frame = KeyValue(v2_op::kSet, "/k", std::string(size_t{3} << 20, 'v'));
+  RawClient first = V2Client(s.port());
+  RawClient second = V2Client(s.port());
+  first.Send(frame.substr(0, 1500 << 10));
+  second.Send(frame.substr(0, 1500 << 10));  // 3 MiB half-sent in all: one of them must go
+  EXPECT_NE(s.WaitForClose("input budget"), "");
+  EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 1u);
+  ExpectServing(s.port());
+}
+
+TEST(StoreServerLimits, ReaderThatStaysBlockedAboveTheHighWaterMarkIsClosed) {
+  StoreLimits limits;
+  limits.output_high_water = 64 << 10;
+  limits.output_stall_timeout_ms = 50;
+  ServerThread s(limits);
+  RawClient c = V2Client(s.port());
+  c.Send(KeyValue(v2_op::kSet, "/v", std::string(64 << 10, 'v')));
+  std::string gets;
+  for (int i = 0; i < 400; ++i) gets += KeyOnly(v2_op::kGet, "/v");  // 25 MiB of replies
+  c.Send(gets);
+  // Nobody reads: the server holds its requests back, then gives up on it.
+  EXPECT_NE(s.WaitForClose("unread for 50 ms"), "");
+  EXPECT_TRUE(c.ClosedAfterDraining());
+  ExpectServing(s.port());
+}
+
+TEST(StoreServerLimits, WriteBeyondTheMemoryBudgetClosesThatClientAndTheStoreGoesOn) {
+  StoreLimits limits;
+  limits.memory_budget = 1 << 20;
+  ServerThread s(limits);
+  RawClient a = V2Client(s.port());
+  a.Send(KeyValue(v2_op::kSet, "/a", std::string(600 << 10, 'a')));
+  a.Send(KeyValue(v2_op::kSet, "/b", std::string(600 << 10, 'b')));  // 1.2 MiB > 1 MiB
+  EXPECT_NE(s.WaitForClose("memory budget"), "");
+  EXPECT_TRUE(a.ClosedAfterDraining());
+  RawClient b = V2Client(s.port());
+  b.Send(KeyOnly(v2_op::kGet, "/b"));
+  EXPECT_EQ(b.ReadString(), "");  // refused before anything changed
+  b.Send(KeyOnly(v2_op::kGet, "/a"));
+  EXPECT_EQ(b.ReadString().size(), 600u << 10);
+  b.Send(KeyOnly(v2_op::kDeleteKey, "/a"));
+  EXPECT_EQ(b.ReadI64(), 1);
+  EXPECT_EQ(s.Post([&] { return s.server().StoreBytes(); }), 0u);
+}
+
+TEST(StoreServerLimits, AppendCannotGrowAValuePastMaxValue) {
+  StoreLimits limits;
+  limits.max_value = 1024;
+  ServerThread s(limits);
+  RawClient c = V2Client(s.port());
+  c.Send(KeyValue(v2_op::kAppend, "/log", std::string(800, 'x')));
+  c.Send(KeyValue(v2_op::kAppend, "/log", std::string(800, 'y')));
+  EXPECT_NE(s.WaitForClose("1600 bytes"), "");
+  EXPECT_TRUE(c.ClosedAfterDraining());
+  RawClient d = V2Client(s.port());
+  d.Send(KeyOnly(v2_op::kGet, "/log"));
+  EXPECT_EQ(d.ReadString(), std::string(800, 'x'));
+}
+
+TEST(StoreServerLimits, ConnectionsBeyondTheCapAreAcceptedAndClosed) {
+  StoreLimits limits;
+  limits.max_connections = 3;
+  ServerThread s(limits);
+  std::vector<RawClient> kept;
+  for (int i = 0; i < 3; ++i) {
+    kept.emplace_back(s.port());
+    kept.back().Send(V2Validate());
+    kept.back().Send(V2Ping(i));
+    ASSERT_EQ(kept.back().Read(4).size(), 4u);
+  }
+  RawClient extra(s.port());
+  EXPECT_TRUE(extra.ClosedAfterDraining());
+  EXPECT_EQ(s.Post([&] { return s.server().RefusedConnections(); }), 1u);
+  EXPECT_EQ(s.Post([&] { return s.server().MaxConnections(); }), 3u);
+  kept.pop_back();  // a slot frees up
+  EXPECT_NE(s.WaitForClose("closed by peer"), "");
+  ExpectServing(s.port());
+}
+
+TEST(StoreServerLimits, DefaultConnectionCapLeavesTheAgentItsReserve) {
+  ServerThread s;
+  size_t cap = s.Post([&] { return s.server().MaxConnections(); });
+  rlimit rl{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  EXPECT_GT(cap, 0u);
+  EXPECT_LT(cap, rl.rlim_cur);
+}
+
+TEST(StoreServerLimits, TooManyPendingWaitsOnOneConnectionDisconnects) {
+  StoreLimits limits;
+  limits.max_waits_per_connection = 10;
+  ServerThread s(limits);
+  RawClient c = V2Client(s.port());
+  std::string waits;
+  for (int i = 0; i < 11; ++i) waits += Keys(v2_op::kWait, {"/never"});
+  c.Send(waits);
+  EXPECT_NE(s.WaitForClose("pending WAITs"), "");
+  EXPECT_TRUE(c.ClosedAfterDraining());
+  ExpectServing(s.port());
+}
+
+}  // namespace
+}  // namespace elastic
