@@ -9,7 +9,8 @@ one restart allowed. From srun's merged output, timestamped as it arrives:
   start:   srun start -> every worker started (its first line, printed before
            `import torch`), and -> every worker in init_process_group's group (READY);
   restart: the failing worker's FAILING line -> every worker started again, and READY again.
-torchrun is Debian's 1.13 with the usual Slurm recipe (underscored flags,
+torchrun is Debian's (1.13 on Debian 12, 2.6 on Debian 13: run it there with
+scripts/in-root.sh trixie env ELASTIC_TORCH_NO_LIBUV=1 bench/spank/bench_spank.py) with the usual Slurm recipe (underscored flags,
 --redirects=9:1 --tee=9:1 for Debian's Python 3.11, the first node's address
 since node names do not resolve here, and is_host=1 on node 0 because 1.13's
 host detection crashes on names that do not resolve). Prints a table and a markdown block
@@ -44,7 +45,7 @@ def cluster_hosts_file():
     return path
 
 
-def timed_run(cluster, args, world, timeout=300):
+def timed_run(cluster, args, world, timeout=120):
     """Runs srun ARGS; returns the four durations (s) or raises with the output."""
     t0 = time.monotonic()
     proc = cluster.popen(["srun", *args], env={"GLOO_SOCKET_IFNAME": "eth0"}, stderr=subprocess.STDOUT)
@@ -73,6 +74,9 @@ def timed_run(cluster, args, world, timeout=300):
     ready = nth("READY", world)
     failed = nth("FAILING", 1)
     if None in (started, ready, failed):
+        if rc == "timeout":  # hung (torchrun 2.6 after a failed restart, here)
+            return {"start": None, "ready": None, "restart": None, "ready_again": None,
+                    "why": f"hung: no full start within {timeout} s"}
         raise RuntimeError(f"run failed (rc {rc}):\n{text}")
     restarted = nth("START", world, after=failed)
     ready_again = nth("READY", world, after=failed)
