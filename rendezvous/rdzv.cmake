@@ -49,7 +49,8 @@ function(elastic_rdzv_fuzz name test_name)
   add_custom_command(OUTPUT ${_bin}
     COMMAND ${ELASTIC_RDZV_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${_srcs} -lfmt -o ${_bin}
-    DEPENDS ${_srcs} ${_dir}/frame.h ${_dir}/messages.h ${PROJECT_SOURCE_DIR}/common/log_escape.h
+    DEPENDS ${_srcs} ${_dir}/frame.h ${_dir}/messages.h ${_dir}/fuzz_frames.h
+            ${PROJECT_SOURCE_DIR}/common/log_escape.h
     COMMENT "Building the rendezvous fuzz target ${name} with clang++")
   add_custom_target(rdzv_${name} ALL DEPENDS ${_bin})
   add_test(NAME rendezvous.${test_name} COMMAND ${_bin} -runs=20000 -max_len=4096 -seed=1)
