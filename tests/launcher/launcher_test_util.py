@@ -16,9 +16,8 @@ WORKER = os.path.join(HERE, "worker.py")
 DEADLINE_S = 120  # generous: a hung test fails, a slow machine does not
 
 
-def live_members(pgid):
-    """Pids of the non-zombie processes in process group `pgid`."""
-    members = []
+def proc_stats():
+    """(pid, state, ppid, pgrp) of every process in /proc, read once each."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -28,46 +27,33 @@ def live_members(pgid):
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state != "Z":
-            members.append(int(entry))
-    return members
+        yield int(entry), fields[0], int(fields[1]), int(fields[2])
+
+
+def live_members(pgid):
+    """Pids of the non-zombie processes in process group `pgid`."""
+    return [pid for pid, state, _, pgrp in proc_stats() if pgrp == pgid and state != "Z"]
 
 
 def pids_running(argv):
     """Pids of the live processes whose command line is exactly `argv`."""
     want = ("\0".join(argv) + "\0").encode()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, state, _, _ in proc_stats():
+        if state in "ZX":
             continue
         try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmdline = f.read()
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if f.read() == want:
+                    found.append(pid)
         except OSError:
             continue
-        if cmdline == want and stat[stat.rindex(")") + 2] not in "ZX":
-            found.append(int(entry))
     return found
 
 
 def children_of(pid):
     """Pids of the live children of `pid` (by /proc/PID/stat ppid)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == pid and fields[0] not in "ZX":
-            found.append(int(entry))
-    return found
+    return [child for child, state, ppid, _ in proc_stats() if ppid == pid and state not in "ZX"]
 
 
 def pid_alive(pid):
