@@ -30,8 +30,10 @@ mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 mount -t tmpfs -o mode=0755 tmpfs "$root/run"
-# The machine's own name resolves as on any installed Debian (slurmctld 24.11+
-# resolves srun's host name): the root sees this machine's /etc/hosts.
+# The machine's own name resolves as on any installed Debian (Slurm's
+# controller 24.11+ resolves srun's host name): the root sees this machine's
+# /etc/hosts. (No daemon names in this script: tests/check_leftovers.sh looks
+# for them in command lines, and this script is pid 1's.)
 mount --bind /etc/hosts "$root/etc/hosts"
 mkdir -p "$root$repo"
 mount --bind "$repo" "$root$repo"

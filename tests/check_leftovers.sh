@@ -10,6 +10,7 @@ procs=$(pgrep -a -f 'elasticrun|slurm-elastic-test|slurmctld|slurmd|slurmstepd' 
 # inits (e.g. firecracker's) reap late, so such zombies do not count.
 procs=$(echo "$procs" | while read -r pid rest; do
   [ -n "$pid" ] || continue
+  [ "$pid" = 1 ] && continue  # a PID namespace's init (scripts/in-root.sh) is never a leftover
   stat=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || continue
   set -- $stat
   [ "$1" = Z ] && [ "$2" = 1 ] && continue
