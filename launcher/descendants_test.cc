@@ -81,6 +81,11 @@ TEST(KillDescendants, KillsASetsidGrandchildReparentedToTheSubreaper) {
 TEST(SignalDescendants, SkipsTheGivenGroupsAndSignalsTheRest) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   pid_t grandchild = std::stoi(RunShell("setsid sleep 1000 >/dev/null 2>&1 & echo $!"));
+  // $! is known before the child has called setsid(): wait (bounded) until it
+  // leads its own group, the state this test is about.
+  auto give_up = MonoClock::now() + std::chrono::seconds(30);
+  while (getpgid(grandchild) != grandchild && MonoClock::now() < give_up) usleep(1000);
+  ASSERT_EQ(getpgid(grandchild), grandchild);
   EXPECT_EQ(SignalDescendants(getpid(), SIGTERM, {grandchild}), 0);  // its own group: skipped
   EXPECT_EQ(SignalDescendants(getpid(), SIGTERM, {}), 1);
   int status = 0;
