@@ -54,7 +54,7 @@ run_suite() {
   fi
   grep -E '\*\*\*(Skipped|Not Run)' "$log" | sed 's/^/   skipped: /' || true
   # Python tests skipped inside a passing ctest test, with unittest's reason.
-  grep -hE "\.\.\. skipped '" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u |
+  grep -hE "\.\.\. skipped ['\"]" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u |
     sed 's/^/   skipped: /' || true
 }
 
