@@ -16,14 +16,9 @@ using testing::Keys;
 using testing::KeyValue;
 using testing::RawClient;
 using testing::ServerThread;
+using testing::V2Client;
 using testing::V2Ping;
 using testing::V2Validate;
-
-RawClient V2Client(int port) {
-  RawClient c(port);
-  c.Send(V2Validate());
-  return c;
-}
 
 // The store still answers a fresh client.
 void ExpectServing(int port) {

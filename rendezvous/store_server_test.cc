@@ -19,6 +19,7 @@ using testing::Keys;
 using testing::KeyValue;
 using testing::RawClient;
 using testing::ServerThread;
+using testing::V2Client;
 using testing::V2Ping;
 using testing::V2Validate;
 
@@ -29,12 +30,6 @@ std::string U32Bytes(uint32_t v) {
 }
 
 // A 2.x client: VALIDATE first, then PING round trips prove ordering.
-RawClient V2Client(int port) {
-  RawClient c(port);
-  c.Send(V2Validate());
-  return c;
-}
-
 TEST(StoreServer, LegacySetGetAddAndNumKeys) {
   ServerThread s;
   RawClient c(s.port());

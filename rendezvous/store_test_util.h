@@ -205,4 +205,11 @@ inline std::string AddFrame(uint8_t op, const std::string& k, int64_t d) {
   return s;
 }
 
+// A client that has sent the 2.x VALIDATE: it speaks the 2.x dialect.
+inline RawClient V2Client(int port) {
+  RawClient c(port);
+  c.Send(V2Validate());
+  return c;
+}
+
 }  // namespace elastic::testing
