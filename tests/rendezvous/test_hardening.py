@@ -70,35 +70,37 @@ class FakeHostTest(FakeHostCase):
         self.assertIn("bad 'fatal' message: field 'message'", agent.output())
         self.assert_nothing_left()
 
+    @staticmethod
+    def run_one_round(h, conn):
+        """A fake host's round after its handshake: a round, then done once the workers succeeded."""
+        h.until("join")
+        send_msg(conn, round_msg(1))
+        h.until("succeeded")
+        send_msg(conn, {"type": "done", "message": "ok"})
+
+    def assert_agent_refuses(self, script, why):
+        """The agent facing the fake host `script` fails naming `why`, no worker started."""
+        self.fake(script)
+        agent = self.agent()
+        self.assertNotEqual(self.bounded_exit(agent), 0, self.dump())
+        self.assertIn(why, agent.output())
+        self.assertNotIn("worker-started", agent.output())
+
     # 2: a fake host saying auth "none" used to be believed by a token holder.
     def test_host_offering_no_authentication_to_a_token_agent_is_refused(self):
         def script(h, conn):
             h.challenge(auth="none")
             h.welcome("")
-            h.until("join")
-            send_msg(conn, round_msg(1))
-            h.until("succeeded")
-            send_msg(conn, {"type": "done", "message": "ok"})
-        self.fake(script)
-        agent = self.agent()
-        self.assertNotEqual(self.bounded_exit(agent), 0, self.dump())
-        self.assertIn("refusing the downgrade", agent.output())
-        self.assertNotIn("worker-started", agent.output())
+            self.run_one_round(h, conn)
+        self.assert_agent_refuses(script, "refusing the downgrade")
 
     # 2: the agent's own proof reflected back (a relay) used to pass for the host's.
     def test_host_that_reflects_the_agents_proof_is_not_believed(self):
         def script(h, conn):
             hello = h.challenge()
             h.welcome(hello["proof"])
-            h.until("join")
-            send_msg(conn, round_msg(1))
-            h.until("succeeded")
-            send_msg(conn, {"type": "done", "message": "ok"})
-        self.fake(script)
-        agent = self.agent()
-        self.assertNotEqual(self.bounded_exit(agent), 0, self.dump())
-        self.assertIn("failed to prove itself (token)", agent.output())
-        self.assertNotIn("worker-started", agent.output())
+            self.run_one_round(h, conn)
+        self.assert_agent_refuses(script, "failed to prove itself (token)")
 
     # 4: a done before any round used to leave the agent waiting forever.
     def test_done_before_a_round_ends_the_agent_naming_it(self):
