@@ -1,5 +1,5 @@
 # libFuzzer targets for the parsers of outside input that are not the store's
-# frame parser (rendezvous/fuzz/) and not rendezvous frames and messages
+# frame parser (store/fuzz/) and not rendezvous frames and messages
 # (rendezvous/frame_fuzz.cc): those are built beside their code.
 # The main build is gcc; libFuzzer needs clang, so each target is compiled by
 # a custom command with clang++ straight from the sources it needs. Without

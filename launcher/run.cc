@@ -1,7 +1,7 @@
 #include "launcher/run.h"
 
 #ifdef ELASTIC_HAVE_PMIX
-#include "spank_plugin/pmix_bootstrap.h"
+#include "launcher/pmix_bootstrap.h"
 #endif
 
 #include <stdlib.h>
@@ -16,9 +16,7 @@
 #include "launcher/make_rendezvous.h"
 #include "launcher/worker_command.h"
 
-#ifdef ELASTIC_HAVE_HWLOC_BINDING
 #include "hwloc_binding/binding.h"
-#endif
 
 namespace elastic {
 namespace {
@@ -65,7 +63,6 @@ class LogDir {
   bool remove_ = false;
 };
 
-#ifdef ELASTIC_HAVE_HWLOC_BINDING
 BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env) {
   BindingRequest r;
   std::string err;
@@ -79,12 +76,10 @@ BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env)
   r.nproc = config.nproc;
   return r;
 }
-#endif
 
 // Fills spec->cpus/cores/bind from the binding plan. A plan that cannot be made is an
 // error: nothing starts. With --print-binding the plan is the answer.
 bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec, int* exit_code) {
-#ifdef ELASTIC_HAVE_HWLOC_BINDING
   auto plan = std::make_shared<BindingPlan>();
   std::string err;
   bool planned = PlanBinding(MakeBindingRequest(config, env), plan.get(), &err);
@@ -129,16 +124,6 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
     };
   }
   return true;
-#else
-  (void)env;
-  (void)spec;
-  if (!config.print_binding.empty()) {
-    Log(LogLevel::kError, "--print-binding: this elasticrun was built without hwloc binding");
-    *exit_code = 1;
-    return false;
-  }
-  return true;
-#endif
 }
 
 }  // namespace

@@ -9,9 +9,7 @@
 #include "common/device_list.h"
 #include "common/parse.h"
 
-#ifdef ELASTIC_HAVE_HWLOC_BINDING
 #include "hwloc_binding/binding.h"
-#endif
 
 namespace elastic {
 namespace {
@@ -41,7 +39,6 @@ bool CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, int* gpus, 
     }
   }
   *source = "hwloc";
-#ifdef ELASTIC_HAVE_HWLOC_BINDING
   BindingRequest request;
   request.topology_file = config.topology;
   request.gpu_vendor = config.gpu_vendor;
@@ -49,10 +46,6 @@ bool CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, int* gpus, 
   if (CountGpus(request, gpus, &why)) return true;
   *gpus = 0;
   *source = "hwloc (" + why + ")";
-#else
-  (void)config;
-  *source = "hwloc (not built in)";
-#endif
   return true;
 }
 

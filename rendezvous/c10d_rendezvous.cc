@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "rendezvous/auth.h"
-#include "rendezvous/net.h"
+#include "common/net.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "rendezvous/net.h"
+#include "common/net.h"
 
 namespace elastic {
 namespace {

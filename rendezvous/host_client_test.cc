@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "rendezvous/frame.h"
-#include "rendezvous/net.h"
+#include "common/net.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 

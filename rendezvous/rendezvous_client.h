@@ -17,7 +17,7 @@
 #include "common/event_loop.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/connection.h"
-#include "rendezvous/net.h"
+#include "common/net.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_settings.h"
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
-#include "rendezvous/net.h"
+#include "common/net.h"
 
 namespace elastic {
 

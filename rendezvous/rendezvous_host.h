@@ -26,7 +26,7 @@
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_settings.h"
 #include "rendezvous/rendezvous_state.h"
-#include "rendezvous/store_server.h"
+#include "store/store_server.h"
 
 namespace elastic {
 

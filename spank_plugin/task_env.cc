@@ -91,7 +91,7 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
   }
   if (step.pmix) {
     // PMIx comes before name resolution: elasticrun asks node 0 for its address
-    // (spank_plugin/pmix_bootstrap.h). The node name is only a placeholder.
+    // (launcher/pmix_bootstrap.h). The node name is only a placeholder.
     *host = first;
     *source = "pmix";
     *deferred_to_pmix = true;

@@ -21,7 +21,7 @@
 
 #include "common/event_loop.h"
 #include "common/log.h"
-#include "rendezvous/net.h"
+#include "common/net.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 

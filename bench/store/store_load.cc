@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "rendezvous/store_client.h"
-#include "rendezvous/store_codec.h"
-#include "rendezvous/store_net.h"
-#include "rendezvous/store_protocol.h"
+#include "store/store_client.h"
+#include "store/store_codec.h"
+#include "store/store_net.h"
+#include "store/store_protocol.h"
 
 namespace {
 

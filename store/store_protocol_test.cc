@@ -1,8 +1,8 @@
-#include "rendezvous/store_protocol.h"
+#include "store/store_protocol.h"
 
 #include <gtest/gtest.h>
 
-#include "rendezvous/store_test_util.h"
+#include "store/store_test_util.h"
 
 namespace elastic {
 namespace {

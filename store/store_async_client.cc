@@ -1,12 +1,12 @@
-#include "rendezvous/store_async_client.h"
+#include "store/store_async_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "rendezvous/store_codec.h"
-#include "rendezvous/store_net.h"
+#include "store/store_codec.h"
+#include "store/store_net.h"
 
 namespace elastic {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the store's frame parser (rendezvous/store_protocol.h).
+// libFuzzer target for the store's frame parser (store/store_protocol.h).
 // The input is fed as a stream of frames in chunks whose sizes come from the
 // input itself, exactly as a connection's buffer grows, and the parser's
 // contract is checked at every step:
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "rendezvous/store_protocol.h"
+#include "store/store_protocol.h"
 
 namespace {
 

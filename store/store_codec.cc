@@ -1,8 +1,8 @@
-#include "rendezvous/store_codec.h"
+#include "store/store_codec.h"
 
 #include <cstring>
 
-#include "rendezvous/store_protocol.h"
+#include "store/store_protocol.h"
 
 namespace elastic::store_codec {
 namespace {

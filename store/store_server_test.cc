@@ -1,13 +1,13 @@
 // Byte-level tests of the server: both dialects built from docs/design.md's
 // description of the wire format, limits, garbage, and the in-process API.
-#include "rendezvous/store_server.h"
+#include "store/store_server.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
 
-#include "rendezvous/store_test_util.h"
+#include "store/store_test_util.h"
 
 namespace elastic {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
-#include "rendezvous/store_server.h"
-#include "rendezvous/store_test_util.h"
+#include "store/store_server.h"
+#include "store/store_test_util.h"
 
 namespace elastic {
 namespace {

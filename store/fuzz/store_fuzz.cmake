@@ -32,7 +32,7 @@ endif()
 if(DEFINED _fuzz_bin)
   # A short, deterministic run (-runs, -seed) over the committed seed corpus;
   # new inputs go to the build tree, never into the source tree.
-  # rendezvous/fuzz/store_fuzz.sh runs it for longer.
+  # store/fuzz/store_fuzz.sh runs it for longer.
   add_test(NAME store_parser_fuzz_short
     COMMAND sh -c "mkdir -p fuzz-work && exec \"$0\" -seed=1 -runs=200000 -max_len=512 fuzz-work \"$1\""
             ${_fuzz_bin} ${_fuzz_dir}/store_corpus

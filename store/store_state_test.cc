@@ -1,10 +1,10 @@
-#include "rendezvous/store_state.h"
+#include "store/store_state.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "rendezvous/store_protocol.h"
+#include "store/store_protocol.h"
 
 namespace elastic {
 namespace {

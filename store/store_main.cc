@@ -10,7 +10,7 @@
 
 #include "common/event_loop.h"
 #include "common/log.h"
-#include "rendezvous/store_server.h"
+#include "store/store_server.h"
 
 int main(int argc, char** argv) {
   using namespace elastic;

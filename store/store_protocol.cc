@@ -1,4 +1,4 @@
-#include "rendezvous/store_protocol.h"
+#include "store/store_protocol.h"
 
 #include <algorithm>
 #include <bit>

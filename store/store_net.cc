@@ -1,6 +1,6 @@
-// The store's listen/connect on top of rendezvous/net.h (the rendezvous uses
+// The store's listen/connect on top of common/net.h (the rendezvous uses
 // the same primitives): one resolver, one socket setup, one error style.
-#include "rendezvous/store_net.h"
+#include "store/store_net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include <chrono>
 
-#include "rendezvous/net.h"
+#include "common/net.h"
 
 namespace elastic {
 namespace {

@@ -1,11 +1,11 @@
-#include "rendezvous/store_async_client.h"
+#include "store/store_async_client.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "rendezvous/store_client.h"
-#include "rendezvous/store_test_util.h"
+#include "store/store_client.h"
+#include "store/store_test_util.h"
 
 namespace elastic {
 namespace {

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "common/event_loop.h"
-#include "rendezvous/store_net.h"
-#include "rendezvous/store_protocol.h"
-#include "rendezvous/store_server.h"
+#include "store/store_net.h"
+#include "store/store_protocol.h"
+#include "store/store_server.h"
 
 namespace elastic::testing {
 

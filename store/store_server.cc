@@ -1,4 +1,4 @@
-#include "rendezvous/store_server.h"
+#include "store/store_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "common/log.h"
-#include "rendezvous/store_net.h"
+#include "store/store_net.h"
 
 namespace elastic {
 namespace {

@@ -26,7 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "rendezvous/store_protocol.h"
+#include "store/store_protocol.h"
 
 namespace elastic {
 

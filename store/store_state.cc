@@ -1,4 +1,4 @@
-#include "rendezvous/store_state.h"
+#include "store/store_state.h"
 
 #include <algorithm>
 #include <charconv>

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "spank_plugin/pmix_bootstrap.h"
+#include "launcher/pmix_bootstrap.h"
 
 int main() {
   elastic::PmixInfo info;

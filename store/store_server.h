@@ -32,8 +32,8 @@
 #include "common/event_loop.h"
 #include "common/log_limit.h"
 #include "common/unique_fd.h"
-#include "rendezvous/store_protocol.h"
-#include "rendezvous/store_state.h"
+#include "store/store_protocol.h"
+#include "store/store_state.h"
 
 namespace elastic {
 

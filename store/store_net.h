@@ -15,7 +15,7 @@ namespace elastic {
 bool ListenTcp(const std::string& host, int port, UniqueFd* fd, int* bound_port, std::string* err);
 
 // Connects within `timeout_ms` (< 0: no limit) to the address of `host` that
-// rendezvous/net.h's ResolveAddress picks (IPv4 first, as the rendezvous).
+// common/net.h's ResolveAddress picks (IPv4 first, as the rendezvous).
 // The returned socket is blocking, close-on-exec, with TCP_NODELAY.
 bool ConnectTcp(const std::string& host, int port, int timeout_ms, UniqueFd* fd, std::string* err);
 

@@ -1,4 +1,4 @@
-#include "rendezvous/net.h"
+#include "common/net.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
-#include "rendezvous/store_client.h"
+#include "store/store_client.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "rendezvous/store_codec.h"
-#include "rendezvous/store_test_util.h"
+#include "store/store_codec.h"
+#include "store/store_test_util.h"
 
 namespace elastic {
 namespace {

@@ -1,13 +1,13 @@
-#include "rendezvous/store_client.h"
+#include "store/store_client.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "rendezvous/store_codec.h"
-#include "rendezvous/store_net.h"
-#include "rendezvous/store_protocol.h"
+#include "store/store_codec.h"
+#include "store/store_net.h"
+#include "store/store_protocol.h"
 
 namespace elastic {
 namespace {

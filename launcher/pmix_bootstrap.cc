@@ -1,4 +1,4 @@
-#include "spank_plugin/pmix_bootstrap.h"
+#include "launcher/pmix_bootstrap.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
