@@ -9,6 +9,7 @@
 
 #include "rendezvous/frame.h"
 #include "common/net.h"
+#include "rendezvous/failover_rendezvous.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 
@@ -354,6 +355,109 @@ TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {
   agents[1].handler->Join(1);
   ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty(); }));
   EXPECT_NE(agents[1].fatal.find("'job', not 'other'"), std::string::npos) << agents[1].fatal;
+}
+
+// ---- failover (failover_rendezvous.h): the same agents, wrapped ----
+
+class FailoverTest : public HostClientTest {
+ protected:
+  void StartFailoverThree() {
+    SocketAddress addr;
+    std::string err;
+    ASSERT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
+    int bind_errno = 0;
+    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
+    ASSERT_TRUE(listener) << err;
+    // Node ranks 0, 1, 2: the successor order.
+    settings.preferred_rank = 0;
+    HostConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "host";
+    config.store_addr = "127.0.0.1";
+    config.bind_addr = "127.0.0.1";
+    config.auth = AuthMethod::kToken;
+    auto host = RendezvousHost::Create(loop, config, std::move(listener), &err);
+    ASSERT_TRUE(host) << err;
+    int port = host->port();
+    FailoverParams params{settings, "job", "host"};
+    agents[0].handler = std::make_unique<FailoverRendezvous>(loop, params, std::move(host));
+    agents[0].Wire();
+    for (int i = 1; i <= 2; ++i) {
+      params.node_name = "client" + std::to_string(i);
+      params.settings.preferred_rank = i;
+      agents[i].handler = std::make_unique<FailoverRendezvous>(loop, params, "127.0.0.1", port);
+      agents[i].Wire();
+    }
+    for (int i = 0; i < 3; ++i) agents[i].handler->Join(2);
+    ASSERT_TRUE(RunUntil([&] {
+      return agents[0].rounds.size() == 1 && agents[1].rounds.size() == 1 &&
+             agents[2].rounds.size() == 1;
+    }));
+  }
+};
+
+TEST_F(FailoverTest, RoundsTellEveryMemberItsSuccessors) {
+  StartFailoverThree();
+  for (auto& [i, a] : agents) {
+    const RoundInfo& r = a.rounds[0];
+    ASSERT_EQ(r.successors.size(), 3u);
+    for (const Successor& s : r.successors) {
+      EXPECT_EQ(s.addr, "127.0.0.1");
+      EXPECT_GT(s.port, 0) << s.name;
+    }
+  }
+}
+
+TEST_F(FailoverTest, LosingTheHostMakesTheNextMemberHostOfTheNextRound) {
+  StartFailoverThree();
+  const RoundInfo r0 = agents[1].rounds[0];
+  agents[0].handler.reset();  // the host dies: its connections drop
+  ASSERT_TRUE(RunUntil([&] { return agents[1].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  EXPECT_NE(agents[1].restarts[0].find("lost the rendezvous host 127.0.0.1:"), std::string::npos)
+      << agents[1].restarts[0];
+  agents[1].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[1].rounds.size() == 2 && agents[2].rounds.size() == 2; }))
+      << agents[1].fatal << agents[2].fatal;
+  ASSERT_EQ(r0.group_rank, 1);
+  auto* successor = dynamic_cast<FailoverRendezvous*>(agents[1].handler.get());
+  ASSERT_NE(successor, nullptr);
+  EXPECT_TRUE(successor->hosting());
+  for (int i : {1, 2}) {
+    const RoundInfo& r = agents[i].rounds[1];
+    EXPECT_EQ(r.round, 1u);           // round numbers go on
+    EXPECT_EQ(r.restarts_used, 1);    // the loss counted
+    EXPECT_EQ(r.world_size, 4);
+    EXPECT_EQ(r.group_world_size, 2);
+    EXPECT_EQ(r.successors.size(), 2u);
+    EXPECT_EQ(r.store_port, agents[1].rounds[1].store_port);
+    EXPECT_NE(r.store_port, r0.store_port);  // a fresh store, on the new host
+  }
+  EXPECT_TRUE(agents[1].fatal.empty() && agents[2].fatal.empty());
+}
+
+TEST_F(FailoverTest, LosingTheHostWithRestartsExhaustedFailsTheJob) {
+  settings.max_restarts = 0;
+  StartFailoverThree();
+  agents[0].handler.reset();
+  ASSERT_TRUE(RunUntil([&] { return agents[1].job_failed && agents[2].job_failed; }));
+  EXPECT_NE(agents[1].failure.message.find("restarts exhausted"), std::string::npos)
+      << agents[1].failure.message;
+}
+
+// A client that lost its host before any round knows no successor: fatal, as before.
+TEST_F(FailoverTest, LosingTheHostBeforeAnyRoundIsFatal) {
+  settings.expected_nodes = 3;
+  StartHost();
+  FailoverParams params{settings, "job", "client1"};
+  agents[1].handler = std::make_unique<FailoverRendezvous>(loop, params, "127.0.0.1", host_->port());
+  agents[1].Wire();
+  agents[1].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return host_->state().num_joined == 1; }));
+  agents[0].handler.reset();
+  ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty(); }));
+  EXPECT_NE(agents[1].fatal.find("no successor known"), std::string::npos) << agents[1].fatal;
 }
 
 }  // namespace
