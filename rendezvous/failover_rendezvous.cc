@@ -111,11 +111,11 @@ void FailoverRendezvous::OnRound(const RoundInfo& info) {
   failing_over_ = false;
   excluded_.clear();
   if (client_) auth_ = client_->auth_method();
-  // Which successor is the host we talk to (the endpoint's host: by its address and port).
-  if (host_rank_ < 0 && client_)
-    for (size_t i = 0; i < info.successors.size(); ++i)
-      if (fmt::format("{}:{}", info.successors[i].addr, info.successors[i].port) == host_text_)
-        host_rank_ = static_cast<int>(i);
+  // Which of this round's successors is the host we talk to (by its address and port).
+  host_rank_ = host_ ? info.group_rank : -1;
+  for (size_t i = 0; i < info.successors.size() && client_; ++i)
+    if (fmt::format("{}:{}", info.successors[i].addr, info.successors[i].port) == host_text_)
+      host_rank_ = static_cast<int>(i);
   if (callbacks_.on_round) callbacks_.on_round(info);
 }
 
@@ -156,7 +156,7 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
     if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
     return;
   }
-  if (host_rank_ >= 0) excluded_.insert(host_rank_);
+  if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
   if (!failing_over_) {
     failing_over_ = true;
     failover_deadline_ = MonoClock::now() + Millis(params_.settings.join_timeout_ms);

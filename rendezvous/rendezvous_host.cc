@@ -83,12 +83,10 @@ void RendezvousHost::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   callbacks_ = {};
-  for (auto& [id, peer] : peers_) {
-    if (!peer.authenticated) continue;
-    peer.conn->Send("fatal", {{"message", fmt::format("the rendezvous host {} shut down",
-                                                      config_.node_name)}});
-    peer.conn->CloseAfterFlush();
-  }
+  // Like a client's leave: the others see the connection close and fail over
+  // (failover_rendezvous.h); under scancel they are being stopped themselves.
+  for (auto& [id, peer] : peers_)
+    if (peer.authenticated) peer.conn->CloseAfterFlush();
 }
 
 // ---- peers ----

@@ -97,8 +97,8 @@ class FailoverTest(RendezvousTestCase):
         agents = self.start_agents(3, "2:3", conf="", env={"HOLD_ROUNDS": "0",
                                                             "FAIL_ONCE_RANK": "3"},
                                    host_env={"IGNORE_TERM": "1"})
-        for agent in agents[1:]:
-            self.wait_for(lambda a=agent: "asks for a restart" in a.output(),
+        for agent in agents[1:]:  # both survivors joined round 1; the host's agent has not
+            self.wait_for(lambda a=agent: "restarting the workers" in a.output(),
                           "the restart on agent %d" % agent.proc.pid)
         os.kill(agents[0].agent_pid(), signal.SIGKILL)
         self.assert_trained(agents[1:], 1, 4)
@@ -116,7 +116,8 @@ class FailoverTest(RendezvousTestCase):
         os.kill(agents[1].agent_pid(), signal.SIGKILL)  # the new host, right after
         self.assert_trained(agents[2:], 2, 2, nproc=1)
         self.assertIn("taking over as the host", agents[1].output())
-        self.assertIn("taking over as the host", agents[2].output())
+        self.assertIn("taking over as the host", agents[2].output())  # rank 0 of round 1's survivors
+        self.assertNotIn("taking over as the host", agents[3].output())
         self.assert_nothing_left()
 
     def test_host_and_its_successor_lost_at_once_the_third_node_takes_over(self):
