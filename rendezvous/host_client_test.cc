@@ -460,5 +460,69 @@ TEST_F(FailoverTest, LosingTheHostBeforeAnyRoundIsFatal) {
   EXPECT_NE(agents[1].fatal.find("no successor known"), std::string::npos) << agents[1].fatal;
 }
 
+
+// A candidate successor (on_unreachable set) is given up, never retried, when
+// it refuses, when it sends no challenge in time, or when it is stale.
+class CandidateTest : public HostClientTest {
+ protected:
+  void StartCandidate(int port, std::optional<uint64_t> last_round_run) {
+    ClientConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "survivor";
+    config.host = "127.0.0.1";
+    config.port = port;
+    config.candidate_timeout_ms = 200;
+    config.last_round_run = last_round_run;
+    config.on_unreachable = [this](const std::string& why) { unreachable = why; };
+    agents[1].handler = std::make_unique<RendezvousClient>(loop, config);
+    agents[1].Wire();
+    agents[1].handler->Join(2);
+  }
+  static UniqueFd Listening(int* port) {
+    SocketAddress addr;
+    std::string err;
+    EXPECT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
+    int bind_errno = 0;
+    UniqueFd fd = ListenOn(addr, &bind_errno, &err);
+    *port = LocalPort(fd.get());
+    return fd;
+  }
+  std::string unreachable;
+};
+
+TEST_F(CandidateTest, ARefusedConnectionIsUnreachableAtOnce) {
+  int port = 0;
+  { UniqueFd gone = Listening(&port); }  // closed: connections are refused
+  StartCandidate(port, 0);
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
+  EXPECT_NE(unreachable.find("refused"), std::string::npos) << unreachable;
+  EXPECT_TRUE(agents[1].fatal.empty());
+}
+
+TEST_F(CandidateTest, NoChallengeWithinTheCandidateTimeoutIsUnreachable) {
+  int port = 0;
+  UniqueFd backlog = Listening(&port);  // accepts into its backlog, never answers
+  StartCandidate(port, 0);
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
+  EXPECT_NE(unreachable.find("no challenge within 0.2 s"), std::string::npos) << unreachable;
+  EXPECT_TRUE(agents[1].fatal.empty());
+}
+
+TEST_F(CandidateTest, AHostNotPastTheLastRoundRunIsStale) {
+  StartHost();  // forms round 0
+  StartCandidate(host_->port(), 0);  // this agent already ran round 0
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
+  EXPECT_NE(unreachable.find("a former host"), std::string::npos) << unreachable;
+  EXPECT_TRUE(host_->state().nodes.empty());  // it never joined
+}
+
+TEST_F(CandidateTest, AHostFormingTheNextRoundIsJoined) {
+  StartHost();
+  StartCandidate(host_->port(), std::nullopt);
+  ASSERT_TRUE(RunUntil([&] { return host_->state().num_joined == 1; }));
+  EXPECT_TRUE(unreachable.empty()) << unreachable;
+}
+
 }  // namespace
 }  // namespace elastic
