@@ -20,7 +20,10 @@ FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params, s
   UseClient(std::move(host), port, std::nullopt);
 }
 
-FailoverRendezvous::~FailoverRendezvous() { *alive_ = false; }
+FailoverRendezvous::~FailoverRendezvous() {
+  *alive_ = false;
+  if (probe_timer_) loop_.CancelTimer(probe_timer_);
+}
 
 std::string FailoverRendezvous::Describe() const {
   return inner_ ? inner_->Describe() + "; fails over to the next node if the host is lost"
@@ -76,9 +79,62 @@ void FailoverRendezvous::UseHost(std::unique_ptr<RendezvousHost> host) {
   host->SetCallbacks(InnerCallbacks());
   inner_ = std::move(host);
   if (join_) inner_->Join(*join_);
+  if (!probe_timer_)
+    probe_timer_ = loop_.AddTimer(Millis(params_.settings.heartbeat_timeout_ms),
+                                  [this] { OnProbeTimer(); });
+}
+
+// ---- a stuck host looks for a newer one ----
+
+void FailoverRendezvous::OnProbeTimer() {
+  probe_timer_ = 0;
+  if (shut_down_ || !host_) return;
+  probe_timer_ = loop_.AddTimer(Millis(params_.settings.heartbeat_timeout_ms),
+                                [this] { OnProbeTimer(); });
+  const RendezvousState& s = host_->state();
+  bool stuck = s.phase == RendezvousPhase::kJoining && s.quorum_round >= 0 &&
+               !HasMajority(QuorumRejoined(s), s.quorum_size);
+  if (stuck && join_ && !probe_ && last_round_) Probe();
+}
+
+void FailoverRendezvous::Probe() {
+  const RoundInfo& r = *last_round_;
+  for (size_t tries = 0; tries < r.successors.size(); ++tries) {
+    int rank = next_probe_++ % static_cast<int>(r.successors.size());
+    const Successor& s = r.successors[static_cast<size_t>(rank)];
+    if (rank == r.group_rank || s.port == 0) continue;
+    probe_text_ = fmt::format("{}:{}", s.addr, s.port);
+    probe_ = MakeClient(s.addr, s.port, rank, /*probe=*/true);
+    probe_->Join(*join_);  // connects; the join is sent only once it is welcomed
+    return;
+  }
+}
+
+// The probe found a host past our last completed round and was welcomed: this
+// agent stops hosting (its clients see the connection close and fail over in
+// turn) and goes on as that host's client, a latecomer.
+void FailoverRendezvous::Yield() {
+  Log(LogLevel::kWarning, "rendezvous: {} hosts a later round of run {}: this node stops hosting "
+      "(no majority came back) and joins it", probe_text_, params_.run_id);
+  Retire();
+  host_text_ = probe_text_;
+  host_rank_ = -1;
+  client_ = probe_.get();
+  inner_ = std::move(probe_);
 }
 
 void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int> candidate_rank) {
+  auto client = MakeClient(host, port, candidate_rank);
+  host_text_ = fmt::format("{}:{}", host, port);
+  host_rank_ = candidate_rank.value_or(-1);
+  client_ = client.get();
+  host_ = nullptr;
+  inner_ = std::move(client);
+  if (join_) inner_->Join(*join_);
+}
+
+std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
+    const std::string& host, int port, std::optional<int> candidate_rank, bool probe) {
   ClientConfig config;
   config.settings = params_.settings;
   config.run_id = params_.run_id;
@@ -94,14 +150,18 @@ void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int
     config.candidate_timeout_ms =
         params_.settings.heartbeat_timeout_ms + params_.settings.heartbeat_interval_ms;
   }
-  host_text_ = fmt::format("{}:{}", host, port);
-  host_rank_ = candidate_rank.value_or(-1);
+  if (probe) {
+    config.on_unreachable = [this](const std::string& why) {
+      Log(LogLevel::kDebug, "rendezvous: {} is no newer host: {}", probe_text_, why);
+      Post([this] { probe_.reset(); });
+    };
+    config.candidate_timeout_ms = params_.settings.heartbeat_interval_ms;
+    config.only_ahead_of = host_->state().quorum_round;
+    config.on_welcomed = [this] { Yield(); };
+  }
   auto client = std::make_unique<RendezvousClient>(loop_, std::move(config));
-  client_ = client.get();
-  host_ = nullptr;
   client->SetCallbacks(InnerCallbacks());
-  inner_ = std::move(client);
-  if (join_) inner_->Join(*join_);
+  return client;
 }
 
 void FailoverRendezvous::OnRound(const RoundInfo& info) {

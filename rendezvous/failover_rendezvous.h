@@ -15,6 +15,10 @@
 //      with the carried state (round numbers go on upward, the loss counts
 //      against --max-restarts, the majority rule of rendezvous_state.h).
 // A host's loss before any round, or past join_timeout of walking, is fatal.
+// A host stuck without a majority (it was cut off, or SIGSTOPped) probes the
+// other successors every heartbeat_timeout; one that completed a later round
+// (ShouldYield) is a newer regime: the stuck host gives up hosting (its clients
+// fail over in turn) and joins it as a latecomer.
 #pragma once
 
 #include <memory>
@@ -58,6 +62,12 @@ class FailoverRendezvous : public RendezvousHandler {
 
  private:
   void UseClient(std::string host, int port, std::optional<int> candidate_rank);
+  std::unique_ptr<RendezvousClient> MakeClient(const std::string& host, int port,
+                                               std::optional<int> candidate_rank,
+                                               bool probe = false);
+  void OnProbeTimer();
+  void Probe();
+  void Yield();
   void UseHost(std::unique_ptr<RendezvousHost> host);
   Callbacks InnerCallbacks();
   void OnRound(const RoundInfo& info);
@@ -90,6 +100,10 @@ class FailoverRendezvous : public RendezvousHandler {
   std::set<int> excluded_;               // successors lost or found unreachable
   MonoClock::time_point failover_deadline_{};
   bool shut_down_ = false;
+  EventLoop::TimerId probe_timer_ = 0;          // while hosting: look for a newer host
+  std::unique_ptr<RendezvousClient> probe_;     // the probe under way
+  std::string probe_text_;
+  int next_probe_ = 0;                          // successor rank to probe next
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

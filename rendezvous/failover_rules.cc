@@ -18,4 +18,8 @@ bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run) {
   return last_round_run && host_round <= *last_round_run;
 }
 
+bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed) {
+  return their_last_completed > my_last_completed;
+}
+
 }  // namespace elastic

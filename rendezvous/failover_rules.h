@@ -29,4 +29,10 @@ size_t MajorityOf(size_t previous_members);
 // regime (a former host back from a partition or a SIGSTOP): never join it.
 bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run);
 
+// A host stuck without a majority (a former host back from a partition) gives
+// way to a host of the same run that completed a later round than the last one
+// it knows of (-1: none), and joins it as a latecomer. Two stuck minorities know
+// the same last round: neither gives way to the other.
+bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed);
+
 }  // namespace elastic

@@ -61,5 +61,21 @@ TEST(FailoverRulesTest, HostsNotPastTheLastRoundRunAreStale) {
   for (const Row& r : rows) EXPECT_EQ(HostIsStale(r.host_round, r.last_run), r.stale) << r.name;
 }
 
+TEST(FailoverRulesTest, AStuckHostYieldsOnlyToAHostThatCompletedALaterRound) {
+  struct Row {
+    const char* name;
+    int64_t mine, theirs;
+    bool yield;
+  };
+  const Row rows[] = {
+      {"the majority went on to round 1: the former host joins it", 0, 1, true},
+      {"rounds went on further", 3, 7, true},
+      {"two stuck minorities of round 0: neither yields", 0, 0, false},
+      {"the other is behind", 2, 1, false},
+      {"nothing completed anywhere yet", -1, -1, false},
+  };
+  for (const Row& r : rows) EXPECT_EQ(ShouldYield(r.mine, r.theirs), r.yield) << r.name;
+}
+
 }  // namespace
 }  // namespace elastic

@@ -75,7 +75,9 @@ bool DecodeChallenge(const json& j, ChallengeMsg* c, std::string* err) {
       !GetNonce(j, "nonce", &c->nonce, err) || !GetString(j, "auth", &c->auth, err))
     return false;
   int64_t round = 0;
-  if (!GetIntOr(j, "round", 0, 0, INT64_MAX, &round, err)) return false;
+  if (!GetIntOr(j, "round", 0, 0, INT64_MAX, &round, err) ||
+      !GetIntOr(j, "last_completed", -1, -1, INT64_MAX, &c->last_completed, err))
+    return false;
   c->round = static_cast<uint64_t>(round);
   if (c->auth != "none" && c->auth != "token" && c->auth != "munge")
     return Fail(err, fmt::format("field 'auth' = '{}' is not none, token or munge",

@@ -1,6 +1,7 @@
 // Messages of the agent <-> host rendezvous protocol: one JSON object per frame,
 // {"type": ..., ...fields}. Protocol (version 2):
-//   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none", round}
+//   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none", round,
+//                              last_completed}
 //   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
@@ -9,7 +10,7 @@
 //                   | done {message} | fatal {message} | waiting {message} | heartbeat | error
 // A round carries its successors [{name, addr, port}] (group-rank order): where
 // each member's agent listens should it take over (docs/design.md "Failover").
-// The failover fields (round, listen_port, member_of, successors) are optional.
+// The failover fields (round, last_completed, listen_port, member_of, successors) are optional.
 // Each side reads the other's messages through ONE decoder (DecodeHostMessage on
 // the agent, DecodeAgentMessage on the host) that never throws: it checks every
 // field's type and range and names what is wrong, so the protocol code never
@@ -56,6 +57,7 @@ struct ChallengeMsg {
   std::string nonce;  // the host's, hex
   std::string auth;   // "none", "token" or "munge"
   uint64_t round = 0; // the round the host forms or runs (fencing: failover_rules.h)
+  int64_t last_completed = -1;  // the last completed round it knows of (ShouldYield)
 };
 struct WelcomeMsg {
   int64_t node_id = 0;

@@ -182,6 +182,12 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
     if (config_.on_unreachable) return Unreachable(why);
     return Fatal(fmt::format("the rendezvous host {} is stale: {}", HostName(), why));
   }
+  if (config_.only_ahead_of && !ShouldYield(*config_.only_ahead_of, c.last_completed)) {
+    std::string why = fmt::format("its last completed round is {}, not past {}", c.last_completed,
+                                  *config_.only_ahead_of);
+    if (config_.on_unreachable) return Unreachable(why);
+    return Fatal(fmt::format("the rendezvous host {}: {}", HostName(), why));
+  }
   ParseAuthMethod(c.auth, &auth_);  // the decoder checked the name
   AuthMethod required = AuthMethod::kNone;
   std::string why;
@@ -232,6 +238,7 @@ void RendezvousClient::OnReady() {
                                     [this] { OnHeartbeatTimer(); });
   if (pending_join_) SendJoin(*pending_join_);
   pending_join_.reset();
+  if (config_.on_welcomed) config_.on_welcomed();
 }
 
 void RendezvousClient::OnAuthDeadline() {

@@ -41,6 +41,11 @@ struct ClientConfig {
   std::function<void(const std::string& why)> on_unreachable;
   int64_t candidate_timeout_ms = 0;
   std::optional<uint64_t> last_round_run;  // fencing, and member_of in joins
+  // Set (a stuck host probing for a newer one): a host whose challenge names no
+  // later completed round than this is unreachable (ShouldYield); on_welcomed
+  // is called once one is joined.
+  std::optional<int64_t> only_ahead_of;
+  std::function<void()> on_welcomed;
 };
 
 class RendezvousClient : public RendezvousHandler {

@@ -124,7 +124,8 @@ void RendezvousHost::OnAccept() {
                                   {"run_id", config_.run_id},
                                   {"nonce", peer.nonce},
                                   {"auth", AuthMethodName(config_.auth)},
-                                  {"round", state_.round}});
+                                  {"round", state_.round},
+                                  {"last_completed", state_.quorum_round}});
     peers_.emplace(id, std::move(peer));
     ++unauthenticated_;
     // Whoever does not authenticate in time is dropped: no fd is held by strangers.

@@ -48,12 +48,16 @@ class PartitionTest(RendezvousTestCase):
         ip("-n", self.hub, "link", "set", dev + "p", "master", self.tag + "b0", "up")
         return ns, dev
 
+    def heal(self, ks):
+        for k in ks:
+            ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b0")
+
     def cut_off(self, ks):
         """Nodes `ks` on the second bridge: they reach each other, nobody else."""
         for k in ks:
             ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b1")
 
-    def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1):
+    def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1, conf=CONF):
         agents = []
         for k in range(count):
             ns, dev = self.add_node(k)
@@ -65,7 +69,7 @@ class PartitionTest(RendezvousTestCase):
                     "--nproc-per-node=%d" % nproc, "--rdzv-backend=c10d",
                     "--rdzv-endpoint=10.231.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
                     "--python=" + PYTHON, "--max-restarts=3", "--node-rank=%d" % k,
-                    "--rdzv-conf=%s,expected_nodes=%d" % (CONF, count), WORKER]
+                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), WORKER]
             with open(log, "wb") as out:
                 proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
@@ -113,6 +117,23 @@ class PartitionTest(RendezvousTestCase):
         self.assert_stopped_alone(agents[3:])
         # The two found each other (one hosted), yet 2 of 5 formed no round.
         self.assertTrue(any("taking over as the host" in a.output() for a in agents[3:]), self.dump())
+        self.assert_nothing_left()
+
+    def test_former_host_rejoins_as_a_latecomer_when_the_cut_heals(self):
+        agents = self.start_netns_agents(3, "1:3", hold_rounds=2,
+                                         conf=CONF.replace("join_timeout=25", "join_timeout=90"))
+        self.cut_off([0])
+        for agent in agents[1:]:
+            self.wait_workers(agent, 1, 1)  # the others went on without it
+        self.heal([0])
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        self.assertIn("stops hosting", agents[0].output())
+        self.assertFalse([w for w in agents[0].workers() if w[2] == "1"], self.dump())
+        for agent in agents:  # round 2: the three again, the former host a latecomer
+            workers = [w for w in agent.workers() if w[2] == "2"]
+            self.assertTrue(workers and all(w[1] == "3" and w[6] == "OK" for w in workers),
+                            self.dump())
         self.assert_nothing_left()
 
 
