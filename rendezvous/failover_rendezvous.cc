@@ -219,7 +219,7 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
   if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
   if (!failing_over_) {
     failing_over_ = true;
-    failover_deadline_ = MonoClock::now() + Millis(params_.settings.join_timeout_ms);
+    failover_deadline_ = loop_.Now() + Millis(params_.settings.join_timeout_ms);
   }
   Log(LogLevel::kWarning, "rendezvous: {}; failing over to the next node of round {}", lost,
       r.round);
@@ -236,7 +236,7 @@ void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
       s.port, why);
   Retire();
   excluded_.insert(rank);
-  if (MonoClock::now() >= failover_deadline_)
+  if (loop_.Now() >= failover_deadline_)
     return Fatal(fmt::format("no successor of round {} became the rendezvous host within "
                              "join_timeout ({} s)", last_round_->round,
                              params_.settings.join_timeout_ms / 1000.0));

@@ -39,7 +39,7 @@ void RendezvousClient::Join(int local_world_size) {
   if (stage_ == Stage::kReady) return SendJoin(local_world_size);
   pending_join_ = local_world_size;
   if (stage_ == Stage::kIdle) {
-    connect_deadline_ = MonoClock::now() + Millis(config_.settings.join_timeout_ms);
+    connect_deadline_ = loop_.Now() + Millis(config_.settings.join_timeout_ms);
     retry_delay_ = Millis(config_.settings.connect_retry_ms);
     if (config_.on_unreachable)
       candidate_timer_ = loop_.AddTimer(Millis(config_.candidate_timeout_ms),
@@ -106,7 +106,7 @@ void RendezvousClient::OnConnectEvent() {
   if (!conn_->Start(&err)) return Fatal(err);
   stage_ = Stage::kAuthenticating;
   challenged_ = false;
-  last_heard_ = MonoClock::now();
+  last_heard_ = loop_.Now();
   // A candidate host may still be noticing the loss: its challenge has candidate_timeout.
   if (!config_.on_unreachable)
     auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms),
@@ -116,7 +116,7 @@ void RendezvousClient::OnConnectEvent() {
 void RendezvousClient::RetryConnect(const std::string& why) {
   last_connect_error_ = why;
   if (config_.on_unreachable) return Unreachable(why);
-  auto now = MonoClock::now();
+  auto now = loop_.Now();
   if (now >= connect_deadline_)
     return Fatal(fmt::format("could not reach the rendezvous host {} within join_timeout ({} s): {}",
                              HostName(), config_.settings.join_timeout_ms / 1000.0, why));
@@ -132,7 +132,7 @@ void RendezvousClient::RetryConnect(const std::string& why) {
 // ---- messages ----
 
 void RendezvousClient::OnMessage(const Message& raw) {
-  last_heard_ = MonoClock::now();
+  last_heard_ = loop_.Now();
   HostMessage msg;
   std::string err;
   if (!DecodeHostMessage(raw, &msg, &err))
@@ -355,7 +355,7 @@ void RendezvousClient::OnClosed(const std::string& reason) {
 void RendezvousClient::OnHeartbeatTimer() {
   heartbeat_timer_ = 0;
   if (stage_ != Stage::kReady) return;
-  auto silent = MonoClock::now() - last_heard_;
+  auto silent = loop_.Now() - last_heard_;
   if (silent >= Millis(config_.settings.heartbeat_timeout_ms)) {
     std::string why = fmt::format("silent for {} ms (heartbeat_timeout)",
                                   std::chrono::duration_cast<Millis>(silent).count());
