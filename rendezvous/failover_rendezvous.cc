@@ -120,6 +120,7 @@ void FailoverRendezvous::Yield() {
   host_text_ = probe_text_;
   host_rank_ = -1;
   client_ = probe_.get();
+  probe_->SetCallbacks(InnerCallbacks());
   inner_ = std::move(probe_);
 }
 
@@ -160,7 +161,17 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
     config.on_welcomed = [this] { Yield(); };
   }
   auto client = std::make_unique<RendezvousClient>(loop_, std::move(config));
-  client->SetCallbacks(InnerCallbacks());
+  if (!probe) {
+    client->SetCallbacks(InnerCallbacks());
+    return client;
+  }
+  // Until it is welcomed, a probe's end is only the end of that probe.
+  Callbacks cb;
+  cb.on_fatal = [this](const std::string& why) {
+    Log(LogLevel::kDebug, "rendezvous: probe of {} ended: {}", probe_text_, why);
+    Post([this] { probe_.reset(); });
+  };
+  client->SetCallbacks(cb);
   return client;
 }
 
