@@ -73,8 +73,13 @@ run() {
   if ! line=$(timeout "$cap" "$load" "${args[@]}"); then
     line="{\"mode\":\"$mode\",\"dialect\":\"$dialect\",\"ranks\":$n,\"seconds\":null,\"error\":\"over the ${cap} s cap or failed: ${line//\"/}\"}"
   fi
+  local cpu=
+  # The server's CPU (user + system) for the run: ours only (PyTorch's runs
+  # in python, in the trixie root for 2.6).
+  [ "$server" = ours ] && cpu=$(awk '{printf ",\"server_cpu_s\":%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' \
+    "/proc/$server_pid/stat" 2>/dev/null)
   stop_server
-  echo "{\"server\":\"$server\",${line:1}" | tee -a "$out"
+  echo "{\"server\":\"$server\"$cpu,${line:1}" | tee -a "$out"
 }
 
 : > "$out"
