@@ -18,7 +18,7 @@
 //
 //   init_load --port P [--ranks 16384] [--procs 4] [--dialect v2|legacy]
 //             [--window 2048] [--fanout]
-// --fanout: every rank connects (and PINGs), then WAITs on one key; once all
+// --fanout: every rank connects (VALIDATE, PING, ADD init/), then WAITs on one key; once all
 // have sent their WAIT (and a pause for the server to read them), one SET
 // wakes them all: the time from the SET until the last STOP_WAITING.
 //
@@ -133,11 +133,6 @@ struct Run {
     }
   }
   void AfterPing(Rank& r) {
-    if (fanout) {
-      Wait(&r.out, kFanoutKey);
-      r.step = Step::kFanoutWait;
-      return;
-    }
     Add(&r.out, kInitKey, 1);
     r.step = Step::kInitAdd;
   }
@@ -166,7 +161,10 @@ struct Run {
       }
       case Step::kInitAdd:
         if (!(used = store_codec::DecodeI64(in, &i64))) return false;
-        if (r.rank == 0) {
+        if (fanout) {
+          Wait(&r.out, kFanoutKey);
+          r.step = Step::kFanoutWait;
+        } else if (r.rank == 0) {
           Op(&r.out, d.set, kIdKey);
           PutString(&r.out, id_value);
           Barrier(r);
