@@ -27,6 +27,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -157,10 +158,13 @@ int Run(int agents, size_t window) {
   double c0 = CpuSeconds(host);
   auto t0 = MonoClock::now();
   if (window == 0) window = clients.size();
-  std::vector<size_t> handshaking;  // joined, not yet welcomed (at most `window`)
+  // Joined, in join order, not known to be welcomed (at most `window`). The
+  // host welcomes them about in that order: popping from the front keeps the
+  // bookkeeping O(1) per agent (a scan per loop pass would grow with N).
+  std::deque<size_t> handshaking;
   size_t next = 0;
   while (rounds < clients.size() && fatal.empty()) {
-    std::erase_if(handshaking, [&](size_t i) { return Welcomed(*clients[i]); });
+    while (!handshaking.empty() && Welcomed(*clients[handshaking.front()])) handshaking.pop_front();
     for (; next < clients.size() && handshaking.size() < window; ++next) {
       clients[next]->Join(1);
       handshaking.push_back(next);
