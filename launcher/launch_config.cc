@@ -89,6 +89,11 @@ constexpr OptionDef kOptions[] = {
     {"--gpu-vendor,--gpu_vendor", "gpu_vendor", "", false,
      "GPU vendor for hwloc discovery: nvidia or amd (default: nvidia if the node has NVIDIA GPUs, else amd)."},
     {"-v,--verbose", "verbose", "", true, "Log what the agent does."},
+    {"--crash-loop-count,--crash_loop_count", "crash_loop_count", "3", false,
+     "End the job (exit 2) when the workers fail within --crash-loop-window of their start "
+     "this many rounds in a row; 0: never."},
+    {"--crash-loop-window,--crash_loop_window", "crash_loop_window", "60", false,
+     "Seconds from the workers' start within which a failure counts toward a crash loop."},
 };
 
 std::string PetName(const char* dest) {
@@ -120,10 +125,11 @@ torch); anything else is executed as given (PATH lookup); --no-python forces tha
 Precedence: command line > PET_<NAME> environment variable > default. Under
 `srun --elastic` (ELASTIC_SPANK_ARGV0 set) options come from PET_* only.
 
-Exit status: 0 when every worker succeeded; when the job fails (restarts
-exhausted) the first failed worker's exit code, or 128+N if signal N killed it;
-128+N when elasticrun itself got terminating signal N; 1 for rendezvous or agent
-errors; 2 for a bad option or value (nothing was started).)";
+Exit status (for batch scripts): 0 every worker succeeded; 1 the job failed:
+restarts used up (the summary names the worker's exit code or signal) or an
+agent error; 2 do not requeue: a bad option or value (nothing was started) or a
+crash loop (--crash-loop-count); 3 fewer than MIN nodes left or the rendezvous
+host lost: requeueing may help; 128+N elasticrun got terminating signal N.)";
 
 constexpr const char* kAuthHelp = R"(
 
@@ -146,6 +152,7 @@ class Parser {
   bool Convert(std::string* err);
   bool ConvertRendezvous(std::string* err);
   bool ConvertBinding(std::string* err);
+  bool ConvertResilience(std::string* err);
   const Value& V(const char* dest) { return values_[dest]; }
   std::string What(const char* dest, const char* long_name) { return V(dest).What(long_name); }
 
@@ -295,7 +302,19 @@ bool Parser::Convert(std::string* err) {
     *err = What("python", "--python") + ": must not be empty";
     return false;
   }
-  return ConvertRendezvous(err) && ConvertBinding(err);
+  return ConvertRendezvous(err) && ConvertBinding(err) && ConvertResilience(err);
+}
+
+bool Parser::ConvertResilience(std::string* err) {
+  long long n = 0;
+  if (!ParseIntNamed(What("crash_loop_count", "--crash-loop-count"), V("crash_loop_count").text, 0, 1000000,
+                     &n, err) ||
+      !ParseSeconds(What("crash_loop_window", "--crash-loop-window"), V("crash_loop_window").text,
+                    &c_->crash_loop_window_ms, err)) {
+    return false;
+  }
+  c_->crash_loop_count = static_cast<int>(n);
+  return true;
 }
 
 bool Parser::ConvertRendezvous(std::string* err) {

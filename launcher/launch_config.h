@@ -48,6 +48,8 @@ struct LaunchConfig {
   bool virtual_local_rank = false;
   std::string python = "python3";     // --python
   bool verbose = false;
+  int crash_loop_count = 3;                // --crash-loop-count; 0 = never end early (crash_loop.h)
+  long long crash_loop_window_ms = 60000;  // --crash-loop-window
   // Binding (hwloc_binding/binding.h), kept as validated text.
   std::string bind = "auto";
   std::string membind = "preferred";

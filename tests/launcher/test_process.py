@@ -24,18 +24,38 @@ class RestartTest(LauncherTestCase):
     def test_restarts_exhausted_exit_code_and_summary(self):
         rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=2",
                                        "--shutdown-timeout=60"] + self.worker_args("fail", 9))
-        self.assertEqual(rc, 9, err)  # the first failed worker's exit code
+        self.assertEqual(rc, 1, err)  # restarts used up; the summary names the worker's code
         self.assertEqual(err.count("restarting the workers"), 2, err)
+        self.assertNotIn("crash loop", err)
         self.assertIn("job failed: first failure: rank 0 (local rank 0)", err)
         self.assertIn("exit code 9", err)
         self.assertIn("restarts used: 2 of 2", err)
         self.assertRegex(err, r"time: +\d{4}-\d\d-\d\dT")
         self.assert_nothing_left()
 
-    def test_worker_killed_by_signal_gives_128_plus_signal(self):
+    def test_worker_killed_by_signal_is_named_in_summary(self):
         rc, _, err = self.run_agent(["--nproc-per-node=1", "--no-python", "sh", "-c", "kill -SEGV $$"])
-        self.assertEqual(rc, 128 + signal.SIGSEGV, err)
+        self.assertEqual(rc, 1, err)  # restarts (none) used up
+        self.assertIn("job failed: first failure: rank 0 (local rank 0) on", err)
         self.assertIn("signal SIGSEGV (11)", err)
+        self.assert_nothing_left()
+
+    def test_crash_loop_ends_the_job_early_with_exit_2(self):
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=10"]
+                                      + self.worker_args("fail", 9))
+        self.assertEqual(rc, 2, err)  # do not requeue
+        self.assertEqual(err.count("restarting the workers"), 2, err)  # 3 rounds, not 11
+        self.assertIn("crash loop: the workers failed within 60 s of their start in 3 rounds in a row", err)
+        self.assertIn("job failed: first failure: rank 0 (local rank 0)", err)
+        self.assertIn("exit code 9", err)
+        self.assert_nothing_left()
+
+    def test_crash_loop_count_0_restarts_until_the_budget_is_used(self):
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=4",
+                                       "--crash-loop-count=0"] + self.worker_args("fail", 9))
+        self.assertEqual(rc, 1, err)
+        self.assertIn("restarts used: 4 of 4", err)
+        self.assertNotIn("crash loop", err)
         self.assert_nothing_left()
 
 
