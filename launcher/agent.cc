@@ -156,7 +156,7 @@ void ElasticAgent::Dispatch(Event event) {
     Transition t = Step(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms));
     status_ = std::move(t.status);
     if (before == WorkerState::kHealthy && status_.state == WorkerState::kUnhealthy) {
-      first_failure_at_ = MonoClock::now();
+      first_failure_at_ = loop_.Now();
     }
     if (before != status_.state) {
       Log(LogLevel::kDebug, "state {} -> {}", WorkerStateName(before), WorkerStateName(status_.state));
@@ -207,7 +207,7 @@ void ElasticAgent::Execute(const Action& action) {
 void ElasticAgent::StartWorkers() {
   for (auto& w : workers_) old_groups_.push_back(w->child.pid);
   workers_.clear();
-  workers_started_ = MonoClock::now();
+  workers_started_ = loop_.Now();
   if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
   std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
   Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
@@ -352,8 +352,7 @@ void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
 void ElasticAgent::EndAttempt() {
   stop_timer_.Cancel();
   for (auto& w : workers_) {
-    if (w->hang_kill_timer) loop_.CancelTimer(*w->hang_kill_timer);
-    w->hang_kill_timer.reset();
+    w->hang_kill_timer.Cancel();
     // Leftovers of a worker (its own children) die with its group.
     if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);
     if (w->out) w->out->Close();

@@ -53,7 +53,7 @@ struct Worker {
   std::unique_ptr<WorkerOutput> out;
   std::unique_ptr<WorkerOutput> err;
   std::optional<HangInfo> hang;                      // its FileTimerClient timer expired
-  std::optional<EventLoop::TimerId> hang_kill_timer;  // kStackDumpGrace after SIGABRT
+  Timer hang_kill_timer;              // kStackDumpGrace after SIGABRT
 };
 
 class ElasticAgent {

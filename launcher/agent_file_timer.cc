@@ -91,10 +91,9 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
   w->hang = hang;
   kill(t.pid, SIGABRT);
   pid_t leader = w->child.pid;
-  w->hang_kill_timer = loop_.AddTimer(kStackDumpGrace, [this, leader, t] {
+  w->hang_kill_timer = loop_.After(kStackDumpGrace, [this, leader, t] {
     for (auto& x : workers_) {
       if (!x->alive || x->child.pid != leader) continue;
-      x->hang_kill_timer.reset();
       Log(LogLevel::kWarning, "rank {} still running {} ms after SIGABRT: sending {} (its timer's signal)",
           x->global_rank, kStackDumpGrace.count(), SignalName(t.signal));
       kill(t.pid, t.signal);
@@ -104,10 +103,7 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
 }
 
 void ElasticAgent::DescribeHang(Worker* w, WorkerFailure* f) {
-  if (w->hang_kill_timer) {
-    loop_.CancelTimer(*w->hang_kill_timer);
-    w->hang_kill_timer.reset();
-  }
+  w->hang_kill_timer.Cancel();
   std::string stacks = ExtractPythonStacks(w->err->captured());
   bool have = stacks.find("(most recent call first)") != std::string::npos;
   if (!stacks.empty()) {

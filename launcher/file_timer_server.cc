@@ -31,7 +31,7 @@ FileTimerServer::FileTimerServer(EventLoop& loop, std::string path, OnExpired on
       table_(max_timers) {}
 
 FileTimerServer::~FileTimerServer() {
-  if (timer_) loop_.CancelTimer(*timer_);
+  timer_.Cancel();
   if (fd_) loop_.Remove(fd_.get());
   if (made_fifo_) unlink(path_.c_str());
 }
@@ -75,7 +75,7 @@ void FileTimerServer::Feed(std::string_view bytes) {
     std::string_view piece = bytes.substr(0, nl);
     if (!skipping_) {
       if (partial_.size() + piece.size() > kMaxFileTimerRequest) {
-        if (bad_requests_.Allow(MonoClock::now())) {
+        if (bad_requests_.Allow(loop_.Now())) {
           Log(LogLevel::kWarning, "{}: dropped a timer request longer than {} bytes", path_,
               kMaxFileTimerRequest);
         }
@@ -100,14 +100,14 @@ void FileTimerServer::HandleLine(std::string_view line) {
   std::string err;
   uint64_t dropped = 0;
   if (!ParseFileTimerRequest(line, &request, &err)) {
-    if (bad_requests_.Allow(MonoClock::now(), &dropped)) {
+    if (bad_requests_.Allow(loop_.Now(), &dropped)) {
       Log(LogLevel::kWarning, "{}: {}{}", path_, err,
           dropped ? fmt::format(" (and {} more)", dropped) : std::string());
     }
     return;
   }
   TimerTable::Applied applied = table_.Apply(request);
-  if (applied == TimerTable::Applied::kFull && bad_requests_.Allow(MonoClock::now(), &dropped)) {
+  if (applied == TimerTable::Applied::kFull && bad_requests_.Allow(loop_.Now(), &dropped)) {
     Log(LogLevel::kWarning, "{}: timer '{}' of pid {} refused: {} timers held already", path_,
         EscapeForLog(request.scope_id, 128), request.pid, table_.size());
   }
@@ -116,20 +116,14 @@ void FileTimerServer::HandleLine(std::string_view line) {
 }
 
 void FileTimerServer::Rearm() {
-  if (timer_) {
-    loop_.CancelTimer(*timer_);
-    timer_.reset();
-  }
+  timer_.Cancel();
   std::optional<double> earliest = table_.Earliest();
   if (!earliest) return;
   double seconds = std::max(0.0, *earliest - wall_clock_());
   // Capped so that a far-away deadline cannot overflow the timer arithmetic;
   // waking up early just re-arms.
   auto delay = Millis(static_cast<long long>(std::ceil(std::min(seconds, 86400.0) * 1000)));
-  timer_ = loop_.AddTimer(delay, [this] {
-    timer_.reset();
-    OnTimer();
-  });
+  timer_ = loop_.After(delay, [this] { OnTimer(); });
 }
 
 void FileTimerServer::OnTimer() {

@@ -67,7 +67,7 @@ class FileTimerServer {
   bool made_fifo_ = false;
   std::string partial_;
   bool skipping_ = false;   // inside an over-long line: drop up to its newline
-  std::optional<EventLoop::TimerId> timer_;
+  Timer timer_;  // the earliest expiration
   LogRateLimiter bad_requests_;
 };
 
