@@ -140,7 +140,7 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
   SetCallbacks();
   Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
       fmt::join(spec_.argv, " "));
-  rendezvous_->Join(config_.nproc);
+  JoinRound();
   loop_.Run();
   return exit_code_;
 }
@@ -196,7 +196,7 @@ void ElasticAgent::Execute(const Action& action) {
       } else {
         Log(LogLevel::kInfo, "restarting the workers");
       }
-      rendezvous_->Join(config_.nproc);
+      JoinRound();
       break;
     case ActionKind::kExit:
       Finish(action.exit_code);
@@ -335,6 +335,7 @@ void ElasticAgent::ReapOrphans() {
   for (auto& w : workers_) {
     if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd
   }
+  if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
   ReapExited(workers);
 }
 

@@ -23,6 +23,7 @@
 #include "launcher/child_process.h"
 #include "launcher/crash_loop.h"
 #include "launcher/file_timer_server.h"
+#include "launcher/health_check.h"
 #include "launcher/hung_worker.h"
 #include "launcher/launch_config.h"
 #include "launcher/worker_output.h"
@@ -91,6 +92,10 @@ class ElasticAgent {
   // Before rejoining after a failed round: true when it made a crash loop and
   // the job has ended (agent_resilience.cc).
   bool EndsInCrashLoop();
+  // Joins the next round, after --health-check passes (agent_resilience.cc).
+  void JoinRound();
+  void RunHealthCheck();
+  void OnHealthChecked(const HealthResult& result);
 
   const LaunchConfig& config_;
   const EnvMap& env_;
@@ -114,6 +119,9 @@ class ElasticAgent {
   CrashLoopState crash_loop_;
   MonoClock::time_point workers_started_{};
   MonoClock::time_point first_failure_at_{};  // this round's: HEALTHY -> UNHEALTHY
+  std::unique_ptr<HealthCheck> health_;
+  Timer health_retry_;
+  std::optional<MonoClock::time_point> health_failing_since_;
   std::unique_ptr<FileTimerServer> file_timer_;
   std::string timer_dir_;  // private directory of the FIFO when the user named none
 };

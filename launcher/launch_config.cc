@@ -94,6 +94,12 @@ constexpr OptionDef kOptions[] = {
      "this many rounds in a row; 0: never."},
     {"--crash-loop-window,--crash_loop_window", "crash_loop_window", "60", false,
      "Seconds from the workers' start within which a failure counts toward a crash loop."},
+    {"--health-check,--health_check", "health_check", "", false,
+     "Shell command run on this node before it joins each round; a non-zero exit or a "
+     "timeout keeps the node out and it checks again every 10 s (output in "
+     "LOG_DIR/health_check.log)."},
+    {"--health-check-timeout,--health_check_timeout", "health_check_timeout", "60", false,
+     "Seconds a --health-check may run before it is killed and counts as failed."},
 };
 
 std::string PetName(const char* dest) {
@@ -310,10 +316,18 @@ bool Parser::ConvertResilience(std::string* err) {
   if (!ParseIntNamed(What("crash_loop_count", "--crash-loop-count"), V("crash_loop_count").text, 0, 1000000,
                      &n, err) ||
       !ParseSeconds(What("crash_loop_window", "--crash-loop-window"), V("crash_loop_window").text,
-                    &c_->crash_loop_window_ms, err)) {
+                    &c_->crash_loop_window_ms, err) ||
+      !ParseSeconds(What("health_check_timeout", "--health-check-timeout"), V("health_check_timeout").text,
+                    &c_->health_check_timeout_ms, err)) {
     return false;
   }
   c_->crash_loop_count = static_cast<int>(n);
+  if (c_->health_check_timeout_ms <= 0) {
+    *err = fmt::format("{}: '{}': must be more than 0 seconds",
+                       What("health_check_timeout", "--health-check-timeout"), V("health_check_timeout").text);
+    return false;
+  }
+  c_->health_check = V("health_check").text;
   return true;
 }
 

@@ -59,6 +59,43 @@ class RestartTest(LauncherTestCase):
         self.assert_nothing_left()
 
 
+class HealthCheckTest(LauncherTestCase):
+    def check(self, passes_from, fail_with="exit 3"):
+        """A --health-check that fails its first `passes_from` runs (with `fail_with`), then passes."""
+        count = self.path("checks")
+        return ('n=$(cat %s 2>/dev/null || echo 0); echo $((n+1)) > %s; echo "check $n on $(hostname)"; '
+                '[ "$n" -ge %d ] || %s' % (count, count, passes_from, fail_with))
+
+    def test_failing_check_keeps_the_node_out_until_it_passes_and_runs_before_each_round(self):
+        logs = self.path("logs")
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=3", "--max-restarts=1", "--log-dir", logs,
+                                       "--health-check", self.check(1)] + self.worker_args("fail-once", 7))
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"health check failed on node \S+: exit code 3 \(output in %s\): this node stays "
+                              r"out of the round; checking again in 10 s" % re.escape(logs + "/health_check.log"))
+        self.assertEqual(err.count("health check failed"), 1, err)
+        self.assertIn("health check passes on node", err)
+        for rank in range(3):
+            self.assertIn("[rank%d]: rank %d ok at restart 1" % (rank, rank), out)
+        with open(os.path.join(logs, "health_check.log")) as f:
+            log = f.read()
+        # The failed one, the one that let the node in, the one before the restart's round.
+        self.assertEqual(log.count("=== health check: "), 3, log)
+        for n in range(3):
+            self.assertIn("check %d on " % n, log)
+        self.assert_nothing_left()
+
+    def test_check_past_its_timeout_is_killed_and_counts_as_failed(self):
+        sleeper = self.marker("health")
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=1", "--health-check-timeout=0.5",
+                                       "--health-check", self.check(1, " ".join(sleeper))]
+                                      + self.worker_args("fail-once", 7))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("killed after the 0.5 s timeout (--health-check-timeout)", err)
+        self.assert_gone(sleeper, within=5)
+        self.assert_nothing_left()
+
+
 class SignalTest(LauncherTestCase):
     def test_sigterm_reaches_workers_and_leaves_nothing(self):
         proc = self.start(["--nproc-per-node=3"] + self.worker_args("wait", self.dir, "child"))
