@@ -154,6 +154,8 @@ class CheckpointExampleTest(LauncherTestCase):
         proc.wait()
         timer.cancel()
         drain.join()
+        proc.stdout.close()
+        proc.stderr.close()
         text = "".join(out)
         self.assertEqual(proc.returncode, 0, err[0])
         self.assertIn("[rank0]: world 2 restart 0: resuming at step 0", text)
