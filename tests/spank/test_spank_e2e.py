@@ -192,6 +192,26 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertRegex(r.stderr, r"rank 3\b")
         self.assertIn("n2", r.stderr)  # rank 3 = node 1 (n2), local rank 1
 
+    def test_health_check_failing_on_one_node_keeps_it_out(self):
+        # n3's check fails: n1 and n2 form the round once the last call for n3 is over,
+        # and train on 2 nodes. n3 keeps checking (it cannot know the job ended), so
+        # srun --wait ends its task once the others are done.
+        r = self.srun(["-N3", "--no-kill", "--wait=15", "--elastic=2:3", "--gpus-per-node=2",
+                       '--elastic-health-check=test "$(hostname)" != n3',
+                       "--elastic-rdzv-conf=last_call_timeout=3", "/usr/bin/python3", WORKER])
+        text = r.stdout + r.stderr
+        self.assertRegex(text, r"health check failed on node n3: exit code 1 \(output in .*health_check\.log\): "
+                               r"this node stays out of the round")
+        self.assertNotRegex(text, r"health check failed on node n[12]")
+        sums = records(r.stdout, "SUM")
+        self.assertEqual(len(sums), 4, text)  # 2 nodes x 2 workers
+        for s in sums:
+            self.assertEqual(s["sum"], s["expected"], s)
+        env = records(r.stdout, "ENV")
+        self.assertEqual({e["host"] for e in env}, {"n1", "n2"}, env)
+        self.assertEqual({e["world"] for e in env}, {"4"}, env)
+        self.assert_nothing_left()
+
     def test_node_loss_with_no_kill(self):
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
                                        "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=40"])
