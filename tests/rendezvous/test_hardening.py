@@ -276,6 +276,7 @@ class StrangerTest(RendezvousTestCase):
         recv_msg(s)  # the challenge
         closed_after = self.trickle(s, struct.pack(">I", 200) + b"x" * 200)
         self.assertIsNotNone(closed_after, "still connected after %d s" % BOUND_S)
+        print("stranger trickling a frame: closed after %.1f s" % closed_after)
         s.close()
         self.assert_a_round_still_completes(host)
 
@@ -288,6 +289,7 @@ class StrangerTest(RendezvousTestCase):
         self.handshake(s)
         closed_after = self.trickle(s, struct.pack(">I", 200) + b"x" * 200)
         self.assertIsNotNone(closed_after, "still connected after %d s" % BOUND_S)
+        print("authenticated peer trickling a frame: dropped after %.1f s" % closed_after)
         s.close()
         self.assert_a_round_still_completes(host, conf=conf)
 
@@ -377,6 +379,7 @@ class ManInTheMiddleTest(RendezvousTestCase):
         host, agent = self.through_relay(alter)
         self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
         self.assertIn("failed authentication", agent.output())
+        print([l for l in agent.output().splitlines() if "failed authentication" in l])
         self.assertEqual(agent.workers(), [], "the agent started workers on a forged round")
         self.assertNotIn("worker rank=", agent.output())
 

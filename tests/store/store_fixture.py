@@ -2,7 +2,6 @@
 and checks a real PyTorch client against it."""
 import os
 import subprocess
-import sys
 
 
 class StoreProcess:
@@ -26,6 +25,15 @@ class StoreProcess:
         self.proc.stdout.close()
         return self.proc.returncode
 
+    def kill(self):
+        """For a test's cleanup: nothing is left when an assertion failed before stop()."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
 
 # A real torch.distributed.TCPStore client, in a process of its own (so the
 # tests that import no torch stay fast and the sanitizer build can run them):
@@ -49,6 +57,6 @@ print("torch client ok")
 
 def assert_torch_client_works(test, port):
     """Fails `test` unless a real PyTorch TCPStore client works against `port`."""
-    r = subprocess.run([sys.executable, "-c", TORCH_PROBE, str(port)], capture_output=True, text=True,
+    r = subprocess.run([TORCH_PYTHON, "-c", TORCH_PROBE, str(port)], capture_output=True, text=True,
                        timeout=120)
     test.assertIn("torch client ok", r.stdout, "a PyTorch client failed after the attack:\n" + r.stderr)

@@ -31,9 +31,16 @@ def recv_exact(sock, n):
     return buf
 
 
-class StoreProgram(unittest.TestCase):
+class StoreTestCase(unittest.TestCase):
+    def start_store(self, **kw):
+        server = StoreProcess(**kw)
+        self.addCleanup(server.kill)
+        return server
+
+
+class StoreProgram(StoreTestCase):
     def setUp(self):
-        self.server = StoreProcess()
+        self.server = self.start_store()
 
     def connect(self):
         c = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
@@ -85,7 +92,7 @@ def answered_or_closed(sock):
         return False
 
 
-class OutOfDescriptors(unittest.TestCase):
+class OutOfDescriptors(StoreTestCase):
     """RLIMIT_NOFILE of 64 and a flood of 70 connections: the store used to
     spin in accept (EMFILE on the same pending client, never back to epoll)."""
 
@@ -99,7 +106,7 @@ class OutOfDescriptors(unittest.TestCase):
 
     def test_default_cap_refuses_connections_beyond_it_and_the_store_answers(self):
         # 64 descriptors, less than twice the reserve: half of them, 32, for connections.
-        server = StoreProcess(preexec_fn=low_fd_limit(64))
+        server = self.start_store(preexec_fn=low_fd_limit(64))
         a, flood = self.flood(server)
         answered = sum(answered_or_closed(c) for c in flood)
         self.assertEqual(answered, 31)  # a holds the 32nd; the other 39 were closed at once
@@ -114,7 +121,7 @@ class OutOfDescriptors(unittest.TestCase):
 
     def test_out_of_descriptors_refuses_clients_and_recovers(self):
         # No cap below the limit: accept4 itself fails with EMFILE.
-        server = StoreProcess(args=["--max-connections", "1000"], preexec_fn=low_fd_limit(64))
+        server = self.start_store(args=["--max-connections", "1000"], preexec_fn=low_fd_limit(64))
         a, flood = self.flood(server)
         answered = sum(answered_or_closed(c) for c in flood)
         self.assertGreater(answered, 40)
@@ -129,9 +136,9 @@ class OutOfDescriptors(unittest.TestCase):
         self.assertEqual(server.stop(), 0)
 
 
-class BadClientFlood(unittest.TestCase):
+class BadClientFlood(StoreTestCase):
     def test_a_flood_of_garbage_clients_logs_a_few_escaped_lines(self):
-        server = StoreProcess(stderr=subprocess.PIPE)
+        server = self.start_store(stderr=subprocess.PIPE)
         for _ in range(300):
             c = socket.create_connection(("127.0.0.1", server.port), timeout=30)
             c.sendall(b"\x42\x1b[2J garbage")
@@ -147,13 +154,13 @@ class BadClientFlood(unittest.TestCase):
         self.assertNotIn("\x1b", log)
 
 
-class Slowloris(unittest.TestCase):
+class Slowloris(StoreTestCase):
     """A frame trickling in one byte at a time, each well within the idle
     timeout: it used to hold its connection and buffer for good (1 byte every
     29 s against the default 30 s), now the frame deadline closes it."""
 
     def test_a_frame_that_trickles_in_is_closed_at_the_frame_deadline(self):
-        server = StoreProcess(args=["--partial-frame-timeout-ms", "2000", "--frame-deadline-ms", "1500"])
+        server = self.start_store(args=["--partial-frame-timeout-ms", "2000", "--frame-deadline-ms", "1500"])
         steady = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         steady.sendall(bytes([SET]) + s(b"/k") + s(b"v"))
         slow = socket.create_connection(("127.0.0.1", server.port), timeout=30)
@@ -170,6 +177,7 @@ class Slowloris(unittest.TestCase):
             if time.monotonic() - start > 20:
                 break  # long past the deadline: the assertion below fails
         self.assertIsNotNone(closed_after, "the trickling connection was still open after 20 s")
+        print("a frame trickling in: closed after %.1f s" % closed_after)
         self.assertEqual(get(steady, b"/k"), b"v")  # complete frames, then idle: kept
         for c in (steady, slow):
             c.close()
