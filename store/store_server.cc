@@ -237,7 +237,7 @@ void StoreServer::Refused(const std::string& who, const char* why) {
 
 void StoreServer::Warn(LogRateLimiter& limiter, const std::string& message) {
   uint64_t dropped = 0;
-  if (limiter.Allow(MonoClock::now(), &dropped)) Log(LogLevel::kWarning, "{}{}", message, MoreLikeIt(dropped));
+  if (limiter.Allow(loop_.Now(), &dropped)) Log(LogLevel::kWarning, "{}{}", message, MoreLikeIt(dropped));
 }
 
 void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
@@ -268,7 +268,7 @@ bool StoreServer::ReadInput(Connection& c) {
     // per read would cost more than the small requests themselves.
     ssize_t n = recv(c.fd.get(), read_buf_.data(), read_buf_.size(), 0);
     if (n > 0) {
-      c.last_input = MonoClock::now();
+      c.last_input = loop_.Now();
       if (c.in.empty()) c.frame_start = c.last_input;
       c.in.append(read_buf_.data(), n);
       input_bytes_ += n;
@@ -461,7 +461,7 @@ void StoreServer::OnPartialFrameTimer(StoreConnId id) {
     ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
     return;
   }
-  MonoClock::time_point now = MonoClock::now();
+  MonoClock::time_point now = loop_.Now();
   auto idle = std::chrono::duration_cast<Millis>(now - c->last_input);
   auto age = std::chrono::duration_cast<Millis>(now - c->frame_start);
   if (idle.count() >= limits_.partial_frame_timeout_ms) {

@@ -62,6 +62,6 @@ elastic_store_fuzz(store_server_fuzz 1500 1024 ${_fuzz_dir}/store_server_corpus
   ${_fuzz_dir}/store_server_fuzz.cc ${_fuzz_dir}/quiet_log.cc
   ${_fuzz_dir}/../store_server.cc ${_fuzz_dir}/../store_state.cc ${_fuzz_dir}/../store_protocol.cc
   ${_fuzz_dir}/../store_net.cc
-  ${PROJECT_SOURCE_DIR}/common/event_loop.cc
+  ${PROJECT_SOURCE_DIR}/common/event_loop.cc ${PROJECT_SOURCE_DIR}/common/clock.cc
   ${PROJECT_SOURCE_DIR}/common/log_limit.cc ${PROJECT_SOURCE_DIR}/common/log_escape.cc
   ${PROJECT_SOURCE_DIR}/common/net.cc ${PROJECT_SOURCE_DIR}/common/parse.cc)
