@@ -71,7 +71,7 @@ bool ElasticAgent::SetUpSignals(std::string* err) {
   // Orphans of the workers are reparented to us (subreaper): SIGCHLD says one exited.
   sigaddset(&handled_, SIGCHLD);
   // Job control (Ctrl-Z, Slurm's suspend): the workers are in groups of their own,
-  // which neither a terminal nor proctrack/pgid reaches (OnSuspend).
+  // which neither a terminal nor proctrack/pgid reaches (OnJobControl).
   sigaddset(&handled_, SIGTSTP);
   sigaddset(&handled_, SIGCONT);
   if (sigprocmask(SIG_BLOCK, &handled_, &original_mask_) != 0) {
