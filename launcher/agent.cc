@@ -71,6 +71,10 @@ bool ElasticAgent::SetUpSignals(std::string* err) {
   for (int sig : handled_list_) sigaddset(&handled_, sig);
   // Orphans of the workers are reparented to us (subreaper): SIGCHLD says one exited.
   sigaddset(&handled_, SIGCHLD);
+  // Job control (Ctrl-Z, Slurm's suspend): the workers are in groups of their own,
+  // which neither a terminal nor proctrack/pgid reaches (OnJobControl).
+  sigaddset(&handled_, SIGTSTP);
+  sigaddset(&handled_, SIGCONT);
   if (sigprocmask(SIG_BLOCK, &handled_, &original_mask_) != 0) {
     *err = fmt::format("sigprocmask: {}", strerror(errno));
     return false;
@@ -95,12 +99,32 @@ void ElasticAgent::OnSignal() {
       ReapOrphans();
       continue;
     }
+    if (sig == SIGTSTP || sig == SIGCONT) {
+      OnJobControl(sig);
+      continue;
+    }
     bool terminating = std::find(config_.signals_to_handle.begin(), config_.signals_to_handle.end(),
                                  sig) != config_.signals_to_handle.end();
     Log(terminating ? LogLevel::kWarning : LogLevel::kInfo, "got {}: {}", SignalName(sig),
         terminating ? "stopping the workers" : "forwarding it to every worker");
     Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
   }
+}
+
+// SIGTSTP (a terminal's Ctrl-Z, forwarded by the guardian; the first signal of
+// Slurm's suspend): passed to every worker group, whose default action stops
+// them (a worker's own handler runs, as under a shell), then the agent stops
+// itself, as a process in a stopped job does. SIGCONT (fg/bg, Slurm's resume)
+// continued the agent; it is passed on so the workers continue too.
+void ElasticAgent::OnJobControl(int sig) {
+  if (sig == SIGTSTP) {
+    Log(LogLevel::kInfo, "got SIGTSTP: stopping every worker and this agent until SIGCONT");
+    Dispatch(Event{EventKind::kForward, SIGTSTP, {}, {}});
+    raise(SIGSTOP);
+    return;  // continued: the SIGCONT that did it is read next
+  }
+  Log(LogLevel::kInfo, "got SIGCONT: continuing every worker");
+  Dispatch(Event{EventKind::kForward, SIGCONT, {}, {}});
 }
 
 void ElasticAgent::SetCallbacks() {
@@ -117,7 +141,11 @@ void ElasticAgent::SetCallbacks() {
   cb.on_job_failed = [this](const WorkerFailure& f) {
     Dispatch(Event{EventKind::kJobFailed, 0, f, {}});
   };
-  cb.on_done = [this] { Dispatch(Event{EventKind::kDone, 0, {}, {}}); };
+  cb.on_done = [this] {
+    if (status_.state == WorkerState::kInit)
+      Log(LogLevel::kInfo, "the job finished while this node stood by (no round needed its workers)");
+    Dispatch(Event{EventKind::kDone, 0, {}, {}});
+  };
   cb.on_fatal = [this](const std::string& message) {
     Dispatch(Event{EventKind::kFatal, 0, {}, message});
   };
@@ -323,9 +351,12 @@ void ElasticAgent::SignalWorkers(int sig) {
   for (auto& w : workers_) {
     if (w->child.pid > 0 && SignalGroup(w->child.pid, sig)) groups.push_back(w->child.pid);
   }
-  // Stopping (not forwarding): the ones that left their worker's group get it too.
-  if (status_.state == WorkerState::kUnhealthy) {
-    int n = SignalDescendants(getpid(), sig, groups);
+  // Stopping (not forwarding), or job control: the ones that left their worker's
+  // group get it too. A setsid() escape leads an orphaned group, where the kernel
+  // discards SIGTSTP: it gets SIGSTOP.
+  bool job_control = sig == SIGTSTP || sig == SIGCONT;
+  if (status_.state == WorkerState::kUnhealthy || job_control) {
+    int n = SignalDescendants(getpid(), sig == SIGTSTP ? SIGSTOP : sig, groups);
     if (n > 0) Log(LogLevel::kDebug, "sent {} to {} process(es) outside the worker groups", SignalName(sig), n);
   }
 }

@@ -69,6 +69,7 @@ class ElasticAgent {
  private:
   bool SetUpSignals(std::string* err);
   void OnSignal();
+  void OnJobControl(int sig);  // SIGTSTP / SIGCONT
   void SetCallbacks();
   void Dispatch(Event event);
   void Execute(const Action& action);

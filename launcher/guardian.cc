@@ -23,8 +23,9 @@ namespace {
 
 // Every signal --signals-to-handle accepts, plus SIGUSR1/SIGUSR2 the agent always
 // forwards: a signal the agent does not handle gets its default action there, as it
-// did before the guardian existed.
-constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// did before the guardian existed. And job control: SIGTSTP (Ctrl-Z; Slurm's
+// suspend sends it before SIGSTOP) and SIGCONT (fg, bg; Slurm's resume).
+constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT};
 
 // SIGKILL is quick, but a process in uninterruptible sleep (a GPU driver freeing
 // memory, a hung NFS read) dies only when the kernel call returns.
@@ -55,8 +56,13 @@ int StatusOf(const siginfo_t& info) {
 void Forward(int signal_fd, int agent_pidfd) {
   signalfd_siginfo info;
   while (read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
+    int sig = static_cast<int>(info.ssi_signo);
     // ESRCH: the agent is exiting; its pidfd reports that next.
-    syscall(SYS_pidfd_send_signal, agent_pidfd, static_cast<int>(info.ssi_signo), nullptr, 0);
+    syscall(SYS_pidfd_send_signal, agent_pidfd, sig, nullptr, 0);
+    // The agent stops its workers and itself; the guardian stops last, so that a
+    // shell sees the job stopped. SIGCONT continues it (whatever its mask) and
+    // is then read here and forwarded.
+    if (sig == SIGTSTP) raise(SIGSTOP);
   }
 }
 

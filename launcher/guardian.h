@@ -8,7 +8,8 @@
 // guardian that
 // - is PR_SET_CHILD_SUBREAPER: when the agent dies, its orphans come to it;
 // - reads SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 (every signal
-//   --signals-to-handle accepts) from a signalfd and forwards each to the agent;
+//   --signals-to-handle accepts) and SIGTSTP, SIGCONT (job control) from a
+//   signalfd and forwards each to the agent; after SIGTSTP it stops itself;
 // - waits for the agent's pidfd, then SIGKILLs every descendant left
 //   (KillDescendants, with a deadline), reaps them and returns the agent's
 //   status: its exit code, or 128+N when signal N killed it.

@@ -215,7 +215,11 @@ Transition Step(const GroupStatus& status, const Event& event, MonoClock::time_p
       OnVerdict(st, AfterStop::kFatal);
       break;
     case EventKind::kDone:
-      if (s.state == WorkerState::kSucceeded) st.Exit(WorkerState::kSucceeded, 0);
+      // In INIT the job ended while this node waited for a round: it stood by
+      // on the wait list (its workers were not needed), which is no failure
+      // (torchrun's RendezvousGracefulExitError). Waiting on would never end.
+      if (s.state == WorkerState::kSucceeded || s.state == WorkerState::kInit)
+        st.Exit(WorkerState::kSucceeded, 0);
       break;
     case EventKind::kTerminate:
       OnTerminate(st, event.signal);

@@ -10,6 +10,7 @@
 //     RestartRequired       -> INIT       (already rejoining)
 //     Terminate(sig)        -> STOPPED    [ShutdownRendezvous, Exit(128+sig)]
 //     JobFailed / Fatal     -> FAILED     [Exit]
+//     Done                  -> SUCCEEDED  [Exit(0)]  (the job ended while this node stood by)
 //   HEALTHY    every worker started, none failed.
 //     WorkerExited(ok)      -> HEALTHY, or SUCCEEDED when it was the last one [ReportSucceeded]
 //     WorkerExited(failed)  -> UNHEALTHY  [ReportFailure, SignalWorkers(TERM), ArmStopTimer]

@@ -113,6 +113,8 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"SucceededDoneExits0", Status(S::kSucceeded, 2, 0), Simple(E::kDone), S::kSucceeded, {K::kExit}, 0},
         Row{"SucceededIgnoresRestart", Status(S::kSucceeded, 2, 0), Simple(E::kRestartRequired),
             S::kSucceeded, {}},
+        // The host's own agent on the wait list when the running round finished.
+        Row{"InitDoneExits0", Status(S::kInit, 2, 0), Simple(E::kDone), S::kSucceeded, {K::kExit}, 0},
         Row{"HealthyIgnoresDone", Status(S::kHealthy, 2, 2), Simple(E::kDone), S::kHealthy, {}}),
     [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });
 

@@ -63,6 +63,13 @@ std::string AuthTranscript(AuthDirection direction, const std::string& host_nonc
                      "run_id={}", dir, host_nonce, agent_nonce, run_id);
 }
 
+bool SessionKey(const std::string& token, AuthDirection direction, const std::string& host_nonce,
+                const std::string& agent_nonce, const std::string& run_id, std::string* key,
+                std::string* err) {
+  return HmacSha256Hex(token, "session\n" + AuthTranscript(direction, host_nonce, agent_nonce, run_id),
+                       key, err);
+}
+
 namespace {
 
 // libcrypto is opened on first use, not linked: mapping and relocating it took

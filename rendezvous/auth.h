@@ -31,6 +31,14 @@ enum class AuthDirection { kAgentToHost, kHostToAgent };
 std::string AuthTranscript(AuthDirection direction, const std::string& host_nonce,
                            const std::string& agent_nonce, const std::string& run_id);
 
+// The key that authenticates the frames one direction sends after the
+// handshake (RendezvousConnection::AuthenticateFrames): HMAC-SHA256 under the
+// token of "session" and that direction's transcript, so each connection and
+// each direction has its own. Token mode only: munge and none share no secret.
+bool SessionKey(const std::string& token, AuthDirection direction, const std::string& host_nonce,
+                const std::string& agent_nonce, const std::string& run_id, std::string* key,
+                std::string* err);
+
 // HMAC-SHA256 of data under key, as hex; false with *err when libcrypto cannot be loaded.
 bool HmacSha256Hex(const std::string& key, const std::string& data, std::string* out, std::string* err);
 bool ConstantTimeEquals(const std::string& a, const std::string& b);

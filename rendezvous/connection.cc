@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "rendezvous/auth.h"
+
 namespace elastic {
 
 RendezvousConnection::RendezvousConnection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks)
@@ -21,8 +23,69 @@ bool RendezvousConnection::Start(std::string* err) {
   return loop_.Add(fd_.get(), EPOLLIN, [this](uint32_t ev) { OnEvents(ev); }, err);
 }
 
-void RendezvousConnection::SendFrame(const std::string& frame) {
+namespace {
+
+constexpr size_t kTagChars = 64;  // HMAC-SHA256 in hex
+
+std::string FrameNumber(uint64_t n) {
+  std::string b(8, '\0');
+  for (int i = 7; i >= 0; --i, n >>= 8) b[i] = static_cast<char>(n & 0xff);
+  return b;
+}
+
+bool Tag(const std::string& key, uint64_t number, std::string_view payload, std::string* tag,
+         std::string* err) {
+  std::string data = FrameNumber(number);
+  data.append(payload);
+  return HmacSha256Hex(key, data, tag, err);
+}
+
+}  // namespace
+
+void RendezvousConnection::AuthenticateFrames(FrameKeys keys) {
+  keys_ = std::move(keys);
+  sent_frames_ = 0;
+  received_frames_ = 0;
+}
+
+// Takes the tag off *payload if it is that of the next frame number.
+bool RendezvousConnection::CheckTag(std::string* payload, std::string* err) {
+  uint64_t number = received_frames_++;
+  if (payload->size() < kTagChars) {
+    *err = fmt::format("frame {} after the handshake has no authentication tag", number);
+    return false;
+  }
+  std::string got = payload->substr(payload->size() - kTagChars);
+  payload->resize(payload->size() - kTagChars);
+  std::string want, why;
+  if (!Tag(keys_->receive, number, *payload, &want, &why)) {
+    *err = fmt::format("cannot check frame {}: {}", number, why);
+    return false;
+  }
+  if (!ConstantTimeEquals(got, want)) {
+    *err = fmt::format("frame {} after the handshake failed authentication (altered, injected, "
+                       "replayed or out of order)", number);
+    return false;
+  }
+  return true;
+}
+
+void RendezvousConnection::SendFrame(const std::string& encoded) {
   if (!fd_ || closing_) return;
+  std::string tagged;
+  if (keys_) {
+    std::string tag, err;
+    std::string_view payload = std::string_view(encoded).substr(4);
+    if (!Tag(keys_->send, sent_frames_++, payload, &tag, &err)) {
+      auto alive = alive_;
+      loop_.AddTimer(Millis(0), [this, alive, err] {
+        if (*alive && fd_) Fail("cannot authenticate a frame: " + err);
+      });
+      return;
+    }
+    tagged = EncodeFrame(std::string(payload) + tag);
+  }
+  const std::string& frame = keys_ ? tagged : encoded;
   out_.append(frame);
   counters_.bytes_out += frame.size();
   counters_.messages_out += 1;
@@ -90,6 +153,7 @@ bool RendezvousConnection::ReadAvailable(std::string* reason) {
       auto r = reader_.Next(&payload, &err);
       if (r == FrameReader::Result::kNeedMore) break;
       if (r == FrameReader::Result::kError) return *reason = "protocol error: " + err, false;
+      if (keys_ && !CheckTag(&payload, &err)) return *reason = "protocol error: " + err, false;
       Message msg;
       if (!DecodeMessage(payload, &msg, &err)) return *reason = "protocol error: " + err, false;
       counters_.messages_in += 1;

@@ -3,11 +3,20 @@
 // messages to its owner. on_close fires at most once: peer closed, I/O error,
 // protocol error, or CloseAfterFlush() finished; after it the connection is inert.
 // Callbacks may destroy the RendezvousConnection.
+//
+// Frame authentication (docs/security.md): once AuthenticateFrames() was called
+// (by both sides, right after the handshake), every frame's payload ends in a
+// tag, HMAC-SHA256(key of that direction, 8-byte big-endian frame number ||
+// payload) in hex; frames are numbered from 0 per direction. A frame whose tag
+// does not match (altered, injected, replayed, reordered or dropped before it)
+// closes the connection with a protocol error. Message content is not looked
+// at: the layer above may change its messages freely.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +50,12 @@ class RendezvousConnection {
   void SendFrame(const std::string& frame);
   // Frames whose header has not arrived yet are held to this limit.
   void SetMaxFrameBytes(uint32_t max_frame_bytes) { reader_.set_max_frame_bytes(max_frame_bytes); }
+  // From now on frames are sent with a tag under keys.send and must arrive
+  // with one under keys.receive (hex keys from SessionKey(), auth.h).
+  struct FrameKeys {
+    std::string send, receive;
+  };
+  void AuthenticateFrames(FrameKeys keys);
   // Stops reading and closes once the queue is written.
   void CloseAfterFlush();
   bool open() const { return fd_.valid(); }
@@ -54,6 +69,10 @@ class RendezvousConnection {
   bool WriteQueued(std::string* reason);
   void UpdateInterest();
   void Fail(const std::string& reason);
+  bool CheckTag(std::string* payload, std::string* err);
+
+  std::optional<FrameKeys> keys_;
+  uint64_t sent_frames_ = 0, received_frames_ = 0;  // numbered once keys_ are set
 
   EventLoop& loop_;
   UniqueFd fd_;

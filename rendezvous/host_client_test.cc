@@ -207,6 +207,37 @@ TEST_F(HostClientTest, HostFinishesOnlyAfterEveryClientSucceededAndLeft) {
   ASSERT_TRUE(RunUntil([&] { return agents[0].done; }));
 }
 
+// Nodes on the wait list (the round was full when they joined) when the
+// running round finishes: the job is over for them too, not an error and not a
+// wait without end; both the host's own agent and a client's.
+TEST_F(HostClientTest, NodesStandingByWhenTheJobFinishesAreDoneToo) {
+  settings.max_nodes = 2;
+  settings.expected_nodes = 2;
+  StartHost();
+  StartClient(1);
+  StartClient(2);
+  agents[1].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[1].rounds.size() == 1 && agents[2].rounds.size() == 1; }));
+  agents[0].handler->Join(2);  // the host's own agent: the round is full
+  StartClient(3);
+  agents[3].handler->Join(2);
+  for (int i = 0; i < 5; ++i) loop.RunOnce(Millis(20));
+  EXPECT_TRUE(agents[0].rounds.empty());
+  EXPECT_TRUE(agents[3].rounds.empty());
+  agents[1].handler->ReportSucceeded();
+  agents[2].handler->ReportSucceeded();
+  ASSERT_TRUE(RunUntil([&] { return agents[3].done || !agents[3].fatal.empty(); }));
+  EXPECT_TRUE(agents[3].done);
+  EXPECT_EQ(agents[3].fatal, "");
+  for (int i : {1, 2, 3}) {
+    ASSERT_TRUE(RunUntil([&] { return agents[i].done; }));
+    agents[i].handler.reset();
+  }
+  ASSERT_TRUE(RunUntil([&] { return agents[0].done; }));
+  EXPECT_EQ(agents[0].fatal, "");
+}
+
 TEST_F(HostClientTest, LostClientRestartsSurvivorsIntoASmallerWorld) {
   StartThreeAndRun();
   agents[2].handler.reset();  // its connection drops: an immediate leave

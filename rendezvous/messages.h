@@ -29,7 +29,9 @@
 namespace elastic {
 
 // 2: mutual authentication (agent nonce in hello, host proof in welcome).
-inline constexpr int kRendezvousProtocolVersion = 2;
+// 3: with a token, every frame after the welcome carries an authentication tag
+//    (RendezvousConnection::AuthenticateFrames).
+inline constexpr int kRendezvousProtocolVersion = 3;
 
 struct Message {
   std::string type;

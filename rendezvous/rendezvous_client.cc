@@ -35,6 +35,7 @@ std::string RendezvousClient::Describe() const {
 
 void RendezvousClient::Join(int local_world_size) {
   running_round_.reset();
+  awaiting_round_ = true;
   if (stage_ == Stage::kFinished) return;
   if (stage_ == Stage::kReady) return SendJoin(local_world_size);
   pending_join_ = local_world_size;
@@ -226,6 +227,16 @@ void RendezvousClient::OnWelcome(const WelcomeMsg& welcome) {
                    welcome.proof, &err))
     return Fatal(fmt::format("the rendezvous host {} failed to prove itself ({}): {}", HostName(),
                              AuthMethodName(auth_), err));
+  if (auth_ == AuthMethod::kToken) {  // every frame after the welcome is authenticated
+    RendezvousConnection::FrameKeys keys;
+    const std::string& token = config_.settings.token;
+    if (!SessionKey(token, AuthDirection::kAgentToHost, host_nonce_, agent_nonce_, config_.run_id,
+                    &keys.send, &err) ||
+        !SessionKey(token, AuthDirection::kHostToAgent, host_nonce_, agent_nonce_, config_.run_id,
+                    &keys.receive, &err))
+      return Fatal("cannot derive the rendezvous session keys: " + err);
+    conn_->AuthenticateFrames(std::move(keys));
+  }
   OnReady();
 }
 
@@ -285,6 +296,7 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       if (round_timer_) loop_.CancelTimer(round_timer_);
       round_timer_ = 0;
       running_round_ = msg.round.round;
+      awaiting_round_ = false;
       last_round_ = msg.round.round;
       config_.last_round_run = msg.round.round;
       succeeded_round_.reset();
@@ -325,10 +337,13 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
   }
 }
 
-// `done` ends the agent successfully only after its workers of the last round
-// succeeded; any other `done` cannot apply, and waiting on would hang the agent.
+// `done` ends the agent successfully after its workers of the last round
+// succeeded, or while it waits for a round (it stood by on the host's wait
+// list and the job finished without it: no failure, as torchrun's graceful
+// exit of a node left out). Any other `done` cannot apply (workers running,
+// or stopping after a failure), and waiting on would hang the agent.
 void RendezvousClient::OnDone(const std::string& message) {
-  if (succeeded_round_ && *succeeded_round_ == last_round_)
+  if ((succeeded_round_ && *succeeded_round_ == last_round_) || awaiting_round_)
     return Finish([this] {
       if (callbacks_.on_done) callbacks_.on_done();
     });

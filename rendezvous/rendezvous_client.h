@@ -103,6 +103,7 @@ class RendezvousClient : public RendezvousHandler {
   std::optional<int> pending_join_;         // Join() called before the host welcomed us
   std::optional<uint64_t> running_round_;   // workers run in this round
   std::optional<uint64_t> succeeded_round_; // ReportSucceeded() for this round
+  bool awaiting_round_ = false;             // Join() called, no round since: maybe wait-listed
   uint64_t last_round_ = 0;
   std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for

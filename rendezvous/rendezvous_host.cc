@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/log_escape.h"
 #include "common/net.h"
 
 namespace elastic {
@@ -191,6 +192,15 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
   LeftPreAuth();
   peer.conn->SetMaxFrameBytes(s.max_frame_bytes);
   peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
+  if (config_.auth == AuthMethod::kToken) {  // every frame after the welcome is authenticated
+    RendezvousConnection::FrameKeys keys;
+    if (!SessionKey(s.token, AuthDirection::kHostToAgent, peer.nonce, hello.nonce, hello.run_id,
+                    &keys.send, &err) ||
+        !SessionKey(s.token, AuthDirection::kAgentToHost, peer.nonce, hello.nonce, hello.run_id,
+                    &keys.receive, &err))
+      return Refuse(peer, "cannot derive the session keys: " + err);
+    peer.conn->AuthenticateFrames(std::move(keys));
+  }
   NodeDesc desc{id, fmt::format("{}:{}", hello.name, hello.pid), peer.addr,
                 hello.preferred_rank, false, peer.addr, hello.listen_port};
   Log(LogLevel::kDebug, "rendezvous: {} connected from {}", desc.name, peer.addr);
@@ -242,6 +252,9 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
   closed_traffic_.messages_in += c.messages_in;
   closed_traffic_.messages_out += c.messages_out;
   bool authenticated = it->second.authenticated;
+  // E.g. a frame that failed authentication (a man in the middle): worth a line.
+  if (authenticated && reason.rfind("protocol error", 0) == 0)
+    Log(LogLevel::kWarning, "rendezvous: dropping {}: {}", it->second.addr, EscapeForLog(reason));
   // Destroying the connection from its own on_close is allowed (connection.h).
   peers_.erase(it);
   if (!authenticated) LeftPreAuth();

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   limit("--max-watches-per-connection", &limits.max_watches_per_connection, "1.13 WATCH_KEYs");
   limit("--partial-frame-timeout-ms", &limits.partial_frame_timeout_ms,
         "close a connection that sent part of a frame, then nothing for this long");
+  limit("--frame-deadline-ms", &limits.frame_deadline_ms,
+        "close a connection that has not completed a frame this long after its first byte");
   limit("--output-stall-timeout-ms", &limits.output_stall_timeout_ms,
         "close a connection whose replies stay unread above the high-water mark this long");
   CLI11_PARSE(app, argc, argv);

@@ -61,6 +61,10 @@ struct StoreLimits {
   // mark this long (it stopped reading its replies).
   int64_t partial_frame_timeout_ms = 30'000;
   int64_t output_stall_timeout_ms = 30'000;
+  // A frame must be complete this long after its first byte arrived, however
+  // steadily it trickles in (1 byte every 29 s never trips the idle timeout
+  // above). The default asks ~280 KB/s of the largest frame (16 MiB).
+  int64_t frame_deadline_ms = 60'000;
   // Out of descriptors with no spare to refuse a client with: accepting
   // pauses until a connection closes or this long passed.
   int64_t accept_retry_ms = 1'000;

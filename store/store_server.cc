@@ -64,6 +64,7 @@ struct StoreServer::Connection {
   bool doomed = false;  // closing from the loop (Doom); nothing more is done for it
   EventLoop::TimerId partial_timer = 0;  // armed while a frame is half-sent
   MonoClock::time_point last_input{};
+  MonoClock::time_point frame_start{};  // when the first byte of the buffered frame arrived
   EventLoop::TimerId stall_timer = 0;  // armed while output is above the high-water mark
   size_t pending() const { return out.size() - out_pos; }
   size_t counted_out = 0;  // its share of output_bytes_
@@ -267,9 +268,10 @@ bool StoreServer::ReadInput(Connection& c) {
     // per read would cost more than the small requests themselves.
     ssize_t n = recv(c.fd.get(), read_buf_.data(), read_buf_.size(), 0);
     if (n > 0) {
+      c.last_input = loop_.Now();
+      if (c.in.empty()) c.frame_start = c.last_input;
       c.in.append(read_buf_.data(), n);
       input_bytes_ += n;
-      c.last_input = loop_.Now();
       if (input_bytes_ > limits_.max_input_total) {
         Close(c.id, fmt::format("the store's input budget of {} bytes is exhausted ({} buffered here)",
                                 limits_.max_input_total, c.in.size()),
@@ -322,6 +324,8 @@ bool StoreServer::ProcessInput(Connection& c) {
   }
   c.in.erase(0, pos);
   input_bytes_ -= pos;
+  // What is left is the start of the next frame; it came with the last read.
+  if (pos > 0 && !c.in.empty()) c.frame_start = c.last_input;
   // need counted from the frame's start, which is now the buffer's start.
   ShrinkIfIdle(&c.in);
   return true;
@@ -429,13 +433,15 @@ void StoreServer::CloseDoomed() {
   for (size_t i = 0; i < ids.size(); ++i) Close(ids[i], reasons[i], true);
 }
 
-// Deadlines: a half-sent frame (slowloris) and unread output above the
+// Deadlines: a half-sent frame (slowloris: idle too long, or not complete
+// frame_deadline_ms after its first byte) and unread output above the
 // high-water mark (a client that stopped reading). Armed once, re-checked
 // when they fire, so a busy connection costs no timer churn.
 void StoreServer::ArmTimers(Connection& c) {
   StoreConnId id = c.id;
   if (c.partial() && c.partial_timer == 0) {
-    c.partial_timer = loop_.AddTimer(Millis(limits_.partial_frame_timeout_ms), [this, id] { OnPartialFrameTimer(id); });
+    Millis first = Millis(std::min(limits_.partial_frame_timeout_ms, limits_.frame_deadline_ms));
+    c.partial_timer = loop_.AddTimer(first, [this, id] { OnPartialFrameTimer(id); });
   }
   bool stalled = c.pending() >= limits_.output_high_water;
   if (stalled && c.stall_timer == 0) {
@@ -455,13 +461,21 @@ void StoreServer::OnPartialFrameTimer(StoreConnId id) {
     ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
     return;
   }
-  auto idle = std::chrono::duration_cast<Millis>(loop_.Now() - c->last_input);
+  MonoClock::time_point now = loop_.Now();
+  auto idle = std::chrono::duration_cast<Millis>(now - c->last_input);
+  auto age = std::chrono::duration_cast<Millis>(now - c->frame_start);
   if (idle.count() >= limits_.partial_frame_timeout_ms) {
     Close(id, fmt::format("sent {} bytes of a frame, then nothing for {} ms", c->in.size(), idle.count()), true);
     return;
   }
-  c->partial_timer = loop_.AddTimer(Millis(limits_.partial_frame_timeout_ms) - idle,
-                                    [this, id] { OnPartialFrameTimer(id); });
+  if (age.count() >= limits_.frame_deadline_ms) {
+    Close(id, fmt::format("sent {} bytes of a frame in {} ms without completing it (frame deadline {} ms)",
+                          c->in.size(), age.count(), limits_.frame_deadline_ms),
+          true);
+    return;
+  }
+  Millis next = std::min(Millis(limits_.partial_frame_timeout_ms) - idle, Millis(limits_.frame_deadline_ms) - age);
+  c->partial_timer = loop_.AddTimer(next, [this, id] { OnPartialFrameTimer(id); });
 }
 
 void StoreServer::OnStallTimer(StoreConnId id) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include "common/fake_clock.h"
 #include "store/store_server.h"
 #include "store/store_test_util.h"
 
@@ -199,6 +200,34 @@ TEST(StoreServerLimits, TooManyPendingWaitsOnOneConnectionDisconnects) {
   EXPECT_NE(s.WaitForClose("pending WAITs"), "");
   EXPECT_TRUE(c.ClosedAfterDraining());
   ExpectServing(s.port());
+}
+
+// Slowloris: one byte of a frame every second never trips the 30 s idle
+// timeout; the frame deadline (60 s from the frame's first byte) closes it.
+// On a FakeClock, in this thread: no sleeping, no timing.
+TEST(StoreServerLimits, FrameTricklingInIsClosedAtTheFrameDeadline) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  StoreServer server(loop, StoreLimits{});
+  std::vector<std::string> closes;
+  server.SetCloseObserver([&](StoreConnId, const std::string& reason) { closes.push_back(reason); });
+  std::string err;
+  ASSERT_TRUE(server.Listen("127.0.0.1", 0, &err)) << err;
+  RawClient idle = V2Client(server.port());  // complete frames, then silence: kept
+  RawClient slow = V2Client(server.port());
+  std::string frame = KeyValue(v2_op::kSet, "/slow", std::string(1000, 'x'));
+  int seconds = 0;
+  for (char byte : frame) {
+    slow.Send(std::string(1, byte));
+    for (int i = 0; i < 4; ++i) loop.RunOnce(Millis(0));
+    if (!closes.empty()) break;
+    clock.Advance(Millis(1000));
+    ++seconds;
+  }
+  ASSERT_EQ(closes.size(), 1u) << "still open after " << seconds << " s of one byte a second";
+  EXPECT_NE(closes[0].find("without completing it (frame deadline 60000 ms)"), std::string::npos) << closes[0];
+  EXPECT_EQ(seconds, 60);
+  EXPECT_EQ(server.NumConnections(), 1u);  // the idle one
 }
 
 }  // namespace

@@ -167,6 +167,44 @@ class SignalTest(LauncherTestCase):
         self.assert_nothing_left()
 
 
+def process_state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        stat = f.read()
+    return stat[stat.rindex(")") + 2]
+
+
+class JobControlTest(LauncherTestCase):
+    """Ctrl-Z (SIGTSTP to the foreground group: elasticrun's, the guardian's), as
+    Slurm's suspend begins (SIGTSTP, then SIGSTOP); fg (SIGCONT to the group), as
+    Slurm's resume. The workers, in groups of their own, used to run on."""
+
+    def family(self, proc, n):
+        self.wait_ready(n)
+        workers = []
+        for rank in range(n):
+            with open(self.path("pids.%d" % rank)) as f:
+                workers += json.load(f)["pids"]
+        agents = children_of(proc.pid)
+        self.assertEqual(len(agents), 1, agents)
+        self.groups.append(agents[0])
+        return [proc.pid] + agents + workers
+
+    def test_ctrl_z_stops_every_worker_and_fg_continues_them(self):
+        proc = self.start(["--nproc-per-node=2"] + self.worker_args("wait", self.dir, "child"))
+        everyone = self.family(proc, 2)  # guardian, agent, 2 workers and their `sleep` children
+        os.killpg(proc.pid, signal.SIGTSTP)
+        wait_for(self, lambda: all(process_state(p) == "T" for p in everyone),
+                 "guardian, agent, workers and their children stopped", 30)
+        os.killpg(proc.pid, signal.SIGCONT)
+        wait_for(self, lambda: not any(process_state(p) == "T" for p in everyone),
+                 "every process continued", 30)
+        proc.send_signal(signal.SIGUSR2)  # the workers still answer: they exit 0
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(err.decode().count("got SIGTSTP"), 1, err)
+        self.assert_nothing_left()
+
+
 class ContainmentTest(LauncherTestCase):
     """What the workers start goes with them: setsid() and double forks included."""
 

@@ -1,5 +1,7 @@
 """A scripted rendezvous host on raw sockets, to attack a real elasticrun agent
-(frames: uint32 big-endian length + one JSON object, rendezvous/frame.h)."""
+(frames: uint32 big-endian length + one JSON object, rendezvous/frame.h; with a
+token, every frame after the welcome ends in its authentication tag,
+rendezvous/connection.h)."""
 import hashlib
 import hmac
 import json
@@ -20,12 +22,35 @@ def hmac_hex(token, text):
     return hmac.new(token.encode(), text.encode(), hashlib.sha256).hexdigest()
 
 
-def send_msg(conn, obj):
+def session_key(token, direction, host_nonce, agent_nonce, run_id):
+    return hmac_hex(token, "session\n" + transcript(direction, host_nonce, agent_nonce, run_id))
+
+
+def frame_tag(key, number, payload):
+    return hmac.new(key.encode(), struct.pack(">Q", number) + payload, hashlib.sha256).hexdigest().encode()
+
+
+class Session:
+    """The frame numbers and keys of one direction pair after the welcome."""
+
+    def __init__(self, send_key, receive_key):
+        self.keys = (send_key, receive_key)
+        self.numbers = [0, 0]
+
+    def tag(self, i, payload):
+        tag = frame_tag(self.keys[i], self.numbers[i], payload)
+        self.numbers[i] += 1
+        return tag
+
+
+def send_msg(conn, obj, session=None):
     payload = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    if session is not None:
+        payload += session.tag(0, payload)
     conn.sendall(struct.pack(">I", len(payload)) + payload)
 
 
-def recv_msg(conn):
+def recv_frame(conn):
     def exactly(n):
         data = b""
         while len(data) < n:
@@ -35,7 +60,16 @@ def recv_msg(conn):
             data += chunk
         return data
     (n,) = struct.unpack(">I", exactly(4))
-    return json.loads(exactly(n))
+    return exactly(n)
+
+
+def recv_msg(conn, session=None):
+    payload = recv_frame(conn)
+    if session is not None:
+        payload, tag = payload[:-64], payload[-64:]
+        if tag != session.tag(1, payload):
+            raise AssertionError("a frame from the agent failed authentication")
+    return json.loads(payload)
 
 
 def round_msg(store_port):
@@ -57,6 +91,8 @@ class FakeHost:
         self.listener.bind(("127.0.0.1", port))
         self.listener.listen(8)
         self.conn = None
+        self.session = None  # set by welcome() when the fake host holds the token
+        self.token = None
         self.thread = threading.Thread(target=self._serve, args=(script,), daemon=True)
         self.thread.start()
 
@@ -68,7 +104,7 @@ class FakeHost:
         except Exception as e:  # the agent closing on us is the usual end
             self.error = e
 
-    def challenge(self, auth="token", version=2):
+    def challenge(self, auth="token", version=3):
         # "challenge": what protocol v1 agents signed, so one fake host can show
         # the same attack against an agent from before the fix (v2 ignores it).
         v1 = "slurm-elastic rendezvous v1\nnonce={}\nrun_id={}".format(self.nonce, self.run_id)
@@ -80,15 +116,24 @@ class FakeHost:
     def host_proof(self, token):
         if "nonce" not in self.hello:
             return ""  # a v1 agent checks nothing
+        self.token = token
         return hmac_hex(token, transcript("host->agent", self.nonce, self.hello["nonce"],
                                           self.run_id))
 
     def welcome(self, proof):
         send_msg(self.conn, {"type": "welcome", "node_id": 2, "proof": proof})
+        if self.token is not None:  # a genuine welcome: frames are authenticated from now on
+            keys = [session_key(self.token, d, self.nonce, self.hello["nonce"], self.run_id)
+                    for d in ("host->agent", "agent->host")]
+            self.session = Session(*keys)
+
+    def send(self, obj):
+        """A message after the welcome, tagged when the session is authenticated."""
+        send_msg(self.conn, obj, self.session)
 
     def until(self, type_):
         while True:
-            msg = recv_msg(self.conn)
+            msg = recv_msg(self.conn, self.session)
             if msg["type"] == type_:
                 return msg
 

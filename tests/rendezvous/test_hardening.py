@@ -2,13 +2,15 @@
 sockets, fake_host.py) against a real elasticrun agent, and strangers against a
 real elasticrun host. Each test is bounded to a few seconds."""
 import os
+import re
 import signal
 import socket
 import struct
+import threading
 import time
 
-from fake_host import FakeHost, round_msg, send_msg
-from rdzv_test_util import RendezvousTestCase
+from fake_host import FakeHost, hmac_hex, recv_frame, recv_msg, round_msg, send_msg, transcript
+from rdzv_test_util import RendezvousTestCase, free_port
 from test_elastic import MungeTest
 
 TOKEN = "the-token"
@@ -57,9 +59,9 @@ class FakeHostTest(FakeHostCase):
             h.challenge()
             h.welcome(h.host_proof(TOKEN))
             h.until("join")
-            send_msg(conn, round_msg(1))
+            h.send(round_msg(1))
             time.sleep(1)  # the worker starts
-            send_msg(conn, {"type": "fatal", "message": 1})
+            h.send({"type": "fatal", "message": 1})
             h.until("never")
         self.fake(script)
         agent = self.agent(hold=60)
@@ -74,9 +76,9 @@ class FakeHostTest(FakeHostCase):
     def run_one_round(h, conn):
         """A fake host's round after its handshake: a round, then done once the workers succeeded."""
         h.until("join")
-        send_msg(conn, round_msg(1))
+        h.send(round_msg(1))
         h.until("succeeded")
-        send_msg(conn, {"type": "done", "message": "ok"})
+        h.send({"type": "done", "message": "ok"})
 
     def assert_agent_refuses(self, script, why):
         """The agent facing the fake host `script` fails naming `why`, no worker started."""
@@ -102,18 +104,36 @@ class FakeHostTest(FakeHostCase):
             self.run_one_round(h, conn)
         self.assert_agent_refuses(script, "failed to prove itself (token)")
 
-    # 4: a done before any round used to leave the agent waiting forever.
+    # 4: a done before any round used to leave the agent waiting forever. Now it
+    # ends it: the job finished while it stood by (wait-listed), no worker started.
     def test_done_before_a_round_ends_the_agent_naming_it(self):
         def script(h, conn):
             h.challenge()
             h.welcome(h.host_proof(TOKEN))
             h.until("join")
-            send_msg(conn, {"type": "done", "message": "early"})
+            h.send({"type": "done", "message": "early"})
             h.until("never")
         self.fake(script)
         agent = self.agent()
+        self.assertEqual(self.bounded_exit(agent), 0, self.dump())
+        self.assertIn("the job finished while this node stood by", agent.output())
+        self.assertNotIn("worker-started", agent.output())
+
+    # 4: a done while the workers run is out of place: it ends the agent, naming it.
+    def test_done_while_the_workers_run_ends_the_agent_naming_it(self):
+        def script(h, conn):
+            h.challenge()
+            h.welcome(h.host_proof(TOKEN))
+            h.until("join")
+            h.send(round_msg(1))
+            time.sleep(1)  # the worker starts
+            h.send({"type": "done", "message": "early"})
+            h.until("never")
+        self.fake(script)
+        agent = self.agent(hold=60)
         self.assertNotEqual(self.bounded_exit(agent), 0, self.dump())
-        self.assertIn("'done' (early) before this agent's workers ran a round", agent.output())
+        self.assertIn("'done' (early) while its workers run round", agent.output())
+        self.assert_nothing_left()
 
     # 4: a host that accepts and says nothing used to be waited for forever.
     def test_host_that_never_challenges_is_given_up_after_auth_timeout(self):
@@ -146,7 +166,7 @@ class MungeDowngradeTest(FakeHostCase):
             h.challenge(auth="none")
             h.welcome("")
             h.until("join")
-            send_msg(conn, round_msg(1))
+            h.send(round_msg(1))
             h.until("never")
         self.fake(script)
         agent = self.start_agent(2, nproc=1, conf="is_host=0,munge_socket=" + sock,
@@ -160,9 +180,9 @@ class MungeDowngradeTest(FakeHostCase):
 class StrangerTest(RendezvousTestCase):
     """Unauthenticated peers against a real elasticrun host."""
 
-    def real_host(self):
-        host = self.start_agent(2, nproc=1, conf="token=" + TOKEN, extra=["--no-python"],
-                                program="/bin/true")
+    def real_host(self, conf=""):
+        """A host whose one worker is a real PyTorch worker (gloo over the host's store)."""
+        host = self.start_agent(2, nproc=1, conf=",".join(filter(None, ["token=" + TOKEN, conf])))
         self.wait_listening()
         time.sleep(0.2)
         return host
@@ -170,6 +190,40 @@ class StrangerTest(RendezvousTestCase):
     def connect(self):
         s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
         return s
+
+    def assert_a_round_still_completes(self, host, conf=""):
+        """After the attack a real agent joins the host; both run a real PyTorch
+        worker (init_process_group through the host's store, an all_reduce) and end 0."""
+        client = self.start_agent(2, nproc=1, conf=",".join(filter(None, ["token=" + TOKEN, conf])))
+        for agent in (host, client):
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        workers = host.workers() + client.workers()
+        self.assertEqual(len(workers), 2, self.dump())
+        self.assertEqual([w[6] for w in workers], ["OK", "OK"], self.dump())
+        self.assert_nothing_left()
+
+    def handshake(self, s):
+        """An authenticated peer (it holds the token): challenge, hello, welcome."""
+        challenge = recv_msg(s)
+        nonce = os.urandom(32).hex()
+        proof = hmac_hex(TOKEN, transcript("agent->host", challenge["nonce"], nonce, self.run_id))
+        send_msg(s, {"type": "hello", "version": challenge["version"], "run_id": self.run_id,
+                     "name": "slow", "pid": 1, "preferred_rank": -1, "nonce": nonce, "proof": proof})
+        self.assertEqual(recv_msg(s)["type"], "welcome")
+
+    def trickle(self, s, frame, every_s=0.3):
+        """Sends `frame` one byte every `every_s` s (never idle for long); the
+        seconds until the host closed the connection, or None after BOUND_S."""
+        start = time.monotonic()
+        for byte in frame:
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                return time.monotonic() - start
+            time.sleep(every_s)
+            if time.monotonic() - start > BOUND_S:
+                return None
+        return None
 
     # 5: a hello whose type holds a newline and escapes used to print forged lines.
     def test_forged_type_is_logged_escaped_on_the_host(self):
@@ -189,11 +243,14 @@ class StrangerTest(RendezvousTestCase):
         self.assertNotIn("\x1b", out)
         self.assertIn("\\x0aelasticrun: error: FORGED\\x1b[2J", out)
         self.assertLess(max(len(l) for l in out.splitlines()), 400)
+        self.assert_a_round_still_completes(host)
 
     # 3: 1 MiB - 1 frame headers from strangers used to be buffered in full.
     def test_strangers_cannot_make_the_host_buffer_their_frames(self):
         host = self.real_host()
-        before = vm_rss_kib(host.proc.pid)
+        agent = host.agent_pid()  # not elasticrun's pid: that is the guardian
+        self.assertNotEqual(agent, host.proc.pid)
+        before = vm_rss_kib(agent)
         socks = []
         body = b"x" * ((1 << 20) - 2)
         for _ in range(100):
@@ -204,9 +261,132 @@ class StrangerTest(RendezvousTestCase):
             except OSError:
                 pass  # closed by the host: what we want
         time.sleep(0.5)
-        after = vm_rss_kib(host.proc.pid)
+        after = vm_rss_kib(agent)
         for s in socks:
             s.close()
         print("host VmRSS %d KiB before, %d KiB after 100 strangers" % (before, after))
         self.assertLess(after - before, 16 * 1024, "host RSS grew by %d KiB" % (after - before))
         self.assertIsNone(host.proc.poll(), "the host still runs")
+        self.assert_a_round_still_completes(host)
+
+    # Slowloris before authentication: a frame trickling in, never idle long.
+    def test_stranger_trickling_a_frame_is_closed_at_auth_timeout(self):
+        host = self.real_host(conf="auth_timeout=2")
+        s = self.connect()
+        recv_msg(s)  # the challenge
+        closed_after = self.trickle(s, struct.pack(">I", 200) + b"x" * 200)
+        self.assertIsNotNone(closed_after, "still connected after %d s" % BOUND_S)
+        print("stranger trickling a frame: closed after %.1f s" % closed_after)
+        s.close()
+        self.assert_a_round_still_completes(host)
+
+    # Slowloris after authentication: a peer with the token that trickles a frame
+    # sends no heartbeat meanwhile, and is dropped at heartbeat_timeout.
+    def test_authenticated_peer_trickling_a_frame_is_dropped_at_heartbeat_timeout(self):
+        conf = "heartbeat_interval=1,heartbeat_timeout=3"
+        host = self.real_host(conf=conf)
+        s = self.connect()
+        self.handshake(s)
+        closed_after = self.trickle(s, struct.pack(">I", 200) + b"x" * 200)
+        self.assertIsNotNone(closed_after, "still connected after %d s" % BOUND_S)
+        print("authenticated peer trickling a frame: dropped after %.1f s" % closed_after)
+        s.close()
+        self.assert_a_round_still_completes(host, conf=conf)
+
+
+class Relay:
+    """A man in the middle on loopback: agents connect to `port`, it connects to
+    the real host at `host_port` and relays frames both ways, passing each one
+    after the handshake (challenge and welcome down, hello up) through
+    `alter(direction, payload)`, which returns the frames to send instead."""
+
+    def __init__(self, port, host_port, alter):
+        self.alter = alter
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
+        self.listener.listen(8)
+        self.host_port = host_port
+        self.socks = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        try:
+            agent, _ = self.listener.accept()
+            host = socket.create_connection(("127.0.0.1", self.host_port), timeout=30)
+        except OSError:
+            return
+        self.socks += [agent, host]
+        threading.Thread(target=self._pump, args=(host, agent, "down", 2), daemon=True).start()
+        self._pump(agent, host, "up", 1)
+
+    def _pump(self, src, dst, direction, handshake_frames):
+        try:
+            n = 0
+            while True:
+                payload = recv_frame(src)
+                frames = [payload] if n < handshake_frames else self.alter(direction, payload)
+                n += 1
+                for f in frames:
+                    dst.sendall(struct.pack(">I", len(f)) + f)
+        except (OSError, EOFError):
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        for s in self.socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+class ManInTheMiddleTest(RendezvousTestCase):
+    """A relay that owns the path between a real agent and a real host (both
+    with the token) and lets the genuine handshake through, then changes what
+    follows. Before protocol 3 nothing after the welcome was authenticated: the
+    agent believed a rewritten round (its workers would have used another store)."""
+
+    def tearDown(self):
+        if getattr(self, "relay", None):
+            self.relay.close()
+        super().tearDown()
+
+    def through_relay(self, alter):
+        host = self.start_agent(2, nproc=1, conf="token=" + TOKEN)
+        self.wait_listening()
+        host_port, self.port = self.port, free_port()
+        self.relay = Relay(self.port, host_port, alter)
+        agent = self.start_agent(2, nproc=1, conf="is_host=0,token=" + TOKEN)
+        self.port = host_port
+        return host, agent
+
+    def test_a_relay_that_changes_nothing_is_transparent(self):
+        host, agent = self.through_relay(lambda direction, payload: [payload])
+        for a in (host, agent):
+            self.assertEqual(self.wait_exit(a), 0, self.dump())
+        self.assertEqual([w[6] for w in host.workers() + agent.workers()], ["OK", "OK"], self.dump())
+        self.assert_nothing_left()
+
+    def test_a_round_rewritten_after_the_handshake_is_refused(self):
+        def alter(direction, payload):
+            if direction == "down" and b'"type":"round"' in payload:
+                payload = re.sub(rb'"store_port":\d+', b'"store_port":1', payload)
+            return [payload]
+        host, agent = self.through_relay(alter)
+        self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
+        self.assertIn("failed authentication", agent.output())
+        print([l for l in agent.output().splitlines() if "failed authentication" in l])
+        self.assertEqual(agent.workers(), [], "the agent started workers on a forged round")
+        self.assertNotIn("worker rank=", agent.output())
+
+    def test_a_frame_replayed_to_the_host_is_refused(self):
+        def alter(direction, payload):
+            return [payload, payload] if direction == "up" else [payload]
+        host, agent = self.through_relay(alter)
+        self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
+        self.assertEqual(agent.workers(), [], self.dump())
+        self.wait_for(lambda: "failed authentication" in host.output(), "the host to drop the relayed agent")
