@@ -14,8 +14,6 @@ bool ParseBool(const std::string& what, const std::string& text, bool* out, std:
 // --nnodes N or MIN:MAX.
 bool ParseNnodes(const std::string& what, const std::string& text, RendezvousOptions* r,
                  std::string* err);
-// HOST[:PORT] or [IPv6][:PORT]; "" is accepted.
-bool ParseEndpoint(const std::string& what, const std::string& text, std::string* err);
 // --redirects/--tee: 0-3, or LOCAL_RANK:0-3,...
 bool ParseStdSpec(const std::string& what, const std::string& text, StdSpec* out, std::string* err);
 // "0,2,3"; "" is the empty list.

@@ -35,16 +35,6 @@ TEST(OptionValuesTest, Nnodes) {
   }
 }
 
-TEST(OptionValuesTest, Endpoint) {
-  std::string err;
-  for (const char* good : {"", "host", "host:29400", "10.0.0.1:0", "[::1]:29400", "[::1]"}) {
-    EXPECT_TRUE(ParseEndpoint("--rdzv-endpoint", good, &err)) << good << ": " << err;
-  }
-  for (const char* bad : {":29400", "host:", "host:65536", "host:x", "[::1", "[::1]x"}) {
-    EXPECT_FALSE(ParseEndpoint("--rdzv-endpoint", bad, &err)) << bad;
-  }
-}
-
 TEST(OptionValuesTest, StdSpec) {
   StdSpec spec;
   std::string err;
