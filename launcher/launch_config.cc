@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "common/endpoint.h"
+#include "common/node_range.h"
 #include "common/parse.h"
 #include "launcher/option_values.h"
 
@@ -326,10 +327,13 @@ bool Parser::Convert(std::string* err) {
 
 bool Parser::ConvertRendezvous(std::string* err) {
   RendezvousOptions& r = c_->rdzv;
+  NodeRange nodes;
   if (!ParseBool(What(Opt::kStandalone), Text(Opt::kStandalone), &r.standalone, err) ||
-      !ParseNnodes(What(Opt::kNnodes), Text(Opt::kNnodes), &r, err)) {
+      !ParseNodeRange(What(Opt::kNnodes), Text(Opt::kNnodes), &nodes, err)) {
     return false;
   }
+  r.min_nodes = nodes.min;
+  r.max_nodes = nodes.max;
   long long n = 0;
   if (V(Opt::kNodeRank).given) {
     if (!ParseIntNamed(What(Opt::kNodeRank), Text(Opt::kNodeRank), 0, 100000, &n, err)) return false;

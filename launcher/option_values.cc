@@ -38,21 +38,6 @@ bool ParseBool(const std::string& what, const std::string& text, bool* out, std:
   return true;
 }
 
-bool ParseNnodes(const std::string& what, const std::string& text, RendezvousOptions* r,
-                 std::string* err) {
-  auto parts = Split(text, ':');
-  long long lo = 0, hi = 0;
-  bool ok = parts.size() <= 2 && ParseInt(parts[0], 1, 100000, &lo);
-  if (ok) ok = parts.size() == 1 ? (hi = lo, true) : ParseInt(parts[1], 1, 100000, &hi);
-  if (!ok || lo > hi) {
-    *err = fmt::format("{}: '{}' is not N or MIN:MAX with 1 <= MIN <= MAX", what, text);
-    return false;
-  }
-  r->min_nodes = static_cast<int>(lo);
-  r->max_nodes = static_cast<int>(hi);
-  return true;
-}
-
 bool ParseStdSpec(const std::string& what, const std::string& text, StdSpec* out,
                   std::string* err) {
   *out = StdSpec{};

@@ -4,38 +4,17 @@
 
 #include <fmt/format.h>
 
+#include "common/node_range.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
 namespace {
-
-constexpr int kMaxNodes = 1000000;
 
 const char* OptionName(OptionId id) {
   for (const OptionSpec& spec : kOptionTable) {
     if (spec.id == id) return spec.name;
   }
   return "?";
-}
-
-bool ParseNodeRange(std::string_view text, std::pair<int, int>* range, std::string* err) {
-  auto fail = [&] {
-    *err = fmt::format(
-        "--elastic: '{}' is not MIN:MAX or N (node counts 1..{}, MIN <= MAX) or 'off'", text,
-        kMaxNodes);
-    return false;
-  };
-  long long lo = 0, hi = 0;
-  size_t colon = text.find(':');
-  if (colon == std::string_view::npos) {
-    if (!ParseInt(text, 1, kMaxNodes, &lo)) return fail();
-    hi = lo;
-  } else if (!ParseInt(text.substr(0, colon), 1, kMaxNodes, &lo) ||
-             !ParseInt(text.substr(colon + 1), 1, kMaxNodes, &hi) || lo > hi) {
-    return fail();
-  }
-  *range = {static_cast<int>(lo), static_cast<int>(hi)};
-  return true;
 }
 
 bool ParsePort(std::string_view what, std::string_view text, int* port, std::string* err) {
@@ -69,11 +48,13 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
         options->nnodes.reset();
         return true;
       }
-      std::pair<int, int> range;
-      ok = ParseNodeRange(text, &range, &error);
+      NodeRange range;
+      ok = ParseNodeRange("--elastic", text, &range, &error);
       if (ok) {
         options->mode = ElasticMode::kOn;
-        options->nnodes = range;
+        options->nnodes = std::make_pair(range.min, range.max);
+      } else {
+        error += " or 'off'";
       }
       break;
     }

@@ -4,6 +4,7 @@
 
 #include "common/device_list.h"
 #include "common/endpoint.h"
+#include "common/node_range.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
@@ -137,7 +138,7 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   EnvList out;
   int lo = options.nnodes ? options.nnodes->first : static_cast<int>(step.nnodes);
   int hi = options.nnodes ? options.nnodes->second : static_cast<int>(step.nnodes);
-  out.emplace_back("PET_NNODES", fmt::format("{}:{}", lo, hi));
+  out.emplace_back("PET_NNODES", FormatNodeRange(NodeRange{lo, hi}));
   out.emplace_back("PET_NODE_RANK", std::to_string(step.node_id));
   if (options.nproc_per_node) {
     out.emplace_back("PET_NPROC_PER_NODE", FormatNprocSpec(*options.nproc_per_node));
