@@ -69,6 +69,10 @@ struct LaunchConfig {
   bool virtual_local_rank = false;
   std::string python = "python3";     // --python
   bool verbose = false;
+  int crash_loop_count = 3;                // --crash-loop-count; 0 = never end early (crash_loop.h)
+  long long crash_loop_window_ms = 60000;  // --crash-loop-window
+  std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
+  long long health_check_timeout_ms = 60000;  // --health-check-timeout
   // Binding (hwloc_binding/binding.h).
   BindMode bind = BindMode::kAuto;
   MemBind membind = MemBind::kPreferred;

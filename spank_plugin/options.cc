@@ -123,6 +123,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->python = value;
       break;
+    case OptionId::kHealthCheck:
+      ok = NonEmptyValue(id, value, &error);
+      if (ok) options->health_check = value;
+      break;
   }
   if (!ok) {
     if (err) *err = error;
@@ -145,7 +149,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, default)", arg);
+                         "max_restarts, port, bind, python, health_check, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -184,6 +188,12 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.python = value;
+    } else if (key == "health_check") {
+      if (value.empty()) {
+        *err = what + ": needs a value";
+        return false;
+      }
+      result.health_check = value;
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
@@ -192,7 +202,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, default)", key);
+                         "port, bind, python, health_check, default)", key);
       return false;
     }
   }

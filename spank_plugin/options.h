@@ -28,6 +28,7 @@ enum class OptionId {
   kLogDir,
   kNoPython,
   kPython,
+  kHealthCheck,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -40,7 +41,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 11> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 12> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -69,6 +70,10 @@ inline constexpr std::array<OptionSpec, 11> kOptionTable = {{
      OptionId::kNoPython},
     {"elastic-python", "PATH", "[elastic] Python interpreter for a .py command (must have torch)",
      1, OptionId::kPython},
+    {"elastic-health-check", "PROG",
+     "[elastic] Run PROG on each node before it joins a round; a failing node stays out "
+     "(elasticrun --health-check)",
+     1, OptionId::kHealthCheck},
 }};
 
 // --elastic's value.
@@ -89,6 +94,7 @@ struct ElasticOptions {
   std::optional<std::string> log_dir;
   bool no_python = false;
   std::optional<std::string> python;
+  std::optional<std::string> health_check;
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
@@ -106,6 +112,7 @@ struct PluginConfig {
   int port_hi = 65535;                  // default ephemeral range 32768-60999)
   std::optional<BindMode> bind;         // bind=MODE
   std::optional<std::string> python;    // python=PATH
+  std::optional<std::string> health_check;  // health_check=PROG
   bool default_on = false;              // default=on|off
 };
 

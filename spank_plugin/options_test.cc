@@ -15,7 +15,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_LT(std::string(spec.name).size(), 75u);
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 12u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -141,7 +141,8 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(c.launcher, "/usr/bin/elasticrun");
   EXPECT_FALSE(c.default_on);
   ASSERT_TRUE(ParsePluginArgs({"launcher=/opt/e/elasticrun", "max_restarts=2", "port=20000-20099",
-                               "bind=numa", "python=/usr/bin/python3", "default=on"},
+                               "bind=numa", "python=/usr/bin/python3", "health_check=/etc/slurm/hc.sh",
+                               "default=on"},
                               "/usr/bin/elasticrun", &c, &err))
       << err;
   EXPECT_EQ(c.launcher, "/opt/e/elasticrun");
@@ -149,7 +150,10 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(c.port_lo, 20000);
   EXPECT_EQ(c.port_hi, 20099);
   EXPECT_EQ(*c.bind, BindMode::kNuma);
+  EXPECT_EQ(*c.health_check, "/etc/slurm/hc.sh");
   EXPECT_TRUE(c.default_on);
+  EXPECT_FALSE(ParsePluginArgs({"health_check="}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: health_check: needs a value"), std::string::npos) << err;
   ASSERT_TRUE(ParsePluginArgs({"port=29500"}, "/x", &c, &err));
   EXPECT_EQ(*c.fixed_port, 29500);
 }
@@ -205,6 +209,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kRdzvConf, "join_timeout=60,last_call_timeout=1"},
       {OptionId::kBind, "gpu"},              {OptionId::kLogDir, "/tmp/logs"},
       {OptionId::kNoPython, nullptr},        {OptionId::kPython, "/usr/bin/python3"},
+      {OptionId::kHealthCheck, "/home/u/check.sh --gpus"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -215,6 +220,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     for (const auto& [k, v] : o.rdzv_conf) d += " conf:" + k + "=" + v;
     d += " bind=" + (o.bind ? BindModeName(*o.bind) : "-") + " log=" + o.log_dir.value_or("-");
     d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
+    d += " hc=" + o.health_check.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

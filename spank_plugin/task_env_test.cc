@@ -110,12 +110,13 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.no_python = true;
   o.nproc_per_node = NprocSpec{NprocSpec::Kind::kCpu, 0};
   o.rdzv_id = "train1";
+  o.health_check = "/home/u/check.sh --gpus";
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
   std::string err;
-  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3"}, "/x", &c,
-                              &err));
+  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3",
+                               "health_check=/etc/slurm/hc.sh"}, "/x", &c, &err));
   EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
   auto m = AsMap(env);
@@ -126,6 +127,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_NO_PYTHON"], "1");
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
   EXPECT_EQ(m["PET_RDZV_ID"], "train1");
+  EXPECT_EQ(m["PET_HEALTH_CHECK"], "/home/u/check.sh --gpus");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -134,6 +136,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_MAX_RESTARTS"], "1");
   EXPECT_EQ(m["PET_BIND"], "none");
   EXPECT_EQ(m["PET_PYTHON"], "/usr/bin/python3");
+  EXPECT_EQ(m["PET_HEALTH_CHECK"], "/etc/slurm/hc.sh");
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {
