@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "common/parse.h"
 
 namespace elastic {
 namespace {
@@ -145,35 +144,6 @@ bool IsLoopback(const sockaddr_storage& addr) {
 bool IsNumericAddress(const std::string& host) {
   in6_addr buf;
   return inet_pton(AF_INET, host.c_str(), &buf) == 1 || inet_pton(AF_INET6, host.c_str(), &buf) == 1;
-}
-
-bool SplitHostPort(const std::string& endpoint, int default_port, std::string* host, int* port,
-                   std::string* err) {
-  auto fail = [&](const char* why) {
-    if (err) *err = fmt::format("--rdzv-endpoint: '{}' {}", endpoint, why);
-    return false;
-  };
-  *port = default_port;
-  std::string port_text;
-  if (!endpoint.empty() && endpoint[0] == '[') {  // [v6]:port
-    size_t close = endpoint.find(']');
-    if (close == std::string::npos) return fail("has an unclosed '['");
-    *host = endpoint.substr(1, close - 1);
-    std::string rest = endpoint.substr(close + 1);
-    if (!rest.empty() && rest[0] != ':') return fail("is not [HOST]:PORT");
-    if (!rest.empty()) port_text = rest.substr(1);
-  } else {
-    size_t colon = endpoint.rfind(':');
-    bool one_colon = colon != std::string::npos && endpoint.find(':') == colon;
-    *host = one_colon ? endpoint.substr(0, colon) : endpoint;
-    if (one_colon) port_text = endpoint.substr(colon + 1);
-  }
-  if (host->empty()) return fail("has no host");
-  if (port_text.empty()) return true;
-  long long p = 0;
-  if (!ParseInt(port_text, 1, 65535, &p)) return fail("has a port outside 1..65535");
-  *port = static_cast<int>(p);
-  return true;
 }
 
 }  // namespace elastic

@@ -30,8 +30,6 @@ std::string PeerAddress(int fd);
 std::string LocalAddress(int fd);
 bool IsLoopback(const sockaddr_storage& addr);
 bool IsNumericAddress(const std::string& host);  // an IPv4 or IPv6 literal
-// "host[:port]" (also "[v6]:port"); port defaults to default_port.
-bool SplitHostPort(const std::string& endpoint, int default_port, std::string* host, int* port,
-                   std::string* err);
+// Endpoints as users write them ("host:port", "[v6]:port"): common/endpoint.h.
 
 }  // namespace elastic

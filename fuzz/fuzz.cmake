@@ -77,12 +77,22 @@ elastic_add_fuzzer(parse RUNS 100000
   SOURCES common/parse.cc)
 elastic_add_fuzzer(device_list RUNS 50000
   SOURCES common/device_list.cc common/parse.cc)
+elastic_add_fuzzer(endpoint RUNS 50000
+  SOURCES common/endpoint.cc common/parse.cc)
+elastic_add_fuzzer(nproc_spec RUNS 20000
+  SOURCES common/nproc_spec.cc common/parse.cc)
+elastic_add_fuzzer(bind_mode RUNS 20000
+  SOURCES common/bind_mode.cc)
+elastic_add_fuzzer(node_range RUNS 20000
+  SOURCES common/node_range.cc common/parse.cc)
 elastic_add_fuzzer(spank_options RUNS 50000
-  SOURCES spank_plugin/options.cc common/parse.cc)
+  SOURCES spank_plugin/options.cc common/parse.cc common/endpoint.cc common/nproc_spec.cc
+          common/bind_mode.cc common/node_range.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
           spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/allocator.cc
-          common/parse.cc common/log.cc common/device_list.cc)
+          common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000
@@ -90,6 +100,8 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc common/parse.cc rendezvous/rendezvous_settings.cc
+          common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
+          common/node_range.cc
   OPTIONAL_SOURCES launcher/option_values.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
 set(_fuzz_topology ${PROJECT_SOURCE_DIR}/tests/topologies/nvidiaDGX2.xml)

@@ -6,10 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace elastic {
+#include "common/bind_mode.h"  // BindMode, MemBind: parsed there (one parser for plugin and launcher)
 
-enum class BindMode { kAuto, kGpu, kGpuExclusive, kNuma, kNone };
-enum class MemBind { kPreferred, kStrict, kNone };
+namespace elastic {
 
 struct BindingRequest {
   BindMode mode = BindMode::kAuto;      // auto: gpu when the node has GPUs, else numa
@@ -40,10 +39,6 @@ struct BindingPlan {
   std::string note;                     // non-empty when a fallback applied (say it once)
   bool this_system = true;              // false when loaded from another machine's XML
 };
-
-// Parses "gpu", "gpu-exclusive", "numa", "none", "auto" / "preferred", "strict", "none".
-bool ParseBindMode(const std::string& text, BindMode* mode, std::string* err);
-bool ParseMemBind(const std::string& text, MemBind* membind, std::string* err);
 
 // Modes, as PlanBinding implements them (plan.cc has the details):
 // - gpu: local rank i gets the i-th visible GPU (PCI bus id order) and that GPU's
@@ -103,8 +98,5 @@ void AdjustWorkerEnvironment(const WorkerBinding& worker, std::vector<std::strin
 
 std::string PlanToJson(const BindingPlan& plan);   // [{"local_rank":0,"gpu":"...","cpus":"...","mems":"0"}]
 std::string PlanToTable(const BindingPlan& plan);  // human-readable, one line per rank
-
-std::string BindModeName(BindMode mode);     // "gpu-exclusive", ...
-std::string MemBindName(MemBind membind);    // "preferred", ...
 
 }  // namespace elastic

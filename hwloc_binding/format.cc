@@ -1,4 +1,4 @@
-// Parsing of --bind/--membind and the two printed forms of a plan.
+// The two printed forms of a plan (the modes are named by common/bind_mode.h).
 #include <fmt/format.h>
 
 #include "hwloc_binding/binding.h"
@@ -22,58 +22,6 @@ std::string JsonString(const std::string& text) {
 }
 
 }  // namespace
-
-bool ParseBindMode(const std::string& text, BindMode* mode, std::string* err) {
-  if (text == "auto") {
-    *mode = BindMode::kAuto;
-  } else if (text == "gpu") {
-    *mode = BindMode::kGpu;
-  } else if (text == "gpu-exclusive") {
-    *mode = BindMode::kGpuExclusive;
-  } else if (text == "numa") {
-    *mode = BindMode::kNuma;
-  } else if (text == "none") {
-    *mode = BindMode::kNone;
-  } else {
-    *err = fmt::format("--bind: '{}' is not one of auto, gpu, gpu-exclusive, numa, none", text);
-    return false;
-  }
-  return true;
-}
-
-bool ParseMemBind(const std::string& text, MemBind* membind, std::string* err) {
-  if (text == "preferred") {
-    *membind = MemBind::kPreferred;
-  } else if (text == "strict") {
-    *membind = MemBind::kStrict;
-  } else if (text == "none") {
-    *membind = MemBind::kNone;
-  } else {
-    *err = fmt::format("--membind: '{}' is not one of preferred, strict, none", text);
-    return false;
-  }
-  return true;
-}
-
-std::string BindModeName(BindMode mode) {
-  switch (mode) {
-    case BindMode::kAuto: return "auto";
-    case BindMode::kGpu: return "gpu";
-    case BindMode::kGpuExclusive: return "gpu-exclusive";
-    case BindMode::kNuma: return "numa";
-    case BindMode::kNone: return "none";
-  }
-  return "?";
-}
-
-std::string MemBindName(MemBind membind) {
-  switch (membind) {
-    case MemBind::kPreferred: return "preferred";
-    case MemBind::kStrict: return "strict";
-    case MemBind::kNone: return "none";
-  }
-  return "?";
-}
 
 std::string PlanToJson(const BindingPlan& plan) {
   std::string out = "[";

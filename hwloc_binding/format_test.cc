@@ -9,21 +9,6 @@
 namespace elastic {
 namespace {
 
-TEST(FormatTest, ParsesEveryModeName) {
-  for (BindMode mode : {BindMode::kAuto, BindMode::kGpu, BindMode::kGpuExclusive, BindMode::kNuma, BindMode::kNone}) {
-    BindMode parsed = BindMode::kAuto;
-    std::string err;
-    ASSERT_TRUE(ParseBindMode(BindModeName(mode), &parsed, &err)) << err;
-    EXPECT_EQ(parsed, mode);
-  }
-  for (MemBind membind : {MemBind::kPreferred, MemBind::kStrict, MemBind::kNone}) {
-    MemBind parsed = MemBind::kNone;
-    std::string err;
-    ASSERT_TRUE(ParseMemBind(MemBindName(membind), &parsed, &err)) << err;
-    EXPECT_EQ(parsed, membind);
-  }
-}
-
 TEST(FormatTest, JsonIsAnArrayOfOneObjectPerLocalRank) {
   BindingPlan plan;
   plan.workers.push_back({0, "0000:18:00.0", "0-23,48-71", "0", 24});

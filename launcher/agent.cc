@@ -35,8 +35,8 @@ UniqueFd OpenLog(const std::string& path) {
 
 }  // namespace
 
-ElasticAgent::ElasticAgent(const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
-    : config_(config), env_(env), spec_(std::move(spec)) {
+ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
+    : config_(config), env_(env), spec_(std::move(spec)), loop_(loop) {
   status_.nproc = config.nproc;
   std::string warning;
   std::error_code ec;

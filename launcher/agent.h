@@ -1,5 +1,6 @@
 // ElasticAgent: the shell around the pure supervision logic (worker_state.h).
-// It owns the event loop, the rendezvous, the worker processes and their output,
+// It runs on the caller's event loop (RunElasticrun owns it, and builds the
+// rendezvous on it first) and owns the rendezvous, the worker processes and their output,
 // turns what happens (pidfd readable, signalfd readable, timer, rendezvous
 // callback) into Events, and carries out the Actions that Step() returns.
 //
@@ -59,12 +60,12 @@ struct Worker {
 
 class ElasticAgent {
  public:
-  ElasticAgent(const LaunchConfig& config, const EnvMap& env, WorkerSpec spec);
+  // `loop` must outlive the agent; `rendezvous` (given to Run) runs on it too.
+  ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec);
   ~ElasticAgent();
 
   // Runs the job; returns the exit code (see worker_state.h).
   int Run(std::unique_ptr<RendezvousHandler> rendezvous);
-  EventLoop& loop() { return loop_; }
 
  private:
   bool SetUpSignals(std::string* err);
@@ -101,7 +102,7 @@ class ElasticAgent {
   const LaunchConfig& config_;
   const EnvMap& env_;
   WorkerSpec spec_;
-  EventLoop loop_;
+  EventLoop& loop_;
   std::unique_ptr<RendezvousHandler> rendezvous_;
   GroupStatus status_;
   RoundInfo round_;

@@ -9,10 +9,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <fmt/format.h>
 #include <functional>
 
+#include "common/endpoint.h"
+#include "common/node_range.h"
 #include "common/parse.h"
 #include "launcher/option_values.h"
 
@@ -21,8 +24,20 @@ extern char** environ;
 namespace elastic {
 namespace {
 
+// Every option, by name in the code: a misspelt one does not compile (values are
+// looked up by this index, not by a string).
+enum class Opt : size_t {
+  kStandalone, kNnodes, kNprocPerNode, kNodeRank, kMaxRestarts, kMonitorInterval,
+  kRdzvBackend, kRdzvEndpoint, kRdzvId, kRdzvConf, kLocalAddr, kRole, kRedirects, kTee,
+  kLogDir, kLocalRanksFilter, kNoPython, kModule, kRunPath, kSignalsToHandle,
+  kShutdownTimeout, kVirtualLocalRank, kPython, kBind, kMembind, kTopology, kCpusAllowed,
+  kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
+  kCount
+};
+
 // One row per option: its spellings, the PET_ variable, the default and the help.
 struct OptionDef {
+  Opt id;             // its row: kOptions[id]
   const char* names;  // CLI11 names: "-r,--redirects"
   const char* dest;   // torchrun's dest; PET_<DEST upper-cased> is its variable
   const char* def;    // default as text ("" = none)
@@ -31,76 +46,85 @@ struct OptionDef {
 };
 
 constexpr OptionDef kOptions[] = {
-    {"--standalone", "standalone", "", true,
+    {Opt::kStandalone, "--standalone", "standalone", "", true,
      "Single-node run with a local rendezvous (implies --nnodes=1)."},
-    {"--nnodes", "nnodes", "1", false, "Number of nodes: N or MIN:MAX."},
-    {"--nproc-per-node,--nproc_per_node", "nproc_per_node", "1", false,
+    {Opt::kNnodes, "--nnodes", "nnodes", "1", false, "Number of nodes: N or MIN:MAX."},
+    {Opt::kNprocPerNode, "--nproc-per-node,--nproc_per_node", "nproc_per_node", "1", false,
      "Workers on this node: N, gpu (GPUs of this node; error if none), cpu (CPUs this "
      "process may use), auto (gpu count if any, else cpu count). GPUs come from "
      "CUDA_VISIBLE_DEVICES, else SLURM_STEP_GPUS/SLURM_JOB_GPUS, else hwloc."},
-    {"--node-rank,--node_rank", "node_rank", "", false,
+    {Opt::kNodeRank, "--node-rank,--node_rank", "node_rank", "", false,
      "Preferred rank of this node (default: assigned by the rendezvous)."},
-    {"--max-restarts,--max_restarts", "max_restarts", "0", false,
+    {Opt::kMaxRestarts, "--max-restarts,--max_restarts", "max_restarts", "0", false,
      "Restarts of the worker group after failures before the job fails."},
-    {"--monitor-interval,--monitor_interval", "monitor_interval", "0.1", false,
+    {Opt::kMonitorInterval, "--monitor-interval,--monitor_interval", "monitor_interval", "0.1", false,
      "Accepted for torchrun compatibility; elasticrun does not poll (seconds)."},
-    {"--rdzv-backend,--rdzv_backend", "rdzv_backend", "c10d", false, "Rendezvous backend."},
-    {"--rdzv-endpoint,--rdzv_endpoint", "rdzv_endpoint", "", false,
+    {Opt::kRdzvBackend, "--rdzv-backend,--rdzv_backend", "rdzv_backend", "c10d", false, "Rendezvous backend."},
+    {Opt::kRdzvEndpoint, "--rdzv-endpoint,--rdzv_endpoint", "rdzv_endpoint", "", false,
      "Rendezvous endpoint HOST[:PORT]."},
-    {"--rdzv-id,--rdzv_id", "rdzv_id", "none", false,
+    {Opt::kRdzvId, "--rdzv-id,--rdzv_id", "rdzv_id", "none", false,
      "Job id shared by all nodes (TORCHELASTIC_RUN_ID)."},
-    {"--rdzv-conf,--rdzv_conf", "rdzv_conf", "", false,
+    {Opt::kRdzvConf, "--rdzv-conf,--rdzv_conf", "rdzv_conf", "", false,
      "Rendezvous settings key=value,... (join_timeout, last_call_timeout, ...)."},
-    {"--local-addr,--local_addr", "local_addr", "", false,
+    {Opt::kLocalAddr, "--local-addr,--local_addr", "local_addr", "", false,
      "Address of this node as seen by the others (default: its hostname)."},
-    {"--role", "role", "default", false, "Role name of the workers (ROLE_NAME)."},
-    {"-r,--redirects", "redirects", "0", false,
+    {Opt::kRole, "--role", "role", "default", false, "Role name of the workers (ROLE_NAME)."},
+    {Opt::kRedirects, "-r,--redirects", "redirects", "0", false,
      "Send worker output to files only: 0 none, 1 stdout, 2 stderr, 3 both; one value "
      "or per local rank (0:1,1:3)."},
-    {"-t,--tee", "tee", "0", false,
+    {Opt::kTee, "-t,--tee", "tee", "0", false,
      "Copy worker output to files as well as the console; same values as --redirects."},
-    {"--log-dir,--log_dir", "log_dir", "", false,
+    {Opt::kLogDir, "--log-dir,--log_dir", "log_dir", "", false,
      "Directory for LOG_DIR/attempt_N/LOCAL_RANK/{stdout.log,stderr.log,error.json} "
      "(default: a fresh directory under $TMPDIR, removed at exit)."},
-    {"--local-ranks-filter,--local_ranks_filter", "local_ranks_filter", "", false,
+    {Opt::kLocalRanksFilter, "--local-ranks-filter,--local_ranks_filter", "local_ranks_filter", "", false,
      "Only these local ranks' output on the console, e.g. 0,3 (default: all)."},
-    {"--no-python,--no_python", "no_python", "", true,
+    {Opt::kNoPython, "--no-python,--no_python", "no_python", "", true,
      "Execute the program directly, even if it ends in .py."},
-    {"-m,--module", "module", "", true, "Run the program as a Python module (python -m)."},
-    {"--run-path,--run_path", "run_path", "", true, "Run the program as a Python script."},
-    {"--signals-to-handle,--signals_to_handle", "signals_to_handle",
+    {Opt::kModule, "-m,--module", "module", "", true, "Run the program as a Python module (python -m)."},
+    {Opt::kRunPath, "--run-path,--run_path", "run_path", "", true, "Run the program as a Python script."},
+    {Opt::kSignalsToHandle, "--signals-to-handle,--signals_to_handle", "signals_to_handle",
      "SIGTERM,SIGINT,SIGHUP,SIGQUIT", false,
      "Signals that stop the run: forwarded to the workers, then exit 128+signal. "
      "SIGUSR1/SIGUSR2 not listed here are forwarded and the run goes on."},
-    {"--shutdown-timeout,--shutdown_timeout", "shutdown_timeout", "30", false,
+    {Opt::kShutdownTimeout, "--shutdown-timeout,--shutdown_timeout", "shutdown_timeout", "30", false,
      "Seconds between the stop signal and SIGKILL when stopping workers."},
-    {"--virtual-local-rank,--virtual_local_rank", "virtual_local_rank", "", true,
+    {Opt::kVirtualLocalRank, "--virtual-local-rank,--virtual_local_rank", "virtual_local_rank", "", true,
      "Every worker sees LOCAL_RANK=0 and only its own GPU in CUDA_VISIBLE_DEVICES."},
-    {"--python", "python", "python3", false,
+    {Opt::kPython, "--python", "python", "python3", false,
      "Interpreter for .py programs and -m (looked up in PATH; it must have torch)."},
-    {"--bind", "bind", "auto", false,
+    {Opt::kBind, "--bind", "bind", "auto", false,
      "CPU/memory binding per worker: auto (gpu if GPUs, else numa), gpu, gpu-exclusive, "
      "numa, none."},
-    {"--membind", "membind", "preferred", false, "Memory policy: preferred, strict, none."},
-    {"--topology", "topology", "", false,
+    {Opt::kMembind, "--membind", "membind", "preferred", false, "Memory policy: preferred, strict, none."},
+    {Opt::kTopology, "--topology", "topology", "", false,
      "hwloc XML topology to plan with instead of this machine's (testing)."},
-    {"--cpus-allowed,--cpus_allowed", "cpus_allowed", "", false,
+    {Opt::kCpusAllowed, "--cpus-allowed,--cpus_allowed", "cpus_allowed", "", false,
      "Restrict binding to these CPUs, e.g. 0-15,32-47."},
-    {"--gpu-vendor,--gpu_vendor", "gpu_vendor", "", false,
+    {Opt::kGpuVendor, "--gpu-vendor,--gpu_vendor", "gpu_vendor", "", false,
      "GPU vendor for hwloc discovery: nvidia or amd (default: nvidia if the node has NVIDIA GPUs, else amd)."},
-    {"-v,--verbose", "verbose", "", true, "Log what the agent does."},
-    {"--crash-loop-count,--crash_loop_count", "crash_loop_count", "3", false,
+    {Opt::kVerbose, "-v,--verbose", "verbose", "", true, "Log what the agent does."},
+    {Opt::kCrashLoopCount, "--crash-loop-count,--crash_loop_count", "crash_loop_count", "3", false,
      "End the job (exit 2) when the workers fail within --crash-loop-window of their start "
      "this many rounds in a row; 0: never."},
-    {"--crash-loop-window,--crash_loop_window", "crash_loop_window", "60", false,
+    {Opt::kCrashLoopWindow, "--crash-loop-window,--crash_loop_window", "crash_loop_window", "60", false,
      "Seconds from the workers' start within which a failure counts toward a crash loop."},
-    {"--health-check,--health_check", "health_check", "", false,
+    {Opt::kHealthCheck, "--health-check,--health_check", "health_check", "", false,
      "Shell command run on this node before it joins each round; a non-zero exit or a "
      "timeout keeps the node out and it checks again every 10 s (output in "
      "LOG_DIR/health_check.log)."},
-    {"--health-check-timeout,--health_check_timeout", "health_check_timeout", "60", false,
+    {Opt::kHealthCheckTimeout, "--health-check-timeout,--health_check_timeout", "health_check_timeout", "60", false,
      "Seconds a --health-check may run before it is killed and counts as failed."},
 };
+
+constexpr bool RowsInOrder() {
+  size_t i = 0;
+  for (const OptionDef& def : kOptions) {
+    if (static_cast<size_t>(def.id) != i++) return false;
+  }
+  return i == static_cast<size_t>(Opt::kCount);
+}
+static_assert(RowsInOrder(), "kOptions has one row per Opt, in Opt's order");
 
 std::string PetName(const char* dest) {
   std::string name = "PET_";
@@ -111,9 +135,11 @@ std::string PetName(const char* dest) {
 // One option's final text and where it came from, for error messages.
 struct Value {
   std::string text;
+  std::string name;    // its long name: "--nnodes"
   std::string source;  // "--nnodes" or "PET_NNODES" or "" for the default
   bool given = false;
-  std::string What(const char* long_name) const { return source.empty() ? long_name : source; }
+  // What an error names: where the value came from (the option for a default).
+  const std::string& What() const { return source.empty() ? name : source; }
 };
 
 std::string HelpText(const OptionDef& def) {
@@ -157,14 +183,21 @@ class Parser {
  private:
   bool Convert(std::string* err);
   bool ConvertRendezvous(std::string* err);
+  void ConvertSlurmDefaults();
   bool ConvertBinding(std::string* err);
   bool ConvertResilience(std::string* err);
-  const Value& V(const char* dest) { return values_[dest]; }
-  std::string What(const char* dest, const char* long_name) { return V(dest).What(long_name); }
+  void ConvertGpuLists();
+  const Value& V(Opt opt) const { return values_[static_cast<size_t>(opt)]; }
+  const std::string& What(Opt opt) const { return V(opt).What(); }
+  const std::string& Text(Opt opt) const { return V(opt).text; }
+  const std::string* Env(const char* name) const {
+    auto it = env_.find(name);
+    return it == env_.end() ? nullptr : &it->second;
+  }
 
   const EnvMap& env_;
   LaunchConfig* c_;
-  std::map<std::string, Value> values_;
+  std::array<Value, static_cast<size_t>(Opt::kCount)> values_;
 };
 
 ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, std::string* err) {
@@ -221,11 +254,11 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
   }
   for (size_t i = 0; i < kCount; ++i) {
     const OptionDef& def = kOptions[i];
-    Value& v = values_[def.dest];
-    std::string long_name = opts[i]->get_name();
+    Value& v = values_[i];
+    v.name = opts[i]->get_name();
     if (opts[i]->count() > 0) {
       v.text = def.flag ? "1" : texts[i];
-      v.source = long_name;
+      v.source = v.name;
       v.given = true;
     } else if (auto it = env_.find(PetName(def.dest)); it != env_.end()) {
       v.text = it->second;
@@ -263,139 +296,162 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
 }
 
 bool Parser::Convert(std::string* err) {
-  auto flag = [&](const char* dest, const char* name, bool* out) {
-    return ParseBool(What(dest, name), V(dest).text, out, err);
-  };
-  long long n = 0;
-  if (!flag("no_python", "--no-python", &c_->no_python) || !flag("module", "-m", &c_->module) ||
-      !flag("run_path", "--run-path", &c_->run_path) ||
-      !flag("virtual_local_rank", "--virtual-local-rank", &c_->virtual_local_rank) ||
-      !flag("verbose", "--verbose", &c_->verbose)) {
+  auto flag = [&](Opt opt, bool* out) { return ParseBool(What(opt), Text(opt), out, err); };
+  if (!flag(Opt::kNoPython, &c_->no_python) || !flag(Opt::kModule, &c_->module) ||
+      !flag(Opt::kRunPath, &c_->run_path) || !flag(Opt::kVirtualLocalRank, &c_->virtual_local_rank) ||
+      !flag(Opt::kVerbose, &c_->verbose)) {
     return false;
   }
   if (c_->module && c_->no_python) {
     *err = "-m/--module: cannot be combined with --no-python";
     return false;
   }
-  c_->nproc_spec = V("nproc_per_node").text;
-  if (c_->nproc_spec != "gpu" && c_->nproc_spec != "cpu" && c_->nproc_spec != "auto" &&
-      !ParseIntNamed(What("nproc_per_node", "--nproc-per-node"), c_->nproc_spec, 1, 4096, &n, err)) {
-    *err += " (or gpu, cpu, auto)";
+  if (!ParseNprocSpec(What(Opt::kNprocPerNode), Text(Opt::kNprocPerNode), &c_->nproc_spec, err)) {
     return false;
   }
-  if (!ParseSeconds(What("monitor_interval", "--monitor-interval"), V("monitor_interval").text,
-                    &c_->monitor_interval_ms, err) ||
-      !ParseSeconds(What("shutdown_timeout", "--shutdown-timeout"), V("shutdown_timeout").text,
-                    &c_->shutdown_timeout_ms, err)) {
+  if (c_->nproc_spec.kind == NprocSpec::Kind::kCount) c_->nproc = c_->nproc_spec.count;
+  if (!ParseSeconds(What(Opt::kMonitorInterval), Text(Opt::kMonitorInterval), &c_->monitor_interval_ms,
+                    err) ||
+      !ParseSeconds(What(Opt::kShutdownTimeout), Text(Opt::kShutdownTimeout), &c_->shutdown_timeout_ms,
+                    err)) {
     return false;
   }
-  c_->role = V("role").text;
+  c_->role = Text(Opt::kRole);
   if (c_->role.empty()) {
-    *err = What("role", "--role") + ": must not be empty";
+    *err = What(Opt::kRole) + ": must not be empty";
     return false;
   }
-  if (!ParseStdSpec(What("redirects", "--redirects"), V("redirects").text, &c_->redirects, err) ||
-      !ParseStdSpec(What("tee", "--tee"), V("tee").text, &c_->tee, err) ||
-      !ParseRankList(What("local_ranks_filter", "--local-ranks-filter"),
-                     V("local_ranks_filter").text, &c_->local_ranks_filter, err) ||
-      !ParseSignals(What("signals_to_handle", "--signals-to-handle"), V("signals_to_handle").text,
-                    &c_->signals_to_handle, err)) {
+  if (!ParseStdSpec(What(Opt::kRedirects), Text(Opt::kRedirects), &c_->redirects, err) ||
+      !ParseStdSpec(What(Opt::kTee), Text(Opt::kTee), &c_->tee, err) ||
+      !ParseRankList(What(Opt::kLocalRanksFilter), Text(Opt::kLocalRanksFilter), &c_->local_ranks_filter,
+                     err) ||
+      !ParseSignals(What(Opt::kSignalsToHandle), Text(Opt::kSignalsToHandle), &c_->signals_to_handle, err)) {
     return false;
   }
-  c_->log_dir = V("log_dir").text;
-  c_->python = V("python").text;
+  c_->log_dir = Text(Opt::kLogDir);
+  c_->python = Text(Opt::kPython);
   if (c_->python.empty()) {
-    *err = What("python", "--python") + ": must not be empty";
+    *err = What(Opt::kPython) + ": must not be empty";
     return false;
   }
+  ConvertGpuLists();
   return ConvertRendezvous(err) && ConvertBinding(err) && ConvertResilience(err);
 }
 
 bool Parser::ConvertResilience(std::string* err) {
   long long n = 0;
-  if (!ParseIntNamed(What("crash_loop_count", "--crash-loop-count"), V("crash_loop_count").text, 0, 1000000,
-                     &n, err) ||
-      !ParseSeconds(What("crash_loop_window", "--crash-loop-window"), V("crash_loop_window").text,
-                    &c_->crash_loop_window_ms, err) ||
-      !ParseSeconds(What("health_check_timeout", "--health-check-timeout"), V("health_check_timeout").text,
+  if (!ParseIntNamed(What(Opt::kCrashLoopCount), Text(Opt::kCrashLoopCount), 0, 1000000, &n, err) ||
+      !ParseSeconds(What(Opt::kCrashLoopWindow), Text(Opt::kCrashLoopWindow), &c_->crash_loop_window_ms, err) ||
+      !ParseSeconds(What(Opt::kHealthCheckTimeout), Text(Opt::kHealthCheckTimeout),
                     &c_->health_check_timeout_ms, err)) {
     return false;
   }
   c_->crash_loop_count = static_cast<int>(n);
   if (c_->health_check_timeout_ms <= 0) {
-    *err = fmt::format("{}: '{}': must be more than 0 seconds",
-                       What("health_check_timeout", "--health-check-timeout"), V("health_check_timeout").text);
+    *err = fmt::format("{}: '{}': must be more than 0 seconds", What(Opt::kHealthCheckTimeout),
+                       Text(Opt::kHealthCheckTimeout));
     return false;
   }
-  c_->health_check = V("health_check").text;
+  c_->health_check = Text(Opt::kHealthCheck);
   return true;
 }
 
 bool Parser::ConvertRendezvous(std::string* err) {
   RendezvousOptions& r = c_->rdzv;
-  if (!ParseBool(What("standalone", "--standalone"), V("standalone").text, &r.standalone, err) ||
-      !ParseNnodes(What("nnodes", "--nnodes"), V("nnodes").text, &r, err)) {
+  NodeRange nodes;
+  if (!ParseBool(What(Opt::kStandalone), Text(Opt::kStandalone), &r.standalone, err) ||
+      !ParseNodeRange(What(Opt::kNnodes), Text(Opt::kNnodes), &nodes, err)) {
     return false;
   }
+  r.min_nodes = nodes.min;
+  r.max_nodes = nodes.max;
   long long n = 0;
-  if (V("node_rank").given) {
-    if (!ParseIntNamed(What("node_rank", "--node-rank"), V("node_rank").text, 0, 100000, &n, err)) {
-      return false;
-    }
+  if (V(Opt::kNodeRank).given) {
+    if (!ParseIntNamed(What(Opt::kNodeRank), Text(Opt::kNodeRank), 0, 100000, &n, err)) return false;
     r.node_rank = static_cast<int>(n);
   }
-  if (!ParseIntNamed(What("max_restarts", "--max-restarts"), V("max_restarts").text, 0, 1000000, &n,
-                     err)) {
-    return false;
-  }
+  if (!ParseIntNamed(What(Opt::kMaxRestarts), Text(Opt::kMaxRestarts), 0, 1000000, &n, err)) return false;
   r.max_restarts = static_cast<int>(n);
-  r.backend = V("rdzv_backend").text;
+  r.backend = Text(Opt::kRdzvBackend);
   if (r.backend.empty()) {
-    *err = What("rdzv_backend", "--rdzv-backend") + ": must not be empty";
+    *err = What(Opt::kRdzvBackend) + ": must not be empty";
     return false;
   }
-  r.endpoint = V("rdzv_endpoint").text;
-  if (!ParseEndpoint(What("rdzv_endpoint", "--rdzv-endpoint"), r.endpoint, err)) return false;
-  r.run_id = V("rdzv_id").text;
+  if (!Text(Opt::kRdzvEndpoint).empty()) {
+    Endpoint endpoint;
+    if (!ParseEndpoint(What(Opt::kRdzvEndpoint), Text(Opt::kRdzvEndpoint), &endpoint, err)) return false;
+    r.endpoint = std::move(endpoint);
+  }
+  r.run_id = Text(Opt::kRdzvId);
   if (r.run_id.empty()) {
-    *err = What("rdzv_id", "--rdzv-id") + ": must not be empty";
+    *err = What(Opt::kRdzvId) + ": must not be empty";
     return false;
   }
-  if (!ParseKeyValues(What("rdzv_conf", "--rdzv-conf"), V("rdzv_conf").text, &r.conf, err)) {
-    return false;
-  }
-  r.local_addr = V("local_addr").text;
+  if (!ParseKeyValues(What(Opt::kRdzvConf), Text(Opt::kRdzvConf), &r.conf, err)) return false;
+  r.local_addr = Text(Opt::kLocalAddr);
+  if (const std::string* token = Env("ELASTIC_RDZV_TOKEN")) r.token = *token;
   if (r.standalone) {
     // torchrun: --standalone means one node with a private local rendezvous.
     r.min_nodes = r.max_nodes = 1;
     r.backend = "c10d";
-    r.endpoint.clear();
+    r.endpoint.reset();
   }
+  ConvertSlurmDefaults();
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) r.hostname = host;
   return true;
 }
 
+// Under Slurm (a plain `srun elasticrun`, or the plugin) the step says which node
+// this is and how many are coming: defaults for --node-rank and for the
+// rendezvous' expected node count (--rdzv-conf expected_nodes wins). Values that
+// are not numbers, or a count outside --nnodes, are ignored.
+void Parser::ConvertSlurmDefaults() {
+  RendezvousOptions& r = c_->rdzv;
+  long long value = 0;
+  const std::string* node_id = Env("SLURM_NODEID");
+  if (!V(Opt::kNodeRank).given && node_id && ParseInt(*node_id, 0, 1 << 20, &value)) {
+    r.node_rank = static_cast<int>(value);
+  }
+  const std::string* nnodes = Env("SLURM_NNODES");
+  if (nnodes && ParseInt(*nnodes, 1, 1 << 20, &value) && value >= r.min_nodes && value <= r.max_nodes) {
+    r.expected_nodes = static_cast<int>(value);
+  }
+}
+
 bool Parser::ConvertBinding(std::string* err) {
-  c_->bind = V("bind").text;
-  c_->membind = V("membind").text;
-  c_->topology = V("topology").text;
-  c_->cpus_allowed = V("cpus_allowed").text;
-  c_->gpu_vendor = V("gpu_vendor").text;
-  if (!OneOf(What("bind", "--bind"), c_->bind, {"auto", "gpu", "gpu-exclusive", "numa", "none"}, err) ||
-      !OneOf(What("membind", "--membind"), c_->membind, {"preferred", "strict", "none"}, err) ||
-      !ParseCpuList(What("cpus_allowed", "--cpus-allowed"), c_->cpus_allowed, err)) {
+  c_->topology = Text(Opt::kTopology);
+  c_->cpus_allowed = Text(Opt::kCpusAllowed);
+  c_->gpu_vendor = Text(Opt::kGpuVendor);
+  if (!ParseBindMode(What(Opt::kBind), Text(Opt::kBind), &c_->bind, err) ||
+      !ParseMemBind(What(Opt::kMembind), Text(Opt::kMembind), &c_->membind, err) ||
+      !ParseCpuList(What(Opt::kCpusAllowed), c_->cpus_allowed, err)) {
     return false;
   }
-  if (!c_->gpu_vendor.empty() &&
-      !OneOf(What("gpu_vendor", "--gpu-vendor"), c_->gpu_vendor, {"nvidia", "amd"}, err)) {
+  if (!c_->gpu_vendor.empty() && !OneOf(What(Opt::kGpuVendor), c_->gpu_vendor, {"nvidia", "amd"}, err)) {
     return false;
   }
   if (!c_->topology.empty() && access(c_->topology.c_str(), R_OK) != 0) {
-    *err = fmt::format("{}: '{}': {}", What("topology", "--topology"), c_->topology, strerror(errno));
+    *err = fmt::format("{}: '{}': {}", What(Opt::kTopology), c_->topology, strerror(errno));
     return false;
   }
   return true;
+}
+
+// The GPU variables, parsed once: --nproc-per-node=gpu|auto counts them and the
+// binding maps them onto the topology. A list that does not parse is an error
+// only where it is used (a fixed --nproc-per-node with --bind=none never reads it).
+void Parser::ConvertGpuLists() {
+  GpuLists& g = c_->gpus;
+  if (const std::string* cvd = Env("CUDA_VISIBLE_DEVICES")) {
+    g.cuda_visible_devices = ParseGpuList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES", *cvd);
+  }
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    if (const std::string* text = Env(name)) {
+      g.step_gpus = ParseGpuList(DeviceListKind::kSlurm, name, *text);
+      break;
+    }
+  }
 }
 
 }  // namespace
@@ -404,6 +460,14 @@ ParseOutcome ParseLaunchConfig(int argc, const char* const* argv, const EnvMap& 
                                LaunchConfig* config, std::string* out, std::string* err) {
   Parser parser(env, config);
   return parser.Parse(argc, argv, out, err);
+}
+
+GpuList ParseGpuList(DeviceListKind kind, const std::string& name, const std::string& text) {
+  GpuList list;
+  list.name = name;
+  list.text = text;
+  list.ok = ParseDeviceList(kind, name, text, &list.devices, &list.error);
+  return list;
 }
 
 EnvMap CurrentEnv() {

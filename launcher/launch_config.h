@@ -8,9 +8,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/bind_mode.h"
+#include "common/device_list.h"
+#include "common/nproc_spec.h"
 #include "launcher/make_rendezvous.h"
 
 namespace elastic {
@@ -30,10 +34,27 @@ struct StdSpec {
   }
 };
 
+// One GPU variable of this node's environment, parsed once (common/device_list.h).
+struct GpuList {
+  std::string name;   // "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"
+  std::string text;   // as set (the binding maps it onto the topology, quoting it)
+  bool ok = false;    // parsed; else `error` names the variable and the bad entry
+  DeviceList devices;
+  std::string error;
+};
+GpuList ParseGpuList(DeviceListKind kind, const std::string& name, const std::string& text);
+
+// Unset members: the variable is unset.
+struct GpuLists {
+  std::optional<GpuList> cuda_visible_devices;  // CUDA_VISIBLE_DEVICES
+  std::optional<GpuList> step_gpus;             // SLURM_STEP_GPUS, else SLURM_JOB_GPUS
+};
+
 struct LaunchConfig {
   RendezvousOptions rdzv;
-  std::string nproc_spec = "1";       // --nproc-per-node as given: N|gpu|cpu|auto
+  NprocSpec nproc_spec;               // --nproc-per-node: N|gpu|cpu|auto
   int nproc = 1;                      // resolved (ResolveNproc)
+  GpuLists gpus;
   long long monitor_interval_ms = 100;  // accepted for compatibility; we do not poll
   long long shutdown_timeout_ms = 30000;
   std::string role = "default";
@@ -52,9 +73,9 @@ struct LaunchConfig {
   long long crash_loop_window_ms = 60000;  // --crash-loop-window
   std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
   long long health_check_timeout_ms = 60000;  // --health-check-timeout
-  // Binding (hwloc_binding/binding.h), kept as validated text.
-  std::string bind = "auto";
-  std::string membind = "preferred";
+  // Binding (hwloc_binding/binding.h).
+  BindMode bind = BindMode::kAuto;
+  MemBind membind = MemBind::kPreferred;
   std::string topology;
   std::string cpus_allowed;
   std::string gpu_vendor;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "launcher/run.h"
 #include "launcher/worker_command.h"
 
 namespace elastic {
@@ -26,7 +27,7 @@ TEST(LaunchConfigTest, Defaults) {
   Parsed p = Parse({"train.py"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
   const LaunchConfig& c = p.config;
-  EXPECT_EQ(c.nproc_spec, "1");
+  EXPECT_EQ(c.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 1}));
   EXPECT_EQ(c.rdzv.max_restarts, 0);
   EXPECT_EQ(c.rdzv.min_nodes, 1);
   EXPECT_EQ(c.rdzv.max_nodes, 1);
@@ -36,7 +37,9 @@ TEST(LaunchConfigTest, Defaults) {
   EXPECT_EQ(c.shutdown_timeout_ms, 30000);
   EXPECT_EQ(c.role, "default");
   EXPECT_EQ(c.python, "python3");
-  EXPECT_EQ(c.bind, "auto");
+  EXPECT_EQ(c.bind, BindMode::kAuto);
+  EXPECT_EQ(c.membind, MemBind::kPreferred);
+  EXPECT_FALSE(c.rdzv.endpoint);
   EXPECT_EQ(c.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
   EXPECT_EQ(c.program, "train.py");
   EXPECT_TRUE(c.args.empty());
@@ -66,7 +69,8 @@ TEST(LaunchConfigTest, DashedAndUnderscoredSpellings) {
   Parsed b = Parse({"--nproc_per_node=4", "--max_restarts", "3", "train.py"});
   for (const Parsed* p : {&a, &b}) {
     ASSERT_EQ(p->outcome, ParseOutcome::kRun) << p->err;
-    EXPECT_EQ(p->config.nproc_spec, "4");
+    EXPECT_EQ(p->config.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 4}));
+    EXPECT_EQ(p->config.nproc, 4);
     EXPECT_EQ(p->config.rdzv.max_restarts, 3);
   }
 }
@@ -92,7 +96,8 @@ TEST(LaunchConfigTest, EveryTorchrunOption) {
   EXPECT_EQ(c.rdzv.min_nodes, 2);
   EXPECT_EQ(c.rdzv.max_nodes, 4);
   EXPECT_EQ(c.rdzv.node_rank, 1);
-  EXPECT_EQ(c.rdzv.endpoint, "host:1234");
+  ASSERT_TRUE(c.rdzv.endpoint);
+  EXPECT_EQ(*c.rdzv.endpoint, (Endpoint{"host", 1234}));
   EXPECT_EQ(c.rdzv.run_id, "job7");
   ASSERT_EQ(c.rdzv.conf.size(), 2u);
   EXPECT_EQ(c.rdzv.conf[0], (std::pair<std::string, std::string>{"join_timeout", "5"}));
@@ -115,18 +120,68 @@ TEST(LaunchConfigTest, StandaloneForcesOneNode) {
   Parsed p = Parse({"--standalone", "--nnodes=3", "x"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
   EXPECT_EQ(p.config.rdzv.max_nodes, 1);
-  EXPECT_TRUE(p.config.rdzv.endpoint.empty());
+  EXPECT_FALSE(p.config.rdzv.endpoint);
 }
 
 TEST(LaunchConfigTest, PetEnvironmentVariables) {
   Parsed p = Parse({"train.py"}, {{"PET_NPROC_PER_NODE", "3"}, {"PET_MAX_RESTARTS", "2"},
                                   {"PET_STANDALONE", "1"}, {"PET_RDZV_ID", "abc"}, {"PET_BIND", "none"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.nproc_spec, "3");
+  EXPECT_EQ(p.config.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 3}));
   EXPECT_EQ(p.config.rdzv.max_restarts, 2);
   EXPECT_TRUE(p.config.rdzv.standalone);
   EXPECT_EQ(p.config.rdzv.run_id, "abc");
-  EXPECT_EQ(p.config.bind, "none");
+  EXPECT_EQ(p.config.bind, BindMode::kNone);
+}
+
+// One source for this node's rank and the node count: the parser reads Slurm's
+// step variables once (the plugin's PET_NODE_RANK and --node-rank win).
+TEST(LaunchConfigTest, SlurmStepGivesNodeRankAndExpectedNodes) {
+  struct Row {
+    const char* name;
+    std::vector<const char*> args;
+    EnvMap env;
+    int node_rank;
+    int expected_nodes;  // -1: unset
+  };
+  const std::vector<Row> rows = {
+      {"no slurm", {"--nnodes=1:4", "x"}, {}, -1, -1},
+      {"slurm", {"--nnodes=1:4", "x"}, {{"SLURM_NODEID", "2"}, {"SLURM_NNODES", "3"}}, 2, 3},
+      {"pet node rank wins", {"--nnodes=1:4", "x"}, {{"SLURM_NODEID", "2"}, {"PET_NODE_RANK", "0"}}, 0, -1},
+      {"option wins", {"--nnodes=1:4", "--node-rank=1", "x"}, {{"SLURM_NODEID", "2"}}, 1, -1},
+      {"count outside nnodes", {"--nnodes=1:2", "x"}, {{"SLURM_NNODES", "3"}}, -1, -1},
+      {"not numbers", {"--nnodes=1:4", "x"}, {{"SLURM_NODEID", "n1"}, {"SLURM_NNODES", ""}}, -1, -1},
+  };
+  for (const Row& row : rows) {
+    Parsed p = Parse(row.args, row.env);
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << row.name << ": " << p.err;
+    EXPECT_EQ(p.config.rdzv.node_rank, row.node_rank) << row.name;
+    EXPECT_EQ(p.config.rdzv.expected_nodes.value_or(-1), row.expected_nodes) << row.name;
+  }
+}
+
+TEST(LaunchConfigTest, TokenComesFromTheEnvironmentMap) {
+  Parsed p = Parse({"x"}, {{"ELASTIC_RDZV_TOKEN", "s3cret"}});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.rdzv.token, "s3cret");
+}
+
+TEST(MergePmixInfoTest, HostFromPmixPortFromThePlugin) {
+  Parsed p = Parse({"x"}, {{"ELASTIC_SPANK_ARGV0", "x"}, {"PET_NNODES", "2:3"}, {"PET_NODE_RANK", "1"},
+                           {"PET_RDZV_ENDPOINT", "n1:61000"}});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  PmixInfo info;
+  info.node_rank = 2;
+  info.nnodes = 3;
+  info.host_address = "fd00::1";
+  MergePmixInfo(info, &p.config.rdzv);
+  EXPECT_EQ(*p.config.rdzv.endpoint, (Endpoint{"fd00::1", 61000}));
+  EXPECT_EQ(p.config.rdzv.node_rank, 2);
+  EXPECT_EQ(p.config.rdzv.expected_nodes, 3);
+  info.nnodes = 5;  // outside --nnodes: not a count to wait for
+  p.config.rdzv.expected_nodes.reset();
+  MergePmixInfo(info, &p.config.rdzv);
+  EXPECT_FALSE(p.config.rdzv.expected_nodes);
 }
 
 TEST(LaunchConfigTest, CommandLineBeatsPetBeatsDefault) {
@@ -178,7 +233,12 @@ struct BadCase {
 
 TEST(LaunchConfigTest, BadValuesNameOptionAndValue) {
   std::vector<BadCase> cases = {
-      {{"--nproc-per-node=zero", "x"}, {}, "--nproc-per-node: 'zero'"},
+      {{"--nproc-per-node=zero", "x"}, {}, "--nproc-per-node: 'zero' is not N (1..4096), gpu, cpu or auto"},
+      {{"x"}, {{"PET_NPROC_PER_NODE", "gpus"}}, "PET_NPROC_PER_NODE: 'gpus'"},
+      {{"--rdzv-endpoint=node1:", "x"}, {}, "--rdzv-endpoint: 'node1:'"},
+      {{"x"}, {{"PET_RDZV_ENDPOINT", "a b:1"}}, "PET_RDZV_ENDPOINT: 'a b:1'"},
+      {{"x"}, {{"PET_BIND", "socket"}}, "PET_BIND: 'socket' is not a binding mode"},
+      {{"x"}, {{"PET_MEMBIND", "loose"}}, "PET_MEMBIND: 'loose' is not a memory policy"},
       {{"--nproc-per-node=0", "x"}, {}, "--nproc-per-node: '0'"},
       {{"--max-restarts=-1", "x"}, {}, "--max-restarts: '-1'"},
       {{"--nnodes=4:2", "x"}, {}, "--nnodes: '4:2'"},
@@ -232,65 +292,90 @@ TEST(LaunchConfigTest, PrintBindingNeedsNoProgram) {
   EXPECT_EQ(Parse({"--print-binding"}).config.print_binding, "table");
 }
 
+// The config as the parser makes it from the environment (GPU lists included).
+LaunchConfig WithEnv(const char* nproc, const EnvMap& env) {
+  Parsed p = Parse({"--nproc-per-node", nproc, "x"}, env);
+  EXPECT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  return p.config;
+}
+
 TEST(NprocTest, NumberAndGpuSources) {
-  LaunchConfig c;
   std::string err;
-  c.nproc_spec = "3";
-  ASSERT_TRUE(ResolveNproc({}, &c, &err));
+  LaunchConfig c = WithEnv("3", {});
+  ASSERT_TRUE(ResolveNproc(&c, &err));
   EXPECT_EQ(c.nproc, 3);
-  c.nproc_spec = "gpu";
-  ASSERT_TRUE(ResolveNproc({{"CUDA_VISIBLE_DEVICES", "0,2"}, {"SLURM_STEP_GPUS", "0,1,2"}}, &c, &err));
+  c = WithEnv("gpu", {{"CUDA_VISIBLE_DEVICES", "0,2"}, {"SLURM_STEP_GPUS", "0,1,2"}});
+  ASSERT_TRUE(ResolveNproc(&c, &err));
   EXPECT_EQ(c.nproc, 2);
-  ASSERT_TRUE(ResolveNproc({{"SLURM_STEP_GPUS", "4,5,6"}}, &c, &err));
+  c = WithEnv("gpu", {{"SLURM_STEP_GPUS", "4,5,6"}, {"SLURM_JOB_GPUS", "0"}});
+  ASSERT_TRUE(ResolveNproc(&c, &err));
   EXPECT_EQ(c.nproc, 3);
-  ASSERT_TRUE(ResolveNproc({{"SLURM_JOB_GPUS", "1"}}, &c, &err));
+  c = WithEnv("gpu", {{"SLURM_JOB_GPUS", "1"}});
+  ASSERT_TRUE(ResolveNproc(&c, &err));
   EXPECT_EQ(c.nproc, 1);
 }
 
 TEST(NprocTest, GpuWithNoneIsAnError) {
-  LaunchConfig c;
+  LaunchConfig c = WithEnv("gpu", {{"CUDA_VISIBLE_DEVICES", ""}});
   std::string err;
-  c.nproc_spec = "gpu";
-  EXPECT_FALSE(ResolveNproc({{"CUDA_VISIBLE_DEVICES", ""}}, &c, &err));
+  EXPECT_FALSE(ResolveNproc(&c, &err));
   EXPECT_NE(err.find("no GPU"), std::string::npos) << err;
 }
 
 TEST(NprocTest, AutoWithoutGpusIsCpuCount) {
-  LaunchConfig c;
   std::string err;
-  c.nproc_spec = "auto";
-  ASSERT_TRUE(ResolveNproc({{"CUDA_VISIBLE_DEVICES", ""}}, &c, &err));
-  LaunchConfig cpu;
-  cpu.nproc_spec = "cpu";
-  ASSERT_TRUE(ResolveNproc({}, &cpu, &err));
+  LaunchConfig c = WithEnv("auto", {{"CUDA_VISIBLE_DEVICES", ""}});
+  ASSERT_TRUE(ResolveNproc(&c, &err));
+  LaunchConfig cpu = WithEnv("cpu", {});
+  ASSERT_TRUE(ResolveNproc(&cpu, &err));
   EXPECT_EQ(c.nproc, cpu.nproc);
   EXPECT_GE(cpu.nproc, 1);
 }
 
-TEST(NprocTest, CountDeviceList) {
-  auto count = [](const char* name, const char* list) {
-    int n = -1;
-    std::string err;
-    EXPECT_TRUE(CountDeviceList(name, list, &n, &err)) << err;
-    return n;
+TEST(NprocTest, GpuCountsOfEveryListForm) {
+  struct Row {
+    const char* name;
+    const char* list;
+    int gpus;
   };
-  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", ""), 0);
-  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "NoDevFiles"), 0);
-  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "0"), 1);
-  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "GPU-aaa,GPU-bbb"), 2);
-  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES", "-1"), 0);
-  // Slurm may write ranges: 0-3 is four GPUs (it started one worker).
-  EXPECT_EQ(count("SLURM_STEP_GPUS", "0-3"), 4);
+  const Row rows[] = {
+      {"CUDA_VISIBLE_DEVICES", "NoDevFiles", 0}, {"CUDA_VISIBLE_DEVICES", "0", 1},
+      {"CUDA_VISIBLE_DEVICES", "GPU-aaa,GPU-bbb", 2}, {"CUDA_VISIBLE_DEVICES", "-1", 0},
+      // Slurm may write ranges: 0-3 is four GPUs (it started one worker).
+      {"SLURM_STEP_GPUS", "0-3", 4}, {"SLURM_JOB_GPUS", "0-1,5", 3},
+  };
+  for (const Row& row : rows) {
+    LaunchConfig c = WithEnv("auto", {{row.name, row.list}});
+    std::string err;
+    ASSERT_TRUE(ResolveNproc(&c, &err)) << row.list << ": " << err;
+    if (row.gpus > 0) {
+      EXPECT_EQ(c.nproc, row.gpus) << row.name << "=" << row.list;
+    }
+    ASSERT_TRUE(c.gpus.cuda_visible_devices || c.gpus.step_gpus);
+    const GpuList& list = c.gpus.cuda_visible_devices ? *c.gpus.cuda_visible_devices : *c.gpus.step_gpus;
+    EXPECT_EQ(list.name, row.name);
+    EXPECT_EQ(static_cast<int>(list.devices.size()), row.gpus) << row.list;
+  }
 }
 
 TEST(NprocTest, GpuModeCountsSlurmRangesAndNamesABadList) {
-  LaunchConfig c;
-  c.nproc_spec = "gpu";
   std::string err;
-  ASSERT_TRUE(ResolveNproc({{"SLURM_STEP_GPUS", "0-3"}}, &c, &err)) << err;
+  LaunchConfig c = WithEnv("gpu", {{"SLURM_STEP_GPUS", "0-3"}});
+  ASSERT_TRUE(ResolveNproc(&c, &err)) << err;
   EXPECT_EQ(c.nproc, 4);
-  EXPECT_FALSE(ResolveNproc({{"SLURM_STEP_GPUS", "0-x"}}, &c, &err));
+  c = WithEnv("gpu", {{"SLURM_STEP_GPUS", "0-x"}});
+  EXPECT_FALSE(ResolveNproc(&c, &err));
   EXPECT_NE(err.find("--nproc-per-node=gpu: SLURM_STEP_GPUS='0-x'"), std::string::npos) << err;
+}
+
+TEST(NprocTest, ABadGpuListIsNoErrorWhereNothingReadsIt) {
+  LaunchConfig c = WithEnv("2", {{"CUDA_VISIBLE_DEVICES", "0-3"}});
+  std::string err;
+  ASSERT_TRUE(ResolveNproc(&c, &err)) << err;
+  EXPECT_EQ(c.nproc, 2);
+  ASSERT_TRUE(c.gpus.cuda_visible_devices);
+  EXPECT_FALSE(c.gpus.cuda_visible_devices->ok);
+  EXPECT_NE(c.gpus.cuda_visible_devices->error.find("CUDA_VISIBLE_DEVICES='0-3'"), std::string::npos);
 }
 
 TEST(WorkerCommandTest, PyRunsUnderPython) {

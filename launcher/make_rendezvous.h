@@ -1,14 +1,17 @@
-// Chooses and builds the agent's rendezvous from the command line's settings.
-// Owned by the rendezvous component: standalone and single-node runs may use the
-// LocalRendezvous (launcher/local_rendezvous.h); everything else the C10d-style
-// host/client rendezvous (rendezvous/).
+// Chooses and builds the agent's rendezvous from the launch settings: a pure
+// function of RendezvousOptions (every fact from the environment, Slurm's and
+// PMIx's included, is already in them: launcher/launch_config.h, run.cc).
+// Standalone and single-node runs host a private rendezvous on loopback;
+// everything else uses the C10d-style host/client rendezvous (rendezvous/).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/endpoint.h"
 #include "common/event_loop.h"
 #include "rendezvous/rendezvous_handler.h"
 
@@ -19,14 +22,16 @@ struct RendezvousOptions {
   bool standalone = false;            // --standalone
   int min_nodes = 1;                  // --nnodes MIN[:MAX]
   int max_nodes = 1;
-  int node_rank = -1;                 // --node-rank: preferred rank; -1 = join order
+  int node_rank = -1;                 // --node-rank, else SLURM_NODEID, else PMIx: preferred rank; -1 = join order
+  std::optional<int> expected_nodes;  // SLURM_NNODES or PMIx (within MIN:MAX); --rdzv-conf expected_nodes wins
   std::string backend = "c10d";       // --rdzv-backend
-  std::string endpoint;               // --rdzv-endpoint HOST[:PORT]
+  std::optional<Endpoint> endpoint;   // --rdzv-endpoint HOST[:PORT] (host from PMIx under the plugin)
   std::string run_id = "none";        // --rdzv-id
   std::vector<std::pair<std::string, std::string>> conf;  // --rdzv-conf k=v,... (validated by MakeRendezvous)
   std::string local_addr;             // --local-addr
   std::string hostname;               // this node's name, for summaries and logs
   int max_restarts = 0;               // --max-restarts: job-wide budget of failure restarts
+  std::string token;                  // ELASTIC_RDZV_TOKEN; --rdzv-conf token= wins
 };
 
 // Returns nullptr with *err naming the bad setting.

@@ -38,57 +38,6 @@ bool ParseBool(const std::string& what, const std::string& text, bool* out, std:
   return true;
 }
 
-bool ParseNnodes(const std::string& what, const std::string& text, RendezvousOptions* r,
-                 std::string* err) {
-  auto parts = Split(text, ':');
-  long long lo = 0, hi = 0;
-  bool ok = parts.size() <= 2 && ParseInt(parts[0], 1, 100000, &lo);
-  if (ok) ok = parts.size() == 1 ? (hi = lo, true) : ParseInt(parts[1], 1, 100000, &hi);
-  if (!ok || lo > hi) {
-    *err = fmt::format("{}: '{}' is not N or MIN:MAX with 1 <= MIN <= MAX", what, text);
-    return false;
-  }
-  r->min_nodes = static_cast<int>(lo);
-  r->max_nodes = static_cast<int>(hi);
-  return true;
-}
-
-bool ParseEndpoint(const std::string& what, const std::string& text, std::string* err) {
-  if (text.empty()) return true;
-  std::string port;
-  if (text.front() == '[') {
-    size_t close = text.find(']');
-    if (close == std::string::npos || close == 1) {
-      *err = fmt::format("{}: '{}' is not HOST[:PORT]", what, text);
-      return false;
-    }
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':') {
-        *err = fmt::format("{}: '{}' is not HOST[:PORT]", what, text);
-        return false;
-      }
-      port = text.substr(close + 2);
-      if (port.empty()) port = "x";
-    }
-  } else {
-    size_t colon = text.rfind(':');
-    if (colon == 0) {
-      *err = fmt::format("{}: '{}' has no host", what, text);
-      return false;
-    }
-    if (colon != std::string::npos) {
-      port = text.substr(colon + 1);
-      if (port.empty()) port = "x";
-    }
-  }
-  long long p = 0;
-  if (!port.empty() && !ParseInt(port, 0, 65535, &p)) {
-    *err = fmt::format("{}: port '{}' in '{}' is not in [0, 65535]", what, port, text);
-    return false;
-  }
-  return true;
-}
-
 bool ParseStdSpec(const std::string& what, const std::string& text, StdSpec* out,
                   std::string* err) {
   *out = StdSpec{};

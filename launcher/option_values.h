@@ -11,11 +11,6 @@ namespace elastic {
 
 // 1/0, true/false, yes/no, on/off (any case); "" is false.
 bool ParseBool(const std::string& what, const std::string& text, bool* out, std::string* err);
-// --nnodes N or MIN:MAX.
-bool ParseNnodes(const std::string& what, const std::string& text, RendezvousOptions* r,
-                 std::string* err);
-// HOST[:PORT] or [IPv6][:PORT]; "" is accepted.
-bool ParseEndpoint(const std::string& what, const std::string& text, std::string* err);
 // --redirects/--tee: 0-3, or LOCAL_RANK:0-3,...
 bool ParseStdSpec(const std::string& what, const std::string& text, StdSpec* out, std::string* err);
 // "0,2,3"; "" is the empty list.

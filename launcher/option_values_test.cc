@@ -21,30 +21,6 @@ TEST(OptionValuesTest, Bool) {
   EXPECT_EQ(err, "PET_STANDALONE: '2' is not a boolean (1/0, true/false)");
 }
 
-TEST(OptionValuesTest, Nnodes) {
-  RendezvousOptions r;
-  std::string err;
-  ASSERT_TRUE(ParseNnodes("--nnodes", "3", &r, &err));
-  EXPECT_EQ(r.min_nodes, 3);
-  EXPECT_EQ(r.max_nodes, 3);
-  ASSERT_TRUE(ParseNnodes("--nnodes", "1:8", &r, &err));
-  EXPECT_EQ(r.min_nodes, 1);
-  EXPECT_EQ(r.max_nodes, 8);
-  for (const char* bad : {"0", "2:1", "1:", ":2", "1:2:3", "x"}) {
-    EXPECT_FALSE(ParseNnodes("--nnodes", bad, &r, &err)) << bad;
-  }
-}
-
-TEST(OptionValuesTest, Endpoint) {
-  std::string err;
-  for (const char* good : {"", "host", "host:29400", "10.0.0.1:0", "[::1]:29400", "[::1]"}) {
-    EXPECT_TRUE(ParseEndpoint("--rdzv-endpoint", good, &err)) << good << ": " << err;
-  }
-  for (const char* bad : {":29400", "host:", "host:65536", "host:x", "[::1", "[::1]x"}) {
-    EXPECT_FALSE(ParseEndpoint("--rdzv-endpoint", bad, &err)) << bad;
-  }
-}
-
 TEST(OptionValuesTest, StdSpec) {
   StdSpec spec;
   std::string err;

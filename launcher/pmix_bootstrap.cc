@@ -142,18 +142,6 @@ std::vector<std::string> LocalAddresses() {
   return v4;
 }
 
-std::string EndpointPort(const std::string& endpoint) {
-  size_t colon = endpoint.rfind(':');
-  if (colon == std::string::npos) return "";
-  if (endpoint.front() == '[') {
-    size_t close = endpoint.find(']');
-    if (close == std::string::npos || close + 1 != colon) return "";
-  } else if (endpoint.find(':') != colon) {
-    return "";  // a bare IPv6 address
-  }
-  return endpoint.substr(colon + 1);
-}
-
 bool PmixBootstrap(PmixInfo* out, std::string* err) {
   if (!PmixAvailable()) {
     *err = "no PMIx server for this process (PMIX_RANK/PMIX_NAMESPACE unset; use srun --mpi=pmix)";
@@ -235,29 +223,6 @@ bool PmixBootstrap(PmixInfo* out, std::string* err) {
   out->host_addresses = Split(addrs, ',');
   out->host_address = out->host_addresses.front();
   return true;  // ~PmixSession finalizes
-}
-
-bool ApplyPmixBootstrapToEnv(bool* applied, std::string* err) {
-  *applied = false;
-  const char* marker = std::getenv("ELASTIC_SPANK_PMIX_ENDPOINT");
-  if (marker == nullptr || std::strcmp(marker, "1") != 0) return true;
-  PmixInfo info;
-  if (!PmixBootstrap(&info, err)) {
-    *err = "PMIx bootstrap of the rendezvous endpoint failed: " + *err +
-           " (give --elastic-rdzv-endpoint=ADDRESS to skip PMIx)";
-    return false;
-  }
-  const char* endpoint = std::getenv("PET_RDZV_ENDPOINT");
-  std::string port = EndpointPort(endpoint ? endpoint : "");
-  std::string host = info.host_address.find(':') != std::string::npos
-                         ? "[" + info.host_address + "]"
-                         : info.host_address;
-  std::string updated = port.empty() ? host : host + ":" + port;
-  ::setenv("PET_RDZV_ENDPOINT", updated.c_str(), 1);
-  ::setenv("PET_NODE_RANK", std::to_string(info.node_rank).c_str(), 1);
-  ::unsetenv("ELASTIC_SPANK_PMIX_ENDPOINT");
-  *applied = true;
-  return true;
 }
 
 }  // namespace elastic

@@ -2,7 +2,9 @@
 // node id and node count from PMIx, and the rendezvous host's address from
 // node 0 through one Put/Commit/Fence. PMIx_Finalize runs before returning, so
 // it is done before any worker starts; never call this after workers run (a
-// fence hangs when a node is gone).
+// fence hangs when a node is gone). The result is a value: run.cc merges it into
+// the launch settings (MergePmixInfo, launcher/run.h); nothing here touches the
+// environment. PmixInfo is plain data, usable where PMIx is not built in.
 #pragma once
 
 #include <string>
@@ -25,20 +27,9 @@ bool PmixAvailable();
 // Every process of the PMIx namespace must call it (a collective).
 bool PmixBootstrap(PmixInfo* out, std::string* err);
 
-// The SPANK path (docs/design.md, "Wrapping under Slurm"): when the plugin set
-// ELASTIC_SPANK_PMIX_ENDPOINT=1 (PMIx in the step, no --elastic-rdzv-endpoint),
-// runs PmixBootstrap and rewrites this process's PET_RDZV_ENDPOINT host (keeping
-// its port) and PET_NODE_RANK from it, then unsets the marker. Otherwise does
-// nothing and returns true. Call it first thing in elasticrun's main, before
-// PET_* are read. *applied says whether anything changed.
-bool ApplyPmixBootstrapToEnv(bool* applied, std::string* err);
-
 // This host's addresses for others to reach it: the address its hostname
 // resolves to when that is not loopback, then every up, non-loopback interface
 // address (IPv4 first). Used by node 0.
 std::vector<std::string> LocalAddresses();
-
-// "host:port" / "[v6]:port" -> port text ("" if none).
-std::string EndpointPort(const std::string& endpoint);
 
 }  // namespace elastic

@@ -1,16 +1,14 @@
 #include "launcher/run.h"
 
-#ifdef ELASTIC_HAVE_PMIX
-#include "launcher/pmix_bootstrap.h"
-#endif
-
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 
+#include "common/endpoint.h"
 #include "common/log.h"
 #include "launcher/agent.h"
 #include "launcher/make_rendezvous.h"
@@ -65,14 +63,13 @@ class LogDir {
 
 BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env) {
   BindingRequest r;
-  std::string err;
-  ParseBindMode(config.bind, &r.mode, &err);
-  ParseMemBind(config.membind, &r.membind, &err);
+  r.mode = config.bind;
+  r.membind = config.membind;
   r.topology_file = config.topology.empty() ? Get(env, "HWLOC_XMLFILE") : config.topology;
   r.cpus_allowed = config.cpus_allowed;
   r.gpu_vendor = config.gpu_vendor;
-  r.cuda_visible_devices = Get(env, "CUDA_VISIBLE_DEVICES");
-  r.slurm_step_gpus = env.count("SLURM_STEP_GPUS") ? Get(env, "SLURM_STEP_GPUS") : Get(env, "SLURM_JOB_GPUS");
+  if (config.gpus.cuda_visible_devices) r.cuda_visible_devices = config.gpus.cuda_visible_devices->text;
+  if (config.gpus.step_gpus) r.slurm_step_gpus = config.gpus.step_gpus->text;
   r.nproc = config.nproc;
   return r;
 }
@@ -130,7 +127,7 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
 
 int RunElasticrun(LaunchConfig config, const EnvMap& env) {
   std::string err;
-  if (!ResolveNproc(env, &config, &err)) {
+  if (!ResolveNproc(&config, &err)) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
@@ -150,27 +147,54 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env) {
     return 1;
   }
   spec.log_dir = log_dir.path();
-  ElasticAgent agent(config, env, std::move(spec));
-  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.rdzv, agent.loop(), &err);
+  EventLoop loop;
+  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.rdzv, loop, &err);
   if (!rendezvous) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
+  ElasticAgent agent(loop, config, env, std::move(spec));
   return agent.Run(std::move(rendezvous));
 }
 
+void MergePmixInfo(const PmixInfo& info, RendezvousOptions* rdzv) {
+  std::optional<int> port = rdzv->endpoint ? rdzv->endpoint->port : std::nullopt;
+  rdzv->endpoint = Endpoint{info.host_address, port};
+  if (info.node_rank >= 0) rdzv->node_rank = info.node_rank;
+  if (info.nnodes >= rdzv->min_nodes && info.nnodes <= rdzv->max_nodes) rdzv->expected_nodes = info.nnodes;
+}
+
+namespace {
+
+// Under `srun --mpi=pmix --elastic` without --elastic-rdzv-endpoint the plugin
+// names the step's first node only as a placeholder and sets
+// ELASTIC_SPANK_PMIX_ENDPOINT=1: the host's address comes from PMIx, a
+// collective of every node, done before any worker runs. Without PMIx built in
+// the placeholder stays.
+bool BootstrapFromPmix(const EnvMap& env, RendezvousOptions* rdzv) {
+#ifdef ELASTIC_HAVE_PMIX
+  if (Get(env, "ELASTIC_SPANK_PMIX_ENDPOINT") != "1") return true;
+  PmixInfo info;
+  std::string err;
+  if (!PmixBootstrap(&info, &err)) {
+    Log(LogLevel::kError,
+        "PMIx bootstrap: the rendezvous endpoint: {} (give --elastic-rdzv-endpoint=ADDRESS to skip PMIx)", err);
+    return false;
+  }
+  MergePmixInfo(info, rdzv);
+  Log(LogLevel::kDebug, "PMIx: node {} of {}, rendezvous host {}", info.node_rank, info.nnodes,
+      FormatEndpoint(*rdzv->endpoint));
+#else
+  (void)env;
+  (void)rdzv;
+#endif
+  return true;
+}
+
+}  // namespace
+
 int ElasticrunMain(int argc, const char* const* argv) {
   SetLogProgram("elasticrun");
-#ifdef ELASTIC_HAVE_PMIX
-  // Under `srun --mpi=pmix` the plugin asks for the host's address from PMIx: a
-  // collective of every node, done before PET_* are read and before any worker runs.
-  bool pmix_applied = false;
-  std::string pmix_err;
-  if (!ApplyPmixBootstrapToEnv(&pmix_applied, &pmix_err)) {
-    Log(LogLevel::kError, "PMIx bootstrap: {}", pmix_err);
-    return 1;
-  }
-#endif
   EnvMap env = CurrentEnv();
   LaunchConfig config;
   std::string out, err;
@@ -185,6 +209,7 @@ int ElasticrunMain(int argc, const char* const* argv) {
       break;
   }
   SetLogVerbose(config.verbose);
+  if (!BootstrapFromPmix(env, &config.rdzv)) return 1;
   return RunElasticrun(std::move(config), env);
 }
 

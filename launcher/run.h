@@ -1,13 +1,26 @@
 // RunElasticrun: everything main() does after parsing: resolve --nproc-per-node
-// and the program, plan the binding, make the log directory and the rendezvous,
-// then run the agent. Bad settings are reported before anything starts (exit 2).
+// and the program, plan the binding, make the log directory, the event loop and
+// the rendezvous on it, then run the agent on that loop. Bad settings are
+// reported before anything starts (exit 2).
+//
+// ElasticrunMain: parse (launcher/launch_config.h), then under the plugin with
+// PMIx in the step, bootstrap the rendezvous host from PMIx
+// (launcher/pmix_bootstrap.h) and merge what it returned into the settings
+// (MergePmixInfo), then RunElasticrun.
 #pragma once
 
 #include "launcher/launch_config.h"
+#include "launcher/pmix_bootstrap.h"
 
 namespace elastic {
 
 int RunElasticrun(LaunchConfig config, const EnvMap& env);
+
+// What PMIx says overrides what the plugin could only guess: the rendezvous
+// host becomes node 0's preferred address (the port stays the plugin's), this
+// node's preferred rank its PMIx node id, and the expected node count PMIx's
+// (when within --nnodes; --rdzv-conf expected_nodes still wins).
+void MergePmixInfo(const PmixInfo& info, RendezvousOptions* rdzv);
 
 // main() minus the process: parse, then run. Returns the exit code.
 int ElasticrunMain(int argc, const char* const* argv);

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "common/device_list.h"
 #include "common/parse.h"
 
 #include "hwloc_binding/binding.h"
@@ -29,14 +28,18 @@ int CountCpus() {
 
 // GPUs this node may use; *source says where the number came from. False
 // (with *err) when that variable holds no GPU list.
-bool CountGpusFromEnv(const EnvMap& env, const LaunchConfig& config, int* gpus, std::string* source,
-                      std::string* err) {
+bool CountGpusFromConfig(const LaunchConfig& config, int* gpus, std::string* source, std::string* err) {
   *gpus = 0;
-  for (const char* key : {"CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
-    if (env.count(key)) {
-      *source = key;
-      return CountDeviceList(key, Get(env, key), gpus, err);
+  for (const std::optional<GpuList>* entry : {&config.gpus.cuda_visible_devices, &config.gpus.step_gpus}) {
+    if (!*entry) continue;
+    const GpuList* list = &**entry;
+    *source = list->name;
+    if (!list->ok) {
+      *err = list->error;
+      return false;
     }
+    *gpus = static_cast<int>(list->devices.size());
+    return true;
   }
   *source = "hwloc";
   BindingRequest request;
@@ -60,32 +63,22 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-bool CountDeviceList(const std::string& name, const std::string& list, int* count, std::string* err) {
-  DeviceList devices;
-  DeviceListKind kind = name == "CUDA_VISIBLE_DEVICES" ? DeviceListKind::kCuda : DeviceListKind::kSlurm;
-  if (!ParseDeviceList(kind, name, list, &devices, err)) return false;
-  *count = static_cast<int>(devices.size());
-  return true;
-}
-
-bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err) {
-  const std::string& spec = config->nproc_spec;
-  if (spec != "gpu" && spec != "cpu" && spec != "auto") {
-    long long n = 0;
-    if (!ParseIntNamed("--nproc-per-node", spec, 1, 4096, &n, err)) {
-      *err += " (or gpu, cpu, auto)";
-      return false;
-    }
-    config->nproc = static_cast<int>(n);
-    return true;
-  }
-  if (spec == "cpu") {
-    config->nproc = CountCpus();
-    return true;
+bool ResolveNproc(LaunchConfig* config, std::string* err) {
+  const std::string spec = FormatNprocSpec(config->nproc_spec);
+  switch (config->nproc_spec.kind) {
+    case NprocSpec::Kind::kCount:
+      config->nproc = config->nproc_spec.count;
+      return true;
+    case NprocSpec::Kind::kCpu:
+      config->nproc = CountCpus();
+      return true;
+    case NprocSpec::Kind::kGpu:
+    case NprocSpec::Kind::kAuto:
+      break;
   }
   std::string source;
   int gpus = 0;
-  if (!CountGpusFromEnv(env, *config, &gpus, &source, err)) {
+  if (!CountGpusFromConfig(*config, &gpus, &source, err)) {
     *err = "--nproc-per-node=" + spec + ": " + *err;
     return false;
   }
@@ -93,7 +86,7 @@ bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err) {
     config->nproc = gpus;
     return true;
   }
-  if (spec == "gpu") {
+  if (config->nproc_spec.kind == NprocSpec::Kind::kGpu) {
     *err = fmt::format(
         "--nproc-per-node=gpu: this node has no GPU to use (looked at {}); "
         "give a number or use --nproc-per-node=auto",

@@ -10,15 +10,11 @@
 namespace elastic {
 
 // Resolves config->nproc_spec into config->nproc. gpu/auto count the GPUs this node
-// may use: CUDA_VISIBLE_DEVICES (even when empty), else SLURM_STEP_GPUS, else
-// SLURM_JOB_GPUS, else hwloc. `gpu` with none is an error; `cpu` is the number of
-// CPUs this process may run on; `auto` is the GPU count, else the CPU count.
-bool ResolveNproc(const EnvMap& env, LaunchConfig* config, std::string* err);
-
-// Counts the entries of a device list such as "0,1,3" ("", "NoDevFiles", "-1" -> 0).
-// GPUs in the list `list` of variable `name` (CUDA_VISIBLE_DEVICES as CUDA reads
-// it, SLURM_*_GPUS with ranges: common/device_list.h).
-bool CountDeviceList(const std::string& name, const std::string& list, int* count, std::string* err);
+// may use (config->gpus, parsed from the environment): CUDA_VISIBLE_DEVICES (even
+// when empty), else SLURM_STEP_GPUS, else SLURM_JOB_GPUS, else hwloc. `gpu` with
+// none is an error, and so is a GPU list that does not parse; `cpu` is the number
+// of CPUs this process may run on; `auto` is the GPU count, else the CPU count.
+bool ResolveNproc(LaunchConfig* config, std::string* err);
 
 // The command the workers exec. A first argument ending in .py (or -m, --run-path)
 // runs as `<python> -u ...`; anything else is executed as given; --no-python forces

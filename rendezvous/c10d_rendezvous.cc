@@ -67,9 +67,8 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
                                                         std::string* err) {
   if (!ValidateRendezvousSettings(p.settings, err)) return nullptr;
   if (p.standalone) return MakeStandalone(loop, p, err);
-  std::string host;
-  int port = 0;
-  if (!SplitHostPort(p.endpoint, kDefaultRendezvousPort, &host, &port, err)) return nullptr;
+  const std::string& host = p.endpoint.host;
+  int port = p.endpoint.PortOr(kDefaultRendezvousPort);
   SocketAddress addr;
   if (!ResolveAddress(host, port, &addr, err)) return nullptr;
   bool loopback = IsLoopback(addr.storage);
@@ -94,7 +93,7 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
     }
     bool someone_else = bind_errno == EADDRINUSE || bind_errno == EADDRNOTAVAIL;
     if (p.settings.host_mode == HostMode::kHost || !someone_else) {
-      if (err) *err = fmt::format("cannot host the rendezvous on {}: {}", p.endpoint, bind_err);
+      if (err) *err = fmt::format("cannot host the rendezvous on {}: {}", FormatEndpoint(p.endpoint), bind_err);
       return nullptr;
     }
   }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "common/endpoint.h"
 #include "common/event_loop.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_settings.h"
@@ -21,7 +22,7 @@ struct C10dParams {
   RendezvousSettings settings;
   std::string run_id;
   std::string node_name;
-  std::string endpoint;     // HOST[:PORT]; ignored when standalone
+  Endpoint endpoint;        // no port: kDefaultRendezvousPort; ignored when standalone
   bool standalone = false;  // host on 127.0.0.1, ephemeral port, one node, nobody may join
 };
 

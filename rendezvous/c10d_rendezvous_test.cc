@@ -15,7 +15,10 @@ C10dParams Params(const std::string& endpoint) {
   p.settings.token = "t";
   p.run_id = "job";
   p.node_name = "n";
-  p.endpoint = endpoint;
+  std::string err;
+  if (!endpoint.empty()) {
+    EXPECT_TRUE(ParseEndpoint("endpoint", endpoint, &p.endpoint, &err)) << err;
+  }
   return p;
 }
 
@@ -85,29 +88,6 @@ TEST(C10dRendezvousTest, InvalidSettingsAreRefusedBeforeAnythingBinds) {
   std::string err;
   EXPECT_FALSE(CreateC10dRendezvous(loop, p, &err));
   EXPECT_NE(err.find("--nnodes"), std::string::npos) << err;
-}
-
-TEST(SplitHostPortTest, AcceptsHostPortV6AndDefaults) {
-  std::string host, err;
-  int port = 0;
-  ASSERT_TRUE(SplitHostPort("node1:29500", 29400, &host, &port, &err));
-  EXPECT_EQ(host, "node1");
-  EXPECT_EQ(port, 29500);
-  ASSERT_TRUE(SplitHostPort("node1", 29400, &host, &port, &err));
-  EXPECT_EQ(port, 29400);
-  ASSERT_TRUE(SplitHostPort("[::1]:7", 29400, &host, &port, &err));
-  EXPECT_EQ(host, "::1");
-  EXPECT_EQ(port, 7);
-}
-
-TEST(SplitHostPortTest, RejectsBadEndpointsNamingThem) {
-  std::string host, err;
-  int port = 0;
-  EXPECT_FALSE(SplitHostPort("node1:http", 29400, &host, &port, &err));
-  EXPECT_NE(err.find("'node1:http'"), std::string::npos) << err;
-  EXPECT_FALSE(SplitHostPort(":29400", 29400, &host, &port, &err));
-  EXPECT_FALSE(SplitHostPort("[::1", 29400, &host, &port, &err));
-  EXPECT_FALSE(SplitHostPort("node1:70000", 29400, &host, &port, &err));
 }
 
 }  // namespace

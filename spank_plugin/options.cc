@@ -4,38 +4,17 @@
 
 #include <fmt/format.h>
 
+#include "common/node_range.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
 namespace {
-
-constexpr int kMaxNodes = 1000000;
 
 const char* OptionName(OptionId id) {
   for (const OptionSpec& spec : kOptionTable) {
     if (spec.id == id) return spec.name;
   }
   return "?";
-}
-
-bool ParseNodeRange(std::string_view text, std::pair<int, int>* range, std::string* err) {
-  auto fail = [&] {
-    *err = fmt::format(
-        "--elastic: '{}' is not MIN:MAX or N (node counts 1..{}, MIN <= MAX) or 'off'", text,
-        kMaxNodes);
-    return false;
-  };
-  long long lo = 0, hi = 0;
-  size_t colon = text.find(':');
-  if (colon == std::string_view::npos) {
-    if (!ParseInt(text, 1, kMaxNodes, &lo)) return fail();
-    hi = lo;
-  } else if (!ParseInt(text.substr(0, colon), 1, kMaxNodes, &lo) ||
-             !ParseInt(text.substr(colon + 1), 1, kMaxNodes, &hi) || lo > hi) {
-    return fail();
-  }
-  *range = {static_cast<int>(lo), static_cast<int>(hi)};
-  return true;
 }
 
 bool ParsePort(std::string_view what, std::string_view text, int* port, std::string* err) {
@@ -45,51 +24,6 @@ bool ParsePort(std::string_view what, std::string_view text, int* port, std::str
   return true;
 }
 
-// HOST[:PORT]; IPv6 literals as [addr]:port.
-bool ParseEndpoint(std::string_view text, ElasticOptions* options, std::string* err) {
-  auto fail = [&](std::string_view why) {
-    *err = fmt::format("--elastic-rdzv-endpoint: '{}' is not HOST[:PORT] ({})", text, why);
-    return false;
-  };
-  std::string_view host = text, port;
-  if (!text.empty() && text.front() == '[') {
-    size_t close = text.find(']');
-    if (close == std::string_view::npos) return fail("unclosed '['");
-    host = text.substr(1, close - 1);
-    std::string_view rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return fail("text after ']'");
-      port = rest.substr(1);
-      if (port.empty()) return fail("empty port");
-    }
-  } else if (size_t colon = text.rfind(':'); colon != std::string_view::npos) {
-    if (text.find(':') != colon) return fail("write IPv6 addresses as [ADDR]:PORT");
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-    if (port.empty()) return fail("empty port");
-  }
-  if (host.empty()) return fail("empty host");
-  if (host.find_first_of(" \t,=") != std::string_view::npos) return fail("bad character in host");
-  int port_value = 0;
-  if (!port.empty()) {
-    std::string perr;
-    if (!ParsePort("--elastic-rdzv-endpoint", port, &port_value, &perr)) {
-      return fail("port must be 1..65535");
-    }
-  }
-  options->endpoint_host = std::string(host);
-  options->endpoint_port.reset();
-  if (!port.empty()) options->endpoint_port = port_value;
-  return true;
-}
-
-bool ParseNproc(std::string_view text, std::string* err) {
-  long long n = 0;
-  if (text == "gpu" || text == "cpu" || text == "auto" || ParseInt(text, 1, 4096, &n)) return true;
-  *err = fmt::format("--elastic-nproc-per-node: '{}' is not N (1..4096), gpu, cpu or auto", text);
-  return false;
-}
-
 bool NonEmptyValue(OptionId id, const char* value, std::string* err) {
   if (value != nullptr && value[0] != '\0') return true;
   *err = fmt::format("--{}: needs a value", OptionName(id));
@@ -97,14 +31,6 @@ bool NonEmptyValue(OptionId id, const char* value, std::string* err) {
 }
 
 }  // namespace
-
-bool ParseBindMode(const std::string& text, std::string* err) {
-  static constexpr std::array<std::string_view, 5> kModes = {"auto", "gpu", "gpu-exclusive", "numa",
-                                                             "none"};
-  if (std::find(kModes.begin(), kModes.end(), text) != kModes.end()) return true;
-  *err = fmt::format("'{}' is not a binding mode (auto, gpu, gpu-exclusive, numa, none)", text);
-  return false;
-}
 
 bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::string* err) {
   std::string error;
@@ -122,18 +48,23 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
         options->nnodes.reset();
         return true;
       }
-      std::pair<int, int> range;
-      ok = ParseNodeRange(text, &range, &error);
+      NodeRange range;
+      ok = ParseNodeRange("--elastic", text, &range, &error);
       if (ok) {
         options->mode = ElasticMode::kOn;
-        options->nnodes = range;
+        options->nnodes = std::make_pair(range.min, range.max);
+      } else {
+        error += " or 'off'";
       }
       break;
     }
-    case OptionId::kNprocPerNode:
-      ok = NonEmptyValue(id, value, &error) && ParseNproc(value, &error);
-      if (ok) options->nproc_per_node = value;
+    case OptionId::kNprocPerNode: {
+      NprocSpec spec;
+      ok = NonEmptyValue(id, value, &error) &&
+           ParseNprocSpec("--elastic-nproc-per-node", value, &spec, &error);
+      if (ok) options->nproc_per_node = spec;
       break;
+    }
     case OptionId::kMaxRestarts: {
       long long n = 0;
       ok = NonEmptyValue(id, value, &error) &&
@@ -160,9 +91,13 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       if (ok) options->rdzv_id = std::string(text);
       break;
     }
-    case OptionId::kRdzvEndpoint:
-      ok = NonEmptyValue(id, value, &error) && ParseEndpoint(value, options, &error);
+    case OptionId::kRdzvEndpoint: {
+      Endpoint endpoint;
+      ok = NonEmptyValue(id, value, &error) &&
+           ParseEndpoint("--elastic-rdzv-endpoint", value, &endpoint, &error);
+      if (ok) options->endpoint = std::move(endpoint);
       break;
+    }
     case OptionId::kRdzvConf: {
       std::vector<std::pair<std::string, std::string>> pairs;
       ok = NonEmptyValue(id, value, &error) &&
@@ -170,11 +105,12 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       if (ok) options->rdzv_conf = std::move(pairs);
       break;
     }
-    case OptionId::kBind:
-      ok = NonEmptyValue(id, value, &error) && ParseBindMode(value, &error);
-      if (!ok && value != nullptr && value[0] != '\0') error = "--elastic-bind: " + error;
-      if (ok) options->bind = value;
+    case OptionId::kBind: {
+      BindMode mode;
+      ok = NonEmptyValue(id, value, &error) && ParseBindMode("--elastic-bind", value, &mode, &error);
+      if (ok) options->bind = mode;
       break;
+    }
     case OptionId::kLogDir:
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->log_dir = value;
@@ -243,12 +179,9 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         result.port_hi = static_cast<int>(hi);
       }
     } else if (key == "bind") {
-      std::string berr;
-      if (!ParseBindMode(value, &berr)) {
-        *err = what + ": " + berr;
-        return false;
-      }
-      result.bind = value;
+      BindMode mode;
+      if (!ParseBindMode(what, value, &mode, err)) return false;
+      result.bind = mode;
     } else if (key == "python") {
       if (value.empty()) {
         *err = what + ": needs a value";
@@ -288,9 +221,10 @@ bool ValidateCombination(const ElasticOptions& options, const PluginConfig& conf
     *err = fmt::format("{} needs --elastic (add --elastic or --elastic=MIN:MAX)", options.given[0]);
     return false;
   }
-  if (options.rdzv_port && options.endpoint_port && *options.rdzv_port != *options.endpoint_port) {
+  if (options.rdzv_port && options.endpoint && options.endpoint->port &&
+      *options.rdzv_port != *options.endpoint->port) {
     *err = fmt::format("--elastic-rdzv-port={} and the port of --elastic-rdzv-endpoint ({}) differ",
-                       *options.rdzv_port, *options.endpoint_port);
+                       *options.rdzv_port, *options.endpoint->port);
     return false;
   }
   return true;

@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/bind_mode.h"
+#include "common/endpoint.h"
+#include "common/nproc_spec.h"
+
 namespace elastic::spank {
 
 enum class OptionId {
@@ -80,14 +84,13 @@ enum class ElasticMode { kUnset, kOn, kOff };
 struct ElasticOptions {
   ElasticMode mode = ElasticMode::kUnset;
   std::optional<std::pair<int, int>> nnodes;   // MIN:MAX; unset: the step's node count
-  std::optional<std::string> nproc_per_node;   // "4", "gpu", "cpu", "auto"
+  std::optional<NprocSpec> nproc_per_node;
   std::optional<int> max_restarts;
   std::optional<int> rdzv_port;
   std::optional<std::string> rdzv_id;
-  std::optional<std::string> endpoint_host;    // from --elastic-rdzv-endpoint
-  std::optional<int> endpoint_port;
+  std::optional<Endpoint> endpoint;            // --elastic-rdzv-endpoint
   std::vector<std::pair<std::string, std::string>> rdzv_conf;
-  std::optional<std::string> bind;
+  std::optional<BindMode> bind;
   std::optional<std::string> log_dir;
   bool no_python = false;
   std::optional<std::string> python;
@@ -107,7 +110,7 @@ struct PluginConfig {
   std::optional<int> fixed_port;        // port=N
   int port_lo = 61000;                  // port=LO-HI: derived ports (outside Linux's
   int port_hi = 65535;                  // default ephemeral range 32768-60999)
-  std::optional<std::string> bind;      // bind=MODE
+  std::optional<BindMode> bind;         // bind=MODE
   std::optional<std::string> python;    // python=PATH
   std::optional<std::string> health_check;  // health_check=PROG
   bool default_on = false;              // default=on|off
@@ -125,7 +128,5 @@ bool ElasticActive(const ElasticOptions& options, const PluginConfig& config);
 // --elastic). Run in srun and sbatch/salloc.
 bool ValidateCombination(const ElasticOptions& options, const PluginConfig& config,
                          std::string* err);
-
-bool ParseBindMode(const std::string& text, std::string* err);  // auto|gpu|gpu-exclusive|numa|none
 
 }  // namespace elastic::spank

@@ -71,7 +71,7 @@ TEST(ApplyOption, IsIdempotent) {
   EXPECT_EQ(once.rdzv_conf, twice.rdzv_conf);
   EXPECT_EQ(once.given, twice.given);
   EXPECT_EQ(once.nnodes, twice.nnodes);
-  EXPECT_EQ(once.endpoint_port, twice.endpoint_port);
+  EXPECT_EQ(once.endpoint, twice.endpoint);
 }
 
 TEST(ApplyOption, NprocPerNode) {
@@ -106,14 +106,14 @@ TEST(ApplyOption, Endpoints) {
     const char* host;
     int port;
   } cases[] = {{"n1", "n1", 0}, {"n1:29555", "n1", 29555}, {"10.0.0.1:5", "10.0.0.1", 5},
-               {"[fe80::1]:7", "fe80::1", 7}, {"[::1]", "::1", 0}};
+               {"[fe80::1]:7", "fe80::1", 7}, {"[::1]", "::1", 0}, {"fe80::1", "fe80::1", 0}};
   for (const auto& c : cases) {
     ElasticOptions o;
     ASSERT_TRUE(ApplyOption(OptionId::kRdzvEndpoint, c.text, &o, &err)) << c.text << err;
-    EXPECT_EQ(*o.endpoint_host, c.host);
-    EXPECT_EQ(o.endpoint_port.value_or(0), c.port);
+    EXPECT_EQ(o.endpoint->host, c.host);
+    EXPECT_EQ(o.endpoint->port.value_or(0), c.port);
   }
-  for (const char* bad : {":1", "n1:", "n1:0", "n1:x", "fe80::1", "[::1", "a b:1"}) {
+  for (const char* bad : {":1", "n1:", "n1:0", "n1:x", "n1:2:3", "[::1", "a b:1"}) {
     ElasticOptions o;
     EXPECT_FALSE(ApplyOption(OptionId::kRdzvEndpoint, bad, &o, &err)) << bad;
     EXPECT_NE(err.find("--elastic-rdzv-endpoint"), std::string::npos) << err;
@@ -149,7 +149,7 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(*c.max_restarts, 2);
   EXPECT_EQ(c.port_lo, 20000);
   EXPECT_EQ(c.port_hi, 20099);
-  EXPECT_EQ(*c.bind, "numa");
+  EXPECT_EQ(*c.bind, BindMode::kNuma);
   EXPECT_EQ(*c.health_check, "/etc/slurm/hc.sh");
   EXPECT_TRUE(c.default_on);
   EXPECT_FALSE(ParsePluginArgs({"health_check="}, "/x", &c, &err));
@@ -214,11 +214,11 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
     if (o.nnodes) d += " nnodes=" + std::to_string(o.nnodes->first) + ":" + std::to_string(o.nnodes->second);
-    d += " nproc=" + o.nproc_per_node.value_or("-") + " restarts=" + std::to_string(o.max_restarts.value_or(-1));
+    d += " nproc=" + (o.nproc_per_node ? FormatNprocSpec(*o.nproc_per_node) : "-") + " restarts=" + std::to_string(o.max_restarts.value_or(-1));
     d += " port=" + std::to_string(o.rdzv_port.value_or(-1)) + " id=" + o.rdzv_id.value_or("-");
-    d += " ep=" + o.endpoint_host.value_or("-") + ":" + std::to_string(o.endpoint_port.value_or(-1));
+    d += " ep=" + (o.endpoint ? FormatEndpoint(*o.endpoint) : "-");
     for (const auto& [k, v] : o.rdzv_conf) d += " conf:" + k + "=" + v;
-    d += " bind=" + o.bind.value_or("-") + " log=" + o.log_dir.value_or("-");
+    d += " bind=" + (o.bind ? BindModeName(*o.bind) : "-") + " log=" + o.log_dir.value_or("-");
     d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
     d += " hc=" + o.health_check.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;

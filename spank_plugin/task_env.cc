@@ -3,15 +3,12 @@
 #include <fmt/format.h>
 
 #include "common/device_list.h"
+#include "common/endpoint.h"
+#include "common/node_range.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
 namespace {
-
-std::string FormatEndpoint(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
-  return fmt::format("{}:{}", host, port);
-}
 
 void SetConf(std::vector<std::pair<std::string, std::string>>* conf, const std::string& key,
              const std::string& value) {
@@ -42,9 +39,9 @@ int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const Pl
     *source = "--elastic-rdzv-port";
     return *options.rdzv_port;
   }
-  if (options.endpoint_port) {
+  if (options.endpoint && options.endpoint->port) {
     *source = "--elastic-rdzv-endpoint";
-    return *options.endpoint_port;
+    return *options.endpoint->port;
   }
   if (!step.resv_ports.empty()) {
     long long first = 0;
@@ -70,9 +67,9 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
                     std::string* err) {
   *deferred_to_pmix = false;
   std::string why;
-  if (options.endpoint_host) {
+  if (options.endpoint) {
     // Slurm node names often do not resolve: try Slurm's NodeAddr too, else pass it as given.
-    const std::string& name = *options.endpoint_host;
+    const std::string& name = options.endpoint->host;
     if (nodes.Resolve(name, host, &why)) {
       *source = "--elastic-rdzv-endpoint";
     } else if (nodes.SlurmNodeAddr(name, host, &why)) {
@@ -141,10 +138,10 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   EnvList out;
   int lo = options.nnodes ? options.nnodes->first : static_cast<int>(step.nnodes);
   int hi = options.nnodes ? options.nnodes->second : static_cast<int>(step.nnodes);
-  out.emplace_back("PET_NNODES", fmt::format("{}:{}", lo, hi));
+  out.emplace_back("PET_NNODES", FormatNodeRange(NodeRange{lo, hi}));
   out.emplace_back("PET_NODE_RANK", std::to_string(step.node_id));
   if (options.nproc_per_node) {
-    out.emplace_back("PET_NPROC_PER_NODE", *options.nproc_per_node);
+    out.emplace_back("PET_NPROC_PER_NODE", FormatNprocSpec(*options.nproc_per_node));
   } else {
     int gpus = 0;
     if (!CountStepGpus(step, &gpus, err)) return false;
@@ -171,7 +168,7 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   // Without an explicit endpoint the host is node 0 by construction (its name may
   // not resolve, so elasticrun could not match it); with one, elasticrun matches
   // the endpoint against its own addresses.
-  if (!options.endpoint_host) conf.emplace_back("is_host", step.node_id == 0 ? "1" : "0");
+  if (!options.endpoint) conf.emplace_back("is_host", step.node_id == 0 ? "1" : "0");
   if (!step.munge_socket.empty()) conf.emplace_back("munge_socket", step.munge_socket);
   for (const auto& [key, value] : options.rdzv_conf) SetConf(&conf, key, value);
   std::string conf_text;
@@ -182,9 +179,9 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   out.emplace_back("PET_RDZV_CONF", conf_text);
 
   if (options.bind) {
-    out.emplace_back("PET_BIND", *options.bind);
+    out.emplace_back("PET_BIND", BindModeName(*options.bind));
   } else if (config.bind) {
-    out.emplace_back("PET_BIND", *config.bind);
+    out.emplace_back("PET_BIND", BindModeName(*config.bind));
   }
   if (options.log_dir) out.emplace_back("PET_LOG_DIR", *options.log_dir);
   if (options.no_python) out.emplace_back("PET_NO_PYTHON", "1");

@@ -104,11 +104,11 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   ElasticOptions o;
   o.mode = ElasticMode::kOn;
   o.max_restarts = 5;
-  o.bind = "numa";
+  o.bind = BindMode::kNuma;
   o.python = "/opt/py";
   o.log_dir = "/tmp/logs";
   o.no_python = true;
-  o.nproc_per_node = "cpu";
+  o.nproc_per_node = NprocSpec{NprocSpec::Kind::kCpu, 0};
   o.rdzv_id = "train1";
   o.health_check = "/home/u/check.sh --gpus";
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
@@ -172,7 +172,7 @@ TEST(ChooseRdzvPort, Precedence) {
   s.resv_ports = "12000-12001";
   EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 12000);
   EXPECT_EQ(src, "SLURM_STEP_RESV_PORTS");
-  o.endpoint_port = 7000;
+  o.endpoint = Endpoint{"n1", 7000};
   EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 7000);
   o.rdzv_port = 7000;
   EXPECT_EQ(ChooseRdzvPort(s, o, c, &src), 7000);
@@ -183,13 +183,12 @@ TEST(ChooseRdzvHost, ExplicitEndpointIsResolvedThroughSlurmWhenDnsFails) {
   FakeNodes nodes;
   nodes.node_addr = {{"n2", "10.200.0.12"}};
   ElasticOptions o;
-  o.endpoint_host = "n2";
-  o.endpoint_port = 29555;
+  o.endpoint = Endpoint{"n2", 29555};
   std::string host, src, err;
   bool pmix = false;
   ASSERT_TRUE(ChooseRdzvHost(ThreeNodeStep(1), o, nodes, &host, &src, &pmix, &err));
   EXPECT_EQ(host, "10.200.0.12");
-  o.endpoint_host = "elsewhere";
+  o.endpoint->host = "elsewhere";
   ASSERT_TRUE(ChooseRdzvHost(ThreeNodeStep(1), o, nodes, &host, &src, &pmix, &err));
   EXPECT_EQ(host, "elsewhere");
   EXPECT_FALSE(pmix);

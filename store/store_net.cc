@@ -11,6 +11,7 @@
 
 #include <chrono>
 
+#include "common/endpoint.h"
 #include "common/net.h"
 
 namespace elastic {
@@ -77,11 +78,10 @@ bool ConnectTcp(const std::string& host, int port, int timeout_ms, UniqueFd* fd,
 
 std::string PeerName(const sockaddr_storage& addr) {
   if (addr.ss_family == AF_INET) {
-    return AddressText(addr) + ":" + std::to_string(ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port));
+    return FormatEndpoint(AddressText(addr), ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port));
   }
   if (addr.ss_family == AF_INET6) {
-    return "[" + AddressText(addr) + "]:" +
-           std::to_string(ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port));
+    return FormatEndpoint(AddressText(addr), ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port));
   }
   return "unknown peer";
 }

@@ -170,7 +170,7 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.check_contract(out)
 
     @unittest.skipUnless(Path(ELASTICRUN).exists() and b"ELASTIC_SPANK_PMIX_ENDPOINT" in Path(ELASTICRUN).read_bytes(),
-                         "elasticrun does not call ApplyPmixBootstrapToEnv (launcher/pmix_bootstrap.h) yet")
+                         "elasticrun is built without the PMIx bootstrap (launcher/pmix_bootstrap.h)")
     @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     def test_mpi_pmix(self):
         r = self.srun(["-N3", "--mpi=pmix", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", WORKER])
