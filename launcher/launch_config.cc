@@ -21,6 +21,25 @@ extern char** environ;
 namespace elastic {
 namespace {
 
+// --preload: comma-separated dotted Python module names ("" = none).
+bool ParseModuleList(const std::string& what, const std::string& text, std::vector<std::string>* out,
+                     std::string* err) {
+  out->clear();
+  if (text.empty()) return true;
+  for (const std::string& name : Split(text, ',')) {
+    bool ok = !name.empty() && name.front() != '.' && name.back() != '.' &&
+              name.find("..") == std::string::npos && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+    if (!ok) {
+      *err = fmt::format("{}: '{}' is not a Python module name (a comma-separated list, e.g. torch,numpy)",
+                         what, name);
+      return false;
+    }
+    out->push_back(name);
+  }
+  return true;
+}
+
 // One row per option: its spellings, the PET_ variable, the default and the help.
 struct OptionDef {
   const char* names;  // CLI11 names: "-r,--redirects"
@@ -78,6 +97,10 @@ constexpr OptionDef kOptions[] = {
      "Every worker sees LOCAL_RANK=0 and only its own GPU in CUDA_VISIBLE_DEVICES."},
     {"--python", "python", "python3", false,
      "Interpreter for .py programs and -m (looked up in PATH; it must have torch)."},
+    {"--preload", "preload", "", false,
+     "Python modules to import once per node, e.g. torch,numpy: every worker of every round "
+     "is forked from that interpreter instead of starting Python (docs/elasticrun.md, "
+     "\"Preloading\")."},
     {"--bind", "bind", "auto", false,
      "CPU/memory binding per worker: auto (gpu if GPUs, else numa), gpu, gpu-exclusive, "
      "numa, none."},
@@ -295,6 +318,7 @@ bool Parser::Convert(std::string* err) {
     *err = What("python", "--python") + ": must not be empty";
     return false;
   }
+  if (!ParseModuleList(What("preload", "--preload"), V("preload").text, &c_->preload, err)) return false;
   return ConvertRendezvous(err) && ConvertBinding(err);
 }
 

@@ -47,6 +47,7 @@ struct LaunchConfig {
   std::vector<int> signals_to_handle;  // terminating signals: forward, stop, exit 128+sig
   bool virtual_local_rank = false;
   std::string python = "python3";     // --python
+  std::vector<std::string> preload;   // --preload: modules the zygote imports (zygote.h)
   bool verbose = false;
   // Binding (hwloc_binding/binding.h), kept as validated text.
   std::string bind = "auto";
