@@ -171,6 +171,17 @@ def _warn_binding(call, err):
     os.write(2, ("elasticrun: warning: binding local rank %s: %s: %s\n" % (lr, call, os.strerror(err))).encode())
 
 
+def _interpreter_added():
+    """What the interpreter put into its environment at start (PEP 538's LC_CTYPE
+    coercion): a normal start of a worker with the same locale does it too."""
+    with open("/proc/self/environ", "rb") as f:
+        initial = {e.split(b"=", 1)[0] for e in f.read().split(b"\0") if e}
+    return {k: v for k, v in os.environ.items() if k.encode() not in initial and k != "ELASTIC_ZYGOTE_FD"}
+
+
+_ADDED = {}
+
+
 def _become_worker(req, sock, out_fd, err_fd):
     """In the forked worker: what child_process.cc's RunChild does before exec."""
     try:
@@ -185,13 +196,16 @@ def _become_worker(req, sock, out_fd, err_fd):
     if os.getppid() != req["agent"]:
         os._exit(128 + signal.SIGKILL)
     for sig in req["default_signal"]:
-        signal.signal(sig, signal.SIG_DFL)
+        # As after exec: default dispositions, then the interpreter's own SIGINT handler.
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     for fd in (out_fd, err_fd):
         if fd > 2:
             os.close(fd)
     env = dict(e.split("=", 1) if "=" in e else (e, "") for e in req["env"])
+    for key, value in _ADDED.items():
+        env.setdefault(key, value)
     os.environ.clear()
     os.environ.update(env)  # putenv: C code (torch, NCCL, CUDA) sees it too
     _bind(req)
@@ -315,6 +329,7 @@ def _run(job):
 
 
 def main():
+    _ADDED.update(_interpreter_added())
     sock = socket.socket(fileno=int(os.environ.pop("ELASTIC_ZYGOTE_FD", "3")))
     modules = [m for m in sys.argv[1].split(",") if m] if len(sys.argv) > 1 else []
     why = _preload(modules)
