@@ -293,8 +293,8 @@ void ElasticAgent::StartZygote(bool subreaper) {
   std::error_code ec;
   std::string script = ZygoteScript(std::filesystem::read_symlink("/proc/self/exe", ec));
   std::string why;
-  if (!RunsInPython(spec_.argv, config_.python, config_.module, config_.program)) {
-    why = "the program does not run in Python (not a .py script or -m module, or --no-python)";
+  if (!ParsePythonCommand(spec_.argv, config_.python, &python_command_)) {
+    why = "the program does not run in Python (not PYTHON [-u] script or -m module)";
   } else if (!subreaper) {
     why = "the agent is not a child subreaper";
   } else if (script.empty()) {
@@ -310,6 +310,7 @@ void ElasticAgent::StartZygote(bool subreaper) {
     ZygoteOptions o;
     o.python = spec_.path;
     o.script = script;
+    o.unbuffered = python_command_.unbuffered;
     o.modules = config_.preload;
     o.env = EnvToStrings(BuildWorkerEnv(in));
     o.child_mask = original_mask_;
@@ -330,8 +331,7 @@ bool ElasticAgent::Spawn(int lr, const ChildSpec& child, ChildHandle* handle, st
     if (spec_.kernel_binding && lr < static_cast<int>(spec_.kernel_binding->size())) {
       binding = &(*spec_.kernel_binding)[lr];
     }
-    SpawnRequest r = MakeSpawnRequest(config_.module, config_.program, config_.args, child.env,
-                                      child.default_signals, binding);
+    SpawnRequest r = MakeSpawnRequest(python_command_, child.env, child.default_signals, binding);
     std::string why;
     if (zygote_->Spawn(r, child.stdout_fd, child.stderr_fd, handle, &why)) return true;
     Log(LogLevel::kWarning, "the preloaded interpreter cannot start local rank {}: {}: workers start "

@@ -104,6 +104,7 @@ class ElasticAgent {
   bool dispatching_ = false;
   int exit_code_ = 1;
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
+  PythonCommand python_command_;    // what the zygote's workers run
 };
 
 }  // namespace elastic

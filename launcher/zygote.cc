@@ -72,20 +72,35 @@ std::string ZygoteScript(const std::string& exe) {
   return "";
 }
 
-bool RunsInPython(const std::vector<std::string>& argv, const std::string& python, bool module,
-                  const std::string& program) {
-  size_t at = module ? 3 : 2;
-  return argv.size() > at && argv[0] == python && argv[1] == "-u" && (!module || argv[2] == "-m") &&
-         argv[at] == program;
+bool ParsePythonCommand(const std::vector<std::string>& argv, const std::string& python, PythonCommand* out) {
+  if (argv.empty()) return false;
+  std::string name = argv[0].substr(argv[0].rfind('/') == std::string::npos ? 0 : argv[0].rfind('/') + 1);
+  if (argv[0] != python && name.rfind("python", 0) != 0) return false;
+  PythonCommand c;
+  size_t i = 1;
+  if (i < argv.size() && argv[i] == "-u") {
+    c.unbuffered = true;
+    ++i;
+  }
+  if (i + 1 < argv.size() && argv[i] == "-m") {
+    c.module = true;
+    ++i;
+  } else if (i >= argv.size() || argv[i].empty() || argv[i][0] == '-') {
+    return false;
+  }
+  if (argv[i].empty()) return false;
+  c.target = argv[i];
+  c.args.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
+  *out = std::move(c);
+  return true;
 }
 
-SpawnRequest MakeSpawnRequest(bool module, const std::string& program, const std::vector<std::string>& args,
-                              const std::vector<std::string>& env, const std::vector<int>& default_signals,
-                              const KernelBinding* binding) {
+SpawnRequest MakeSpawnRequest(const PythonCommand& command, const std::vector<std::string>& env,
+                              const std::vector<int>& default_signals, const KernelBinding* binding) {
   SpawnRequest r;
-  r.module = module;
-  r.target = program;
-  r.args = args;
+  r.module = command.module;
+  r.target = command.target;
+  r.args = command.args;
   r.env = env;
   std::error_code ec;
   r.cwd = std::filesystem::current_path(ec).string();
@@ -130,7 +145,10 @@ bool Zygote::Start(const ZygoteOptions& o, std::string* err) {
   }
   ChildSpec spec;
   spec.path = o.python;
-  spec.argv = {o.python, "-u", o.script, fmt::format("{}", fmt::join(o.modules, ","))};
+  spec.argv = {o.python};
+  if (o.unbuffered) spec.argv.push_back("-u");
+  spec.argv.push_back(o.script);
+  spec.argv.push_back(fmt::format("{}", fmt::join(o.modules, ",")));
   spec.env = o.env;
   spec.env.push_back(fmt::format("ELASTIC_ZYGOTE_FD={}", kZygoteFd));
   spec.child_mask = o.child_mask;

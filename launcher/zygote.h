@@ -36,6 +36,7 @@ namespace elastic {
 struct ZygoteOptions {
   std::string python;                // the resolved interpreter the workers use
   std::string script;                // zygote.py (ZygoteScript)
+  bool unbuffered = true;            // -u, as the workers' command has it
   std::vector<std::string> modules;  // --preload
   std::vector<std::string> env;      // KEY=VALUE: what the workers get, less per-rank values
   sigset_t child_mask;
@@ -48,16 +49,22 @@ struct ZygoteOptions {
 // once installed, launcher/python in the build tree; "" if missing.
 std::string ZygoteScript(const std::string& exe);
 
-// Whether `argv` is the interpreter form of the worker command (worker_command.h:
-// PYTHON -u [-m] PROGRAM ARGS...), the only one a zygote can run.
-bool RunsInPython(const std::vector<std::string>& argv, const std::string& python, bool module,
-                  const std::string& program);
+// A worker command a zygote can run: PYTHON [-u] SCRIPT ARGS... or PYTHON [-u] -m
+// MODULE ARGS..., where PYTHON is `python` (--python) or named python* (the
+// command under `srun --elastic python3 train.py`). Other interpreter options
+// (-c, -O, -X, ...) are not: false.
+struct PythonCommand {
+  bool unbuffered = false;  // -u
+  bool module = false;      // -m
+  std::string target;       // the script or the module
+  std::vector<std::string> args;
+};
+bool ParsePythonCommand(const std::vector<std::string>& argv, const std::string& python, PythonCommand* out);
 
 // The request for a worker that a normal start would run as `child` (its env) with
 // `binding` applied (nullptr: unbound), from the agent's working directory.
-SpawnRequest MakeSpawnRequest(bool module, const std::string& program, const std::vector<std::string>& args,
-                              const std::vector<std::string>& env, const std::vector<int>& default_signals,
-                              const KernelBinding* binding);
+SpawnRequest MakeSpawnRequest(const PythonCommand& command, const std::vector<std::string>& env,
+                              const std::vector<int>& default_signals, const KernelBinding* binding);
 
 class Zygote {
  public:

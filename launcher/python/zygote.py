@@ -309,7 +309,8 @@ def _run_module(name):
 
 def _run(job):
     sys.argv = [job.get("script", "-m")] + job["arg"]
-    sys.orig_argv = [sys.executable, "-u"] + (["-m", job["module"]] if "module" in job else [job["script"]]) + job["arg"]
+    # The zygote's [PYTHON, flags..., zygote.py, MODULES] with the worker's command instead.
+    sys.orig_argv = sys.orig_argv[:-2] + (["-m", job["module"]] if "module" in job else [job["script"]]) + job["arg"]
     _reapply_import_time_settings()
     try:
         if "module" in job:

@@ -77,7 +77,7 @@ class PreloadTest(LauncherTestCase):
         os.mkdir(self.path(sub))
         args = ["--nproc-per-node=2", "--cpus-allowed=1", "--max-restarts=1", "--python", PYTHON]
         if preload:
-            args[:0] = ["--preload", "json"]
+            args[:0] = ["--preload", "xml.dom.minidom"]
         rc, out, err = self.run_agent(args + [WORKER, "env", self.path(sub)], {"PET_RDZV_ID": "same"})
         self.assertEqual(rc, 0, err)
         return [(self.dump(sub + "/env", r), self.dump(sub + "/proc", r)) for r in (0, 1)], err
@@ -88,6 +88,7 @@ class PreloadTest(LauncherTestCase):
         self.assertNotIn("warning", err)
         for rank in (0, 1):
             (env_n, proc_n), (env_p, proc_p) = normal[rank], preloaded[rank]
+            self.assertFalse(proc_n["minidom_loaded"])
             for differs in ("MASTER_PORT", "TORCHELASTIC_ERROR_FILE"):  # per run
                 self.assertIn(differs, env_p)
                 env_n.pop(differs), env_p.pop(differs)
@@ -95,6 +96,7 @@ class PreloadTest(LauncherTestCase):
             self.assertNotIn("ELASTIC_ZYGOTE_FD", env_p)
             for key in ("path0", "cwd", "name", "affinity", "signals", "blocked"):
                 self.assertEqual(proc_p[key], proc_n[key], key)
+            self.assertTrue(proc_p["minidom_loaded"])  # forked from the zygote
             self.assertEqual(proc_p["affinity"], [1])  # --cpus-allowed=1: bound as a normal start
             self.assertEqual(proc_p["pgid"], proc_p["pid"])  # its own process group
             self.assertEqual(proc_p["argv"], [WORKER, "env", self.path("preloaded")])
@@ -176,6 +178,16 @@ class PreloadTest(LauncherTestCase):
         self.assertIn("--preload: the program does not run in Python", err)
         self.assertEqual(out, "[rank0]: hi\n")
 
+    def test_interpreter_as_the_program_is_preloaded_too(self):
+        # `srun --elastic python3 train.py`: the program is the interpreter itself.
+        rc, _, err = self.run_agent(["--nproc-per-node=2", "--preload", "xml.dom.minidom", PYTHON, WORKER,
+                                     "env", self.dir])
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("warning", err)
+        proc = self.dump("proc", 1)
+        self.assertEqual(proc["argv"], [WORKER, "env", self.dir])
+        self.assertTrue(proc["minidom_loaded"])  # forked from the zygote that imported it
+
     def test_module_mode_runs_as_main_with_its_path_in_argv0(self):
         pkg = self.path("pkg")
         os.mkdir(pkg)
@@ -186,6 +198,7 @@ class PreloadTest(LauncherTestCase):
         rc, out, err = self.run_agent(["--preload", "json", "--python", PYTHON, "-m", "pkg.tool", "x"], cwd=self.dir)
         self.assertEqual(rc, 0, err)
         self.assertEqual(out, "[rank0]: __main__ ['%s', 'x'] 0\n" % os.path.join(pkg, "tool.py"))
+        self.assertNotIn("warning", err)
 
 
 if __name__ == "__main__":

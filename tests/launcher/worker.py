@@ -36,6 +36,7 @@ def mode_env(out_dir):
     facts = {"argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "name": __name__,
              "affinity": sorted(os.sched_getaffinity(0)), "ppid": os.getppid(), "pid": os.getpid(),
              "pgid": os.getpgid(0), "signals": dispositions,
+             "minidom_loaded": "xml.dom.minidom" in sys.modules,  # test_preload.py preloads it
              "blocked": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))}
     touch(os.path.join(out_dir, "proc.%d.json" % RANK), json.dumps(facts))
 
