@@ -1,6 +1,7 @@
 #include "spank_plugin/options.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,15 @@ namespace elastic::spank {
 namespace {
 
 constexpr int kMaxNodes = 1000000;
+
+// A comma-separated list of dotted Python module names (elasticrun --preload
+// checks the same on each node; checking here refuses a typo before allocation).
+bool CheckModuleList(const std::string& what, std::string_view text, std::string* err) {
+  bool ok = !text.empty() && text.front() != ',' && text.back() != ',' && text.find(",,") == std::string_view::npos;
+  for (char c : text) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ',');
+  if (!ok) *err = fmt::format("{}: '{}' is not a list of Python modules (e.g. torch,numpy)", what, text);
+  return ok;
+}
 
 const char* OptionName(OptionId id) {
   for (const OptionSpec& spec : kOptionTable) {
@@ -187,6 +197,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->python = value;
       break;
+    case OptionId::kPreload:
+      ok = NonEmptyValue(id, value, &error) && CheckModuleList("--elastic-preload", value, &error);
+      if (ok) options->preload = value;
+      break;
   }
   if (!ok) {
     if (err) *err = error;
@@ -209,7 +223,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, default)", arg);
+                         "max_restarts, port, bind, python, preload, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -251,6 +265,9 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.python = value;
+    } else if (key == "preload") {
+      if (!CheckModuleList(what, value, err)) return false;
+      result.preload = value;
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
@@ -259,7 +276,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, default)", key);
+                         "port, bind, python, preload, default)", key);
       return false;
     }
   }

@@ -24,6 +24,7 @@ enum class OptionId {
   kLogDir,
   kNoPython,
   kPython,
+  kPreload,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -36,7 +37,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 11> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 12> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -65,6 +66,10 @@ inline constexpr std::array<OptionSpec, 11> kOptionTable = {{
      OptionId::kNoPython},
     {"elastic-python", "PATH", "[elastic] Python interpreter for a .py command (must have torch)",
      1, OptionId::kPython},
+    {"elastic-preload", "MODULES",
+     "[elastic] Python modules (e.g. torch) imported once per node: every worker is forked from "
+     "that interpreter (elasticrun --preload)",
+     1, OptionId::kPreload},
 }};
 
 // --elastic's value.
@@ -86,6 +91,7 @@ struct ElasticOptions {
   std::optional<std::string> log_dir;
   bool no_python = false;
   std::optional<std::string> python;
+  std::optional<std::string> preload;          // MODULE[,MODULE...]
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
@@ -103,6 +109,7 @@ struct PluginConfig {
   int port_hi = 65535;                  // default ephemeral range 32768-60999)
   std::optional<std::string> bind;      // bind=MODE
   std::optional<std::string> python;    // python=PATH
+  std::optional<std::string> preload;   // preload=MODULES
   bool default_on = false;              // default=on|off
 };
 

@@ -15,7 +15,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_LT(std::string(spec.name).size(), 75u);
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 12u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -130,6 +130,11 @@ TEST(ApplyOption, ConfBindIdPython) {
   EXPECT_NE(err.find("--elastic-bind: 'socket'"), std::string::npos) << err;
   EXPECT_FALSE(ApplyOption(OptionId::kRdzvId, "a,b", &o, &err));
   EXPECT_FALSE(ApplyOption(OptionId::kPython, "", &o, &err));
+  EXPECT_FALSE(ApplyOption(OptionId::kPreload, "torch numpy", &o, &err));
+  EXPECT_NE(err.find("--elastic-preload: 'torch numpy'"), std::string::npos) << err;
+  EXPECT_FALSE(ApplyOption(OptionId::kPreload, "torch,", &o, &err));
+  ASSERT_TRUE(ApplyOption(OptionId::kPreload, "torch,numpy.random", &o, &err)) << err;
+  EXPECT_EQ(o.preload, "torch,numpy.random");
   EXPECT_TRUE(ApplyOption(OptionId::kNoPython, nullptr, &o, &err));
   EXPECT_TRUE(o.no_python);
 }
@@ -166,6 +171,8 @@ TEST(PluginArgs, UnknownKeyAndBadValuesAreNamed) {
   EXPECT_FALSE(ParsePluginArgs({"launcher=elasticrun"}, "/x", &c, &err));
   EXPECT_NE(err.find("absolute path"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"novalue"}, "/x", &c, &err));
+  EXPECT_FALSE(ParsePluginArgs({"preload=torch;rm"}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: preload: 'torch;rm'"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"bind=all"}, "/x", &c, &err));
   EXPECT_NE(err.find("plugstack.conf: bind"), std::string::npos) << err;
 }
@@ -205,6 +212,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kRdzvConf, "join_timeout=60,last_call_timeout=1"},
       {OptionId::kBind, "gpu"},              {OptionId::kLogDir, "/tmp/logs"},
       {OptionId::kNoPython, nullptr},        {OptionId::kPython, "/usr/bin/python3"},
+      {OptionId::kPreload, "torch,numpy"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -215,6 +223,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     for (const auto& [k, v] : o.rdzv_conf) d += " conf:" + k + "=" + v;
     d += " bind=" + o.bind.value_or("-") + " log=" + o.log_dir.value_or("-");
     d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
+    d += " preload=" + o.preload.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

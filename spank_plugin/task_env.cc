@@ -193,6 +193,11 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.python) {
     out.emplace_back("PET_PYTHON", *config.python);
   }
+  if (options.preload) {
+    out.emplace_back("PET_PRELOAD", *options.preload);
+  } else if (config.preload) {
+    out.emplace_back("PET_PRELOAD", *config.preload);
+  }
   // For elasticrun's logs and the PMIx bootstrap (pmix_bootstrap.h).
   out.emplace_back("ELASTIC_SPANK_RDZV_SOURCE", host_source + "; port: " + port_source);
   if (deferred) out.emplace_back("ELASTIC_SPANK_PMIX_ENDPOINT", "1");

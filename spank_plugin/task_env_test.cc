@@ -106,6 +106,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.max_restarts = 5;
   o.bind = "numa";
   o.python = "/opt/py";
+  o.preload = "torch";
   o.log_dir = "/tmp/logs";
   o.no_python = true;
   o.nproc_per_node = "cpu";
@@ -114,14 +115,15 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
   std::string err;
-  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3"}, "/x", &c,
-                              &err));
+  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3", "preload=numpy"},
+                              "/x", &c, &err));
   EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
   auto m = AsMap(env);
   EXPECT_EQ(m["PET_MAX_RESTARTS"], "5");
   EXPECT_EQ(m["PET_BIND"], "numa");
   EXPECT_EQ(m["PET_PYTHON"], "/opt/py");
+  EXPECT_EQ(m["PET_PRELOAD"], "torch");
   EXPECT_EQ(m["PET_LOG_DIR"], "/tmp/logs");
   EXPECT_EQ(m["PET_NO_PYTHON"], "1");
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
@@ -134,6 +136,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_MAX_RESTARTS"], "1");
   EXPECT_EQ(m["PET_BIND"], "none");
   EXPECT_EQ(m["PET_PYTHON"], "/usr/bin/python3");
+  EXPECT_EQ(m["PET_PRELOAD"], "numpy");
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {
