@@ -92,16 +92,10 @@ void RendezvousHost::Shutdown() {
 
 void RendezvousHost::OnAccept() {
   while (true) {
+    // Strangers may not pile up: at the cap, the rest wait unaccepted.
+    if (unauthenticated_ >= config_.settings.max_unauthenticated) return PauseAccepting();
     UniqueFd fd = AcceptConnection(listener_.get());
     if (!fd) return;
-    // Strangers may not pile up: past the cap, a connection is closed at once.
-    if (unauthenticated_ >= config_.settings.max_unauthenticated) {
-      if (turned_away_++ % 1000 == 0)
-        Log(LogLevel::kWarning, "rendezvous: {} unauthenticated connections (max_unauthenticated): "
-            "closing the one from {} ({} so far)", unauthenticated_, PeerAddress(fd.get()),
-            turned_away_);
-      continue;
-    }
     NodeId id = next_id_++;
     Peer peer;
     peer.addr = PeerAddress(fd.get());
@@ -138,9 +132,27 @@ void RendezvousHost::OnAuthDeadline(NodeId id) {
   if (it == peers_.end() || it->second.authenticated) return;
   if (!it->second.refused) return Refuse(it->second, "no hello before auth_timeout");
   // Refused and still not gone (it does not read its error): drop it now.
-  --unauthenticated_;
   peers_.erase(it);
+  LeftPreAuth();
   MaybeRunTerminal();
+}
+
+void RendezvousHost::PauseAccepting() {
+  if (accept_paused_ || !listener_) return;
+  accept_paused_ = true;
+  loop_.Modify(listener_.get(), 0, nullptr);
+  if (accept_pauses_++ % 1000 == 0)
+    Log(LogLevel::kDebug, "rendezvous: {} unauthenticated connections (max_unauthenticated): "
+        "accepting paused until one authenticates or goes ({} pauses so far)", unauthenticated_,
+        accept_pauses_);
+}
+
+void RendezvousHost::LeftPreAuth() {
+  --unauthenticated_;
+  if (!accept_paused_ || !listener_ || unauthenticated_ >= config_.settings.max_unauthenticated)
+    return;
+  accept_paused_ = false;
+  loop_.Modify(listener_.get(), EPOLLIN, nullptr);  // level-triggered: waiting agents fire it
 }
 
 void RendezvousHost::Refuse(Peer& peer, const std::string& why) {
@@ -173,7 +185,7 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
     return Refuse(peer, fmt::format("cannot prove this host ({}): {}",
                                     AuthMethodName(config_.auth), err));
   peer.authenticated = true;
-  --unauthenticated_;
+  LeftPreAuth();
   peer.conn->SetMaxFrameBytes(s.max_frame_bytes);
   peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
   NodeDesc desc{id, fmt::format("{}:{}", hello.name, hello.pid), peer.addr,
@@ -227,9 +239,9 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
   closed_traffic_.messages_in += c.messages_in;
   closed_traffic_.messages_out += c.messages_out;
   bool authenticated = it->second.authenticated;
-  if (!authenticated) --unauthenticated_;
   // Destroying the connection from its own on_close is allowed (connection.h).
   peers_.erase(it);
+  if (!authenticated) LeftPreAuth();
   if (authenticated) Feed(EvLeave{id, reason});
   MaybeRunTerminal();
 }

@@ -72,6 +72,11 @@ class RendezvousHost : public RendezvousHandler {
   RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener);
   bool Start(std::string* err);
   void OnAccept();
+  // At max_unauthenticated the listener is taken out of the loop: further
+  // agents wait in the kernel's accept queue (not closed, so they need no
+  // retry) until a pre-authentication place frees up.
+  void PauseAccepting();
+  void LeftPreAuth();  // one fewer unauthenticated peer: accept again if paused
   void OnPeerMessage(NodeId id, const Message& msg);
   void OnHello(NodeId id, Peer& peer, const AgentMessage& msg);
   void OnAuthDeadline(NodeId id);
@@ -101,7 +106,8 @@ class RendezvousHost : public RendezvousHandler {
   std::map<NodeId, Peer> peers_;
   NodeId next_id_ = kLocalNode + 1;
   int unauthenticated_ = 0;       // peers not (yet) authenticated, refused ones included
-  uint64_t turned_away_ = 0;      // connections closed at accept (max_unauthenticated)
+  bool accept_paused_ = false;    // at max_unauthenticated: the listener is not watched
+  uint64_t accept_pauses_ = 0;    // times accepting paused (logged rate-limited)
   std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
   std::set<std::string> local_addrs_;
   uint64_t local_round_ = 0;
