@@ -78,7 +78,8 @@ class Zygote {
   bool Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, ChildHandle* child,
              std::string* err);
   bool usable() const { return state_ != State::kGone; }
-  pid_t pid() const { return child_.pid; }
+  // The zygote's pid until it has been reaped (then -1: the pid may be reused).
+  pid_t pid() const { return reaped_ ? -1 : child_.pid; }
 
  private:
   enum class State { kStarting, kReady, kGone };
