@@ -67,6 +67,51 @@ def cmdline(pid):
         return []
 
 
+def load_zygote_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("elastic_zygote", ZYGOTE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ZygoteRequestParserTest(unittest.TestCase):
+    """zygote.py's reader of the agent's requests (launcher/zygote_request.h), as a table.
+    The first row is the exact payload zygote_request_test.cc expects the agent to encode."""
+
+    def test_table(self):
+        z = load_zygote_module()
+        good = [
+            (b"spawn\0script\0train.py\0arg\0--lr\0arg\0" b"0.1\0env\0RANK=1\0env\0A=\0cwd\0/w\0"
+             b"agent\0" b"42\0default_signal\0" b"15\0default_signal\0" b"10\0cpu_mask\0f0,1\0"
+             b"mem_mode\0" b"1\0mem_nodes\0" b"2\0maxnode\0" b"64\0",
+             {"script": "train.py", "arg": ["--lr", "0.1"], "env": ["RANK=1", "A="], "cwd": "/w", "agent": 42,
+              "default_signal": [15, 10], "cpu_mask": [0xf0, 1], "mem_mode": 1, "mem_nodes": [2], "maxnode": 64}),
+            (b"spawn\0module\0pkg.main\0cwd\0/\0agent\0" b"7\0",
+             {"module": "pkg.main", "arg": [], "cwd": "/", "agent": 7, "cpu_mask": [], "mem_mode": -1}),
+        ]
+        for payload, want in good:
+            got = z._parse_request(payload)
+            for key, value in want.items():
+                self.assertEqual(got[key], value, key)
+        bad = [
+            (b"", "not NUL-terminated"),
+            (b"spawn\0script\0x", "not NUL-terminated"),
+            (b"ready\0", "not a spawn request"),
+            (b"spawn\0script\0", "not a spawn request"),  # key without value
+            (b"spawn\0cwd\0/\0agent\0" b"5\0", "one of script/module"),
+            (b"spawn\0script\0a\0module\0b\0cwd\0/\0agent\0" b"5\0", "one of script/module"),
+            (b"spawn\0script\0a\0cwd\0/\0agent\0" b"1\0", "agent"),
+            (b"spawn\0script\0a\0cwd\0/\0agent\0" b"5\0colour\0red\0", "unknown key"),
+        ]
+        for payload, why in bad:
+            with self.assertRaises(z.ProtocolError, msg=repr(payload)) as ctx:
+                z._parse_request(payload)
+            self.assertIn(why, str(ctx.exception))
+        with self.assertRaises(ValueError):
+            z._parse_request(b"spawn\0script\0a\0cwd\0/\0agent\0x\0")
+
+
 class PreloadTest(LauncherTestCase):
     def dump(self, kind, rank):
         name = "%s.%d" % (kind, rank) + ("" if kind == "pids" else ".json")
