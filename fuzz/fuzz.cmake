@@ -87,6 +87,8 @@ elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
+elastic_add_fuzzer(file_timer_request RUNS 20000
+  SOURCES launcher/file_timer_request.cc common/log_escape.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc common/parse.cc rendezvous/rendezvous_settings.cc

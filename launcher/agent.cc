@@ -55,6 +55,7 @@ ElasticAgent::~ElasticAgent() {
   }
   KillLeftovers(false);  // what left the groups (setsid, double fork) came back to us
   ReapExited(Spared());  // the zygote is reaped by its own destructor
+  StopFileTimer();
   if (signal_fd_) loop_.Remove(signal_fd_.get());
   sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
 }
@@ -133,7 +134,7 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
     Log(LogLevel::kWarning, "prctl(PR_SET_CHILD_SUBREAPER): {}: processes that leave a worker's "
         "process group may outlive it", strerror(errno));
   }
-  if (!SetUpSignals(&err)) {
+  if (!SetUpSignals(&err) || !StartFileTimer(&err)) {
     Log(LogLevel::kError, "{}", err);
     return 1;
   }
@@ -141,7 +142,7 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
   SetCallbacks();
   Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
       fmt::join(spec_.argv, " "));
-  rendezvous_->Join(config_.nproc);
+  JoinRound();
   loop_.Run();
   return exit_code_;
 }
@@ -156,6 +157,9 @@ void ElasticAgent::Dispatch(Event event) {
     WorkerState before = status_.state;
     Transition t = Step(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms));
     status_ = std::move(t.status);
+    if (before == WorkerState::kHealthy && status_.state == WorkerState::kUnhealthy) {
+      first_failure_at_ = loop_.Now();
+    }
     if (before != status_.state) {
       Log(LogLevel::kDebug, "state {} -> {}", WorkerStateName(before), WorkerStateName(status_.state));
     }
@@ -188,12 +192,13 @@ void ElasticAgent::Execute(const Action& action) {
       EndAttempt();
       break;
     case ActionKind::kJoin:
+      if (EndsInCrashLoop()) break;
       if (status_.has_failure) {
         Log(LogLevel::kInfo, "restarting the workers after rank {} failed", status_.failure.global_rank);
       } else {
         Log(LogLevel::kInfo, "restarting the workers");
       }
-      rendezvous_->Join(config_.nproc);
+      JoinRound();
       break;
     case ActionKind::kExit:
       Finish(action.exit_code);
@@ -204,6 +209,8 @@ void ElasticAgent::Execute(const Action& action) {
 void ElasticAgent::StartWorkers() {
   for (auto& w : workers_) old_groups_.push_back(w->child.pid);
   workers_.clear();
+  workers_started_ = loop_.Now();
+  if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
   std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
   Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
       config_.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
@@ -266,6 +273,7 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   in.bound_cores = lr < static_cast<int>(spec_.cores.size()) ? spec_.cores[lr] : 0;
   in.gloo_ifname = gloo_ifname_;
   in.python_shim_dir = python_shim_dir_;
+  in.timer_file = file_timer_ ? file_timer_->path() : std::string();
   ChildSpec child;
   child.path = spec_.path;
   child.argv = spec_.argv;
@@ -360,6 +368,7 @@ void ElasticAgent::OnWorkerExit(Worker* w) {
   f.time_unix_ms = UnixMillisNow();
   if (IsFailure(f)) {
     ReadErrorFile(w->error_file, &f.message, &f.traceback);
+    if (w->hang) DescribeHang(w, &f);
     if (status_.state == WorkerState::kHealthy) {
       Log(LogLevel::kWarning, "rank {} (local rank {}) failed: {}", f.global_rank, f.local_rank,
           DescribeExit(f));
@@ -391,6 +400,7 @@ void ElasticAgent::ReapOrphans() {
     if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd
   }
   for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
+  if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
   ReapExited(workers);
 }
 
@@ -409,6 +419,7 @@ void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
 void ElasticAgent::EndAttempt() {
   stop_timer_.Cancel();
   for (auto& w : workers_) {
+    w->hang_kill_timer.Cancel();
     // Leftovers of a worker (its own children) die with its group.
     if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);
     if (w->out) w->out->Close();

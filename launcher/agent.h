@@ -21,6 +21,10 @@
 
 #include "common/event_loop.h"
 #include "launcher/child_process.h"
+#include "launcher/crash_loop.h"
+#include "launcher/file_timer_server.h"
+#include "launcher/health_check.h"
+#include "launcher/hung_worker.h"
 #include "launcher/launch_config.h"
 #include "launcher/worker_output.h"
 #include "launcher/worker_state.h"
@@ -53,6 +57,8 @@ struct Worker {
   std::string error_file;
   std::unique_ptr<WorkerOutput> out;
   std::unique_ptr<WorkerOutput> err;
+  std::optional<HangInfo> hang;                      // its FileTimerClient timer expired
+  Timer hang_kill_timer;              // kStackDumpGrace after SIGABRT
 };
 
 class ElasticAgent {
@@ -84,6 +90,20 @@ class ElasticAgent {
   void EndAttempt();
   void Finish(int exit_code);
 
+  // TORCHELASTIC_ENABLE_FILE_TIMER=1: PyTorch's watchdog (agent_file_timer.cc).
+  bool StartFileTimer(std::string* err);
+  void StopFileTimer();
+  void OnTimerExpired(const ExpiredTimer& timer);
+  Worker* WorkerOfPid(pid_t pid);
+  void DescribeHang(Worker* w, WorkerFailure* f);
+  // Before rejoining after a failed round: true when it made a crash loop and
+  // the job has ended (agent_resilience.cc).
+  bool EndsInCrashLoop();
+  // Joins the next round, after --health-check passes (agent_resilience.cc).
+  void JoinRound();
+  void RunHealthCheck();
+  void OnHealthChecked(const HealthResult& result);
+
   const LaunchConfig& config_;
   const EnvMap& env_;
   WorkerSpec spec_;
@@ -105,6 +125,14 @@ class ElasticAgent {
   int exit_code_ = 1;
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
   PythonCommand python_command_;    // what the zygote's workers run
+  CrashLoopState crash_loop_;
+  MonoClock::time_point workers_started_{};
+  MonoClock::time_point first_failure_at_{};  // this round's: HEALTHY -> UNHEALTHY
+  std::unique_ptr<HealthCheck> health_;
+  Timer health_retry_;
+  std::optional<MonoClock::time_point> health_failing_since_;
+  std::unique_ptr<FileTimerServer> file_timer_;
+  std::string timer_dir_;  // private directory of the FIFO when the user named none
 };
 
 }  // namespace elastic

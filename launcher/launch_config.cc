@@ -112,6 +112,17 @@ constexpr OptionDef kOptions[] = {
     {"--gpu-vendor,--gpu_vendor", "gpu_vendor", "", false,
      "GPU vendor for hwloc discovery: nvidia or amd (default: nvidia if the node has NVIDIA GPUs, else amd)."},
     {"-v,--verbose", "verbose", "", true, "Log what the agent does."},
+    {"--crash-loop-count,--crash_loop_count", "crash_loop_count", "3", false,
+     "End the job (exit 2) when the workers fail within --crash-loop-window of their start "
+     "this many rounds in a row; 0: never."},
+    {"--crash-loop-window,--crash_loop_window", "crash_loop_window", "60", false,
+     "Seconds from the workers' start within which a failure counts toward a crash loop."},
+    {"--health-check,--health_check", "health_check", "", false,
+     "Shell command run on this node before it joins each round; a non-zero exit or a "
+     "timeout keeps the node out and it checks again every 10 s (output in "
+     "LOG_DIR/health_check.log)."},
+    {"--health-check-timeout,--health_check_timeout", "health_check_timeout", "60", false,
+     "Seconds a --health-check may run before it is killed and counts as failed."},
 };
 
 std::string PetName(const char* dest) {
@@ -143,10 +154,11 @@ torch); anything else is executed as given (PATH lookup); --no-python forces tha
 Precedence: command line > PET_<NAME> environment variable > default. Under
 `srun --elastic` (ELASTIC_SPANK_ARGV0 set) options come from PET_* only.
 
-Exit status: 0 when every worker succeeded; when the job fails (restarts
-exhausted) the first failed worker's exit code, or 128+N if signal N killed it;
-128+N when elasticrun itself got terminating signal N; 1 for rendezvous or agent
-errors; 2 for a bad option or value (nothing was started).)";
+Exit status (for batch scripts): 0 every worker succeeded; 1 the job failed:
+restarts used up (the summary names the worker's exit code or signal) or an
+agent error; 2 do not requeue: a bad option or value (nothing was started) or a
+crash loop (--crash-loop-count); 3 fewer than MIN nodes left or the rendezvous
+host lost: requeueing may help; 128+N elasticrun got terminating signal N.)";
 
 constexpr const char* kAuthHelp = R"(
 
@@ -169,6 +181,7 @@ class Parser {
   bool Convert(std::string* err);
   bool ConvertRendezvous(std::string* err);
   bool ConvertBinding(std::string* err);
+  bool ConvertResilience(std::string* err);
   const Value& V(const char* dest) { return values_[dest]; }
   std::string What(const char* dest, const char* long_name) { return V(dest).What(long_name); }
 
@@ -319,7 +332,27 @@ bool Parser::Convert(std::string* err) {
     return false;
   }
   if (!ParseModuleList(What("preload", "--preload"), V("preload").text, &c_->preload, err)) return false;
-  return ConvertRendezvous(err) && ConvertBinding(err);
+  return ConvertRendezvous(err) && ConvertBinding(err) && ConvertResilience(err);
+}
+
+bool Parser::ConvertResilience(std::string* err) {
+  long long n = 0;
+  if (!ParseIntNamed(What("crash_loop_count", "--crash-loop-count"), V("crash_loop_count").text, 0, 1000000,
+                     &n, err) ||
+      !ParseSeconds(What("crash_loop_window", "--crash-loop-window"), V("crash_loop_window").text,
+                    &c_->crash_loop_window_ms, err) ||
+      !ParseSeconds(What("health_check_timeout", "--health-check-timeout"), V("health_check_timeout").text,
+                    &c_->health_check_timeout_ms, err)) {
+    return false;
+  }
+  c_->crash_loop_count = static_cast<int>(n);
+  if (c_->health_check_timeout_ms <= 0) {
+    *err = fmt::format("{}: '{}': must be more than 0 seconds",
+                       What("health_check_timeout", "--health-check-timeout"), V("health_check_timeout").text);
+    return false;
+  }
+  c_->health_check = V("health_check").text;
+  return true;
 }
 
 bool Parser::ConvertRendezvous(std::string* err) {

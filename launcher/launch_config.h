@@ -49,6 +49,10 @@ struct LaunchConfig {
   std::string python = "python3";     // --python
   std::vector<std::string> preload;   // --preload: modules the zygote imports (zygote.h)
   bool verbose = false;
+  int crash_loop_count = 3;                // --crash-loop-count; 0 = never end early (crash_loop.h)
+  long long crash_loop_window_ms = 60000;  // --crash-loop-window
+  std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
+  long long health_check_timeout_ms = 60000;  // --health-check-timeout
   // Binding (hwloc_binding/binding.h), kept as validated text.
   std::string bind = "auto";
   std::string membind = "preferred";

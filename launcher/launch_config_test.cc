@@ -42,6 +42,25 @@ TEST(LaunchConfigTest, Defaults) {
   EXPECT_TRUE(c.args.empty());
 }
 
+TEST(LaunchConfigTest, CrashLoopSettings) {
+  Parsed d = Parse({"train.py"});
+  EXPECT_EQ(d.config.crash_loop_count, 3);
+  EXPECT_EQ(d.config.crash_loop_window_ms, 60000);
+  Parsed p = Parse({"--crash-loop-count=0", "--crash_loop_window", "2.5", "train.py"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.crash_loop_count, 0);
+  EXPECT_EQ(p.config.crash_loop_window_ms, 2500);
+  Parsed e = Parse({"train.py"}, {{"PET_CRASH_LOOP_COUNT", "5"}});
+  EXPECT_EQ(e.config.crash_loop_count, 5);
+  Parsed bad = Parse({"--crash-loop-count=-1", "train.py"});
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("--crash-loop-count"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("-1"), std::string::npos) << bad.err;
+  bad = Parse({"--crash-loop-window=soon", "train.py"});
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("soon"), std::string::npos) << bad.err;
+}
+
 TEST(LaunchConfigTest, DashedAndUnderscoredSpellings) {
   Parsed a = Parse({"--nproc-per-node=4", "--max-restarts", "3", "train.py"});
   Parsed b = Parse({"--nproc_per_node=4", "--max_restarts", "3", "train.py"});

@@ -58,6 +58,10 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   } else if (c.nproc > 1) {
     SetDefault(&env, "OMP_NUM_THREADS", "1");
   }
+  // SIGABRT then prints every thread's Python stack (a hung worker: hung_worker.h);
+  // it costs nothing until a fatal signal arrives.
+  SetDefault(&env, "PYTHONFAULTHANDLER", "1");
+  if (!in.timer_file.empty()) env["TORCHELASTIC_TIMER_FILE"] = in.timer_file;
   if (!in.gloo_ifname.empty()) SetDefault(&env, "GLOO_SOCKET_IFNAME", in.gloo_ifname);
   if (!in.python_shim_dir.empty()) {
     auto it = env.find("PYTHONPATH");

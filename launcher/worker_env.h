@@ -19,6 +19,7 @@ struct WorkerEnvInput {
   int bound_cores = 0;            // cores of the worker's CPU binding, 0 = unbound
   std::string gloo_ifname;        // GLOO_SOCKET_IFNAME unless the user set it ("" = leave alone)
   std::string python_shim_dir;    // put first on PYTHONPATH ("" = leave alone; see TorchShimDir)
+  std::string timer_file;         // TORCHELASTIC_TIMER_FILE of the agent's FileTimerServer ("" = none)
 };
 
 // With ELASTIC_TORCH_NO_LIBUV=1 in the agent's environment: the directory of
@@ -31,7 +32,9 @@ std::string TorchShimDir(const EnvMap& base, const std::string& exe, std::string
 // Returns the worker's environment. Removes ELASTIC_SPANK_*, PET_* and HWLOC_XMLFILE;
 // keeps CUDA_VISIBLE_DEVICES as given (LOCAL_RANK picks the device), except with
 // --virtual-local-rank. OMP_NUM_THREADS, if not set by the user: the bound cores when
-// the worker is bound, else 1 when nproc > 1 (torchrun's rule).
+// the worker is bound, else 1 when nproc > 1 (torchrun's rule). PYTHONFAULTHANDLER=1 unless
+// the user set it (a hung worker's stacks: hung_worker.h). TORCHELASTIC_TIMER_FILE when
+// the agent serves one (torchrun passes it on the same way).
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in);
 
 // "KEY=VALUE" strings for execve.

@@ -32,12 +32,14 @@ class WorkerEnvTest : public ::testing::Test {
     in.error_file = "/logs/attempt_2/1/error.json";
     in.bound_cores = cores;
     in.python_shim_dir = shim_dir;
+    in.timer_file = timer_file;
     return BuildWorkerEnv(in);
   }
   EnvMap base{{"PATH", "/bin"}, {"HOME", "/root"}};
   LaunchConfig config;
   RoundInfo round;
   std::string shim_dir;
+  std::string timer_file;
 };
 
 TEST_F(WorkerEnvTest, TorchrunContract) {
@@ -52,8 +54,19 @@ TEST_F(WorkerEnvTest, TorchrunContract) {
       {"TORCHELASTIC_RUN_ID", "job1"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"},
       {"TORCHELASTIC_ERROR_FILE", "/logs/attempt_2/1/error.json"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}, {"NCCL_ASYNC_ERROR_HANDLING", "1"},
-      {"OMP_NUM_THREADS", "1"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
+      {"OMP_NUM_THREADS", "1"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+      {"PYTHONFAULTHANDLER", "1"}};
   EXPECT_EQ(env, expected);
+}
+
+TEST_F(WorkerEnvTest, FaultHandlerAndTimerFile) {
+  EXPECT_EQ(Build(0)["PYTHONFAULTHANDLER"], "1");
+  EXPECT_EQ(Build(0).count("TORCHELASTIC_TIMER_FILE"), 0u);
+  base["PYTHONFAULTHANDLER"] = "";  // the user's choice (off) is kept
+  timer_file = "/tmp/elasticrun-timer-x/watchdog_timer";
+  EnvMap env = Build(0);
+  EXPECT_EQ(env["PYTHONFAULTHANDLER"], "");
+  EXPECT_EQ(env["TORCHELASTIC_TIMER_FILE"], "/tmp/elasticrun-timer-x/watchdog_timer");
 }
 
 TEST_F(WorkerEnvTest, AgentStoreIsTrue) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace elastic {
@@ -73,6 +74,9 @@ bool WorkerOutput::ReadOnce(bool* eof) {
 }
 
 void WorkerOutput::Emit(const char* data, size_t size) {
+  if (captured_.size() < capture_limit_) {
+    captured_.append(data, std::min(size, capture_limit_ - captured_.size()));
+  }
   if (file_ && !WriteAll(file_.get(), data, size)) file_.Reset();
   if (console_fd_ < 0) return;
   pending_.clear();

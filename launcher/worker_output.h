@@ -34,6 +34,14 @@ class WorkerOutput {
   // Drain, flush the partial last line, stop reading, close.
   void Close();
 
+  // Also keeps the first `limit` bytes written from now on (a hung worker's
+  // stacks after SIGABRT: hung_worker.h).
+  void StartCapture(size_t limit) {
+    capture_limit_ = limit;
+    captured_.clear();
+  }
+  const std::string& captured() const { return captured_; }
+
  private:
   void OnReadable();
   // Reads once; false at EOF or when nothing is left (EAGAIN) or on error.
@@ -48,6 +56,8 @@ class WorkerOutput {
   UniqueFd read_end_;
   UniqueFd write_end_;
   std::string pending_;  // console text of one read, written in one go
+  size_t capture_limit_ = 0;
+  std::string captured_;
 };
 
 // write(2) everything, waiting (poll, not sleeping) if the fd is non-blocking and full.

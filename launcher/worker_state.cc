@@ -1,5 +1,7 @@
 #include "launcher/worker_state.h"
 
+#include "launcher/exit_codes.h"
+
 #include <signal.h>
 
 namespace elastic {
@@ -57,10 +59,10 @@ class Stepper {
         Do(ActionKind::kJoin);
         break;
       case AfterStop::kFail:
-        Exit(WorkerState::kFailed, FailureExitCode(s().failure));
+        Exit(WorkerState::kFailed, kExitJobFailed);  // the summary names the worker's code
         break;
       case AfterStop::kFatal:
-        Exit(WorkerState::kFailed, 1);
+        Exit(WorkerState::kFailed, ExitCodeForFatal(s().fatal_message));
         break;
       case AfterStop::kExitSignal:
         Exit(WorkerState::kStopped, 128 + s().exit_signal);

@@ -29,9 +29,10 @@
 //   SUCCEEDED  every local worker exited 0; Done -> [Exit(0)]; Terminate -> [Exit(128+sig)].
 //   FAILED     terminal.
 //
-// Exit codes (documented in --help): 0 all workers succeeded; the first failed
-// worker's exit code, or 128+signal when a signal killed it; 128+sig when the
-// agent itself got a terminating signal; 1 for rendezvous/fatal errors.
+// Exit codes (launcher/exit_codes.h, documented in --help): 0 all workers
+// succeeded; 1 restarts used up (the summary names the worker's exit code or
+// signal); 128+sig when the agent itself got a terminating signal; 1, or 3 when
+// nodes were lost, for rendezvous/fatal errors.
 #pragma once
 
 #include <chrono>

@@ -98,12 +98,16 @@ INSTANTIATE_TEST_SUITE_P(
             Event{E::kJobFailed, 0, Exit(3), {}}, S::kUnhealthy, {}},
         Row{"InitRestartRequiredAlreadyRejoining", Status(S::kInit, 2, 0), Simple(E::kRestartRequired),
             S::kInit, {}},
-        Row{"InitJobFailedExits", Status(S::kInit, 2, 0), Event{E::kJobFailed, 0, Exit(3), {}},
-            S::kFailed, {K::kExit}, 3},
-        Row{"InitJobFailedBySignalExits", Status(S::kInit, 2, 0), Event{E::kJobFailed, 0, Exit(0, SIGSEGV), {}},
-            S::kFailed, {K::kExit}, 128 + SIGSEGV},
+        // Restarts used up: 1 (kExitJobFailed), whatever the worker's code or signal.
+        Row{"InitJobFailedExits1", Status(S::kInit, 2, 0), Event{E::kJobFailed, 0, Exit(3), {}},
+            S::kFailed, {K::kExit}, 1},
+        Row{"InitJobFailedBySignalExits1", Status(S::kInit, 2, 0), Event{E::kJobFailed, 0, Exit(0, SIGSEGV), {}},
+            S::kFailed, {K::kExit}, 1},
         Row{"InitFatalExits1", Status(S::kInit, 2, 0), Event{E::kFatal, 0, {}, "lost the store"},
             S::kFailed, {K::kExit}, 1},
+        Row{"InitFatalBelowMinExits3", Status(S::kInit, 2, 0),
+            Event{E::kFatal, 0, {}, "node n2 left; 1 node(s) left, below the minimum of 2 (--nnodes)"},
+            S::kFailed, {K::kExit}, 3},
         Row{"StoppedAfterSignalIgnoresRestart", Status(S::kStopped, 2, 0), Simple(E::kRestartRequired),
             S::kStopped, {}},
         Row{"SucceededDoneExits0", Status(S::kSucceeded, 2, 0), Simple(E::kDone), S::kSucceeded, {K::kExit}, 0},
@@ -227,7 +231,7 @@ TEST(WorkerStateScenario, WorkerFailsOnceThenRunSucceeds) {
   EXPECT_EQ(run.exit_code, 0);
 }
 
-TEST(WorkerStateScenario, RestartsExhaustedExitsWithWorkerCode) {
+TEST(WorkerStateScenario, RestartsExhaustedExits1AndKeepsTheWorkerCodeForTheSummary) {
   FakeRun run(2, 1);
   run.Send(Simple(E::kRoundReady));
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -235,7 +239,8 @@ TEST(WorkerStateScenario, RestartsExhaustedExitsWithWorkerCode) {
     run.Send(Exited(0, SIGTERM));
   }
   EXPECT_EQ(run.status().state, S::kFailed);
-  EXPECT_EQ(run.exit_code, 5);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.status().failure.exit_code, 5);
   EXPECT_EQ(run.started, 4);
 }
 

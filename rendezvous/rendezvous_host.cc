@@ -11,7 +11,9 @@ namespace elastic {
 
 RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener)
     : loop_(loop), config_(std::move(config)), listener_(std::move(listener)) {
-  state_ = InitialState(config_.settings, loop_.Now());
+  state_ = config_.carried ? TakeoverState(config_.settings, loop_.Now(), *config_.carried)
+                           : InitialState(config_.settings, loop_.Now());
+  local_member_of_ = config_.local_member_of;
 }
 
 RendezvousHost::~RendezvousHost() {
@@ -64,10 +66,11 @@ void RendezvousHost::Join(int local_world_size) {
   if (!local_connected_) {
     local_connected_ = true;
     NodeDesc desc{kLocalNode, config_.node_name, config_.bind_addr,
-                  config_.settings.preferred_rank, /*local=*/true};
+                  config_.settings.preferred_rank, /*local=*/true,
+                  config_.rdzv_addr.empty() ? config_.store_addr : config_.rdzv_addr, port()};
     Feed(EvConnect{desc});
   }
-  Feed(EvJoin{kLocalNode, local_world_size});
+  Feed(EvJoin{kLocalNode, local_world_size, local_member_of_});
 }
 
 void RendezvousHost::ReportWorkerFailure(const WorkerFailure& failure) {
@@ -80,12 +83,10 @@ void RendezvousHost::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   callbacks_ = {};
-  for (auto& [id, peer] : peers_) {
-    if (!peer.authenticated) continue;
-    peer.conn->Send("fatal", {{"message", fmt::format("the rendezvous host {} shut down",
-                                                      config_.node_name)}});
-    peer.conn->CloseAfterFlush();
-  }
+  // Like a client's leave: the others see the connection close and fail over
+  // (failover_rendezvous.h); under scancel they are being stopped themselves.
+  for (auto& [id, peer] : peers_)
+    if (peer.authenticated) peer.conn->CloseAfterFlush();
 }
 
 // ---- peers ----
@@ -116,7 +117,9 @@ void RendezvousHost::OnAccept() {
     peer.conn->Send("challenge", {{"version", kRendezvousProtocolVersion},
                                   {"run_id", config_.run_id},
                                   {"nonce", peer.nonce},
-                                  {"auth", AuthMethodName(config_.auth)}});
+                                  {"auth", AuthMethodName(config_.auth)},
+                                  {"round", state_.round},
+                                  {"last_completed", state_.quorum_round}});
     peers_.emplace(id, std::move(peer));
     ++unauthenticated_;
     // Whoever does not authenticate in time is dropped: no fd is held by strangers.
@@ -189,7 +192,7 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
   peer.conn->SetMaxFrameBytes(s.max_frame_bytes);
   peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
   NodeDesc desc{id, fmt::format("{}:{}", hello.name, hello.pid), peer.addr,
-                hello.preferred_rank, false};
+                hello.preferred_rank, false, peer.addr, hello.listen_port};
   Log(LogLevel::kDebug, "rendezvous: {} connected from {}", desc.name, peer.addr);
   Feed(EvConnect{desc});
 }
@@ -214,7 +217,7 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       peer.conn->Send("heartbeat");
       return Feed(EvHeartbeat{id});
     case K::kJoin:
-      return Feed(EvJoin{id, msg.local_world_size});
+      return Feed(EvJoin{id, msg.local_world_size, msg.member_of});
     case K::kSucceeded:
       return Feed(EvSucceeded{id, msg.round});
     case K::kFailure:
@@ -341,6 +344,7 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
     case RendezvousActionKind::kRoundComplete: {
       RoundInfo info = RoundWithStore(action.round);
       local_round_ = info.round;
+      local_member_of_ = static_cast<int64_t>(info.round);
       return Post([this, info] {
         if (callbacks_.on_round) callbacks_.on_round(info);
       });

@@ -37,6 +37,12 @@ struct HostConfig {
   std::string store_addr;  // MASTER_ADDR: how every node reaches this machine
   std::string bind_addr;   // where the store listens ("0.0.0.0" or the endpoint's address)
   AuthMethod auth = AuthMethod::kNone;
+  // Where the other agents reach this rendezvous (successor lists); "" = store_addr.
+  std::string rdzv_addr;
+  // A successor taking over after the host's loss (failover_rendezvous.h): the
+  // state it continues from, and the last round its own workers ran.
+  std::optional<CarriedRound> carried;
+  int64_t local_member_of = -1;
 };
 
 class RendezvousHost : public RendezvousHandler {
@@ -111,6 +117,7 @@ class RendezvousHost : public RendezvousHandler {
   std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
   std::set<std::string> local_addrs_;
   uint64_t local_round_ = 0;
+  int64_t local_member_of_ = -1;  // the last round the local workers ran in
   bool local_connected_ = false;
   EventLoop::TimerId deadline_timer_ = 0;
   EventLoop::TimerId heartbeat_timer_ = 0;

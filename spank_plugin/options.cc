@@ -201,6 +201,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error) && CheckModuleList("--elastic-preload", value, &error);
       if (ok) options->preload = value;
       break;
+    case OptionId::kHealthCheck:
+      ok = NonEmptyValue(id, value, &error);
+      if (ok) options->health_check = value;
+      break;
   }
   if (!ok) {
     if (err) *err = error;
@@ -223,7 +227,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, preload, default)", arg);
+                         "max_restarts, port, bind, python, preload, health_check, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -268,6 +272,12 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     } else if (key == "preload") {
       if (!CheckModuleList(what, value, err)) return false;
       result.preload = value;
+    } else if (key == "health_check") {
+      if (value.empty()) {
+        *err = what + ": needs a value";
+        return false;
+      }
+      result.health_check = value;
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
@@ -276,7 +286,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, preload, default)", key);
+                         "port, bind, python, preload, health_check, default)", key);
       return false;
     }
   }

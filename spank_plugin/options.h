@@ -25,6 +25,7 @@ enum class OptionId {
   kNoPython,
   kPython,
   kPreload,
+  kHealthCheck,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -37,7 +38,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 12> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 13> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -70,6 +71,10 @@ inline constexpr std::array<OptionSpec, 12> kOptionTable = {{
      "[elastic] Python modules (e.g. torch) imported once per node: every worker is forked from "
      "that interpreter (elasticrun --preload)",
      1, OptionId::kPreload},
+    {"elastic-health-check", "PROG",
+     "[elastic] Run PROG on each node before it joins a round; a failing node stays out "
+     "(elasticrun --health-check)",
+     1, OptionId::kHealthCheck},
 }};
 
 // --elastic's value.
@@ -92,6 +97,7 @@ struct ElasticOptions {
   bool no_python = false;
   std::optional<std::string> python;
   std::optional<std::string> preload;          // MODULE[,MODULE...]
+  std::optional<std::string> health_check;
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
@@ -110,6 +116,7 @@ struct PluginConfig {
   std::optional<std::string> bind;      // bind=MODE
   std::optional<std::string> python;    // python=PATH
   std::optional<std::string> preload;   // preload=MODULES
+  std::optional<std::string> health_check;  // health_check=PROG
   bool default_on = false;              // default=on|off
 };
 

@@ -15,7 +15,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_LT(std::string(spec.name).size(), 75u);
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), 13u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -146,7 +146,8 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(c.launcher, "/usr/bin/elasticrun");
   EXPECT_FALSE(c.default_on);
   ASSERT_TRUE(ParsePluginArgs({"launcher=/opt/e/elasticrun", "max_restarts=2", "port=20000-20099",
-                               "bind=numa", "python=/usr/bin/python3", "default=on"},
+                               "bind=numa", "python=/usr/bin/python3", "health_check=/etc/slurm/hc.sh",
+                               "default=on"},
                               "/usr/bin/elasticrun", &c, &err))
       << err;
   EXPECT_EQ(c.launcher, "/opt/e/elasticrun");
@@ -154,7 +155,10 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(c.port_lo, 20000);
   EXPECT_EQ(c.port_hi, 20099);
   EXPECT_EQ(*c.bind, "numa");
+  EXPECT_EQ(*c.health_check, "/etc/slurm/hc.sh");
   EXPECT_TRUE(c.default_on);
+  EXPECT_FALSE(ParsePluginArgs({"health_check="}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: health_check: needs a value"), std::string::npos) << err;
   ASSERT_TRUE(ParsePluginArgs({"port=29500"}, "/x", &c, &err));
   EXPECT_EQ(*c.fixed_port, 29500);
 }
@@ -213,6 +217,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kBind, "gpu"},              {OptionId::kLogDir, "/tmp/logs"},
       {OptionId::kNoPython, nullptr},        {OptionId::kPython, "/usr/bin/python3"},
       {OptionId::kPreload, "torch,numpy"},
+      {OptionId::kHealthCheck, "/home/u/check.sh --gpus"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -224,6 +229,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     d += " bind=" + o.bind.value_or("-") + " log=" + o.log_dir.value_or("-");
     d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
     d += " preload=" + o.preload.value_or("-");
+    d += " hc=" + o.health_check.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

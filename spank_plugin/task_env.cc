@@ -198,6 +198,11 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.preload) {
     out.emplace_back("PET_PRELOAD", *config.preload);
   }
+  if (options.health_check) {
+    out.emplace_back("PET_HEALTH_CHECK", *options.health_check);
+  } else if (config.health_check) {
+    out.emplace_back("PET_HEALTH_CHECK", *config.health_check);
+  }
   // For elasticrun's logs and the PMIx bootstrap (pmix_bootstrap.h).
   out.emplace_back("ELASTIC_SPANK_RDZV_SOURCE", host_source + "; port: " + port_source);
   if (deferred) out.emplace_back("ELASTIC_SPANK_PMIX_ENDPOINT", "1");

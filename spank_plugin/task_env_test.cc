@@ -111,12 +111,13 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.no_python = true;
   o.nproc_per_node = "cpu";
   o.rdzv_id = "train1";
+  o.health_check = "/home/u/check.sh --gpus";
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
   std::string err;
-  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3", "preload=numpy"},
-                              "/x", &c, &err));
+  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3", "preload=numpy",
+                               "health_check=/etc/slurm/hc.sh"}, "/x", &c, &err));
   EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
   auto m = AsMap(env);
@@ -128,6 +129,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_NO_PYTHON"], "1");
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
   EXPECT_EQ(m["PET_RDZV_ID"], "train1");
+  EXPECT_EQ(m["PET_HEALTH_CHECK"], "/home/u/check.sh --gpus");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -137,6 +139,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_BIND"], "none");
   EXPECT_EQ(m["PET_PYTHON"], "/usr/bin/python3");
   EXPECT_EQ(m["PET_PRELOAD"], "numpy");
+  EXPECT_EQ(m["PET_HEALTH_CHECK"], "/etc/slurm/hc.sh");
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {

@@ -24,18 +24,75 @@ class RestartTest(LauncherTestCase):
     def test_restarts_exhausted_exit_code_and_summary(self):
         rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=2",
                                        "--shutdown-timeout=60"] + self.worker_args("fail", 9))
-        self.assertEqual(rc, 9, err)  # the first failed worker's exit code
+        self.assertEqual(rc, 1, err)  # restarts used up; the summary names the worker's code
         self.assertEqual(err.count("restarting the workers"), 2, err)
+        self.assertNotIn("crash loop", err)
         self.assertIn("job failed: first failure: rank 0 (local rank 0)", err)
         self.assertIn("exit code 9", err)
         self.assertIn("restarts used: 2 of 2", err)
         self.assertRegex(err, r"time: +\d{4}-\d\d-\d\dT")
         self.assert_nothing_left()
 
-    def test_worker_killed_by_signal_gives_128_plus_signal(self):
+    def test_worker_killed_by_signal_is_named_in_summary(self):
         rc, _, err = self.run_agent(["--nproc-per-node=1", "--no-python", "sh", "-c", "kill -SEGV $$"])
-        self.assertEqual(rc, 128 + signal.SIGSEGV, err)
+        self.assertEqual(rc, 1, err)  # restarts (none) used up
+        self.assertIn("job failed: first failure: rank 0 (local rank 0) on", err)
         self.assertIn("signal SIGSEGV (11)", err)
+        self.assert_nothing_left()
+
+    def test_crash_loop_ends_the_job_early_with_exit_2(self):
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=10"]
+                                      + self.worker_args("fail", 9))
+        self.assertEqual(rc, 2, err)  # do not requeue
+        self.assertEqual(err.count("restarting the workers"), 2, err)  # 3 rounds, not 11
+        self.assertIn("crash loop: the workers failed within 60 s of their start in 3 rounds in a row", err)
+        self.assertIn("job failed: first failure: rank 0 (local rank 0)", err)
+        self.assertIn("exit code 9", err)
+        self.assert_nothing_left()
+
+    def test_crash_loop_count_0_restarts_until_the_budget_is_used(self):
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=4",
+                                       "--crash-loop-count=0"] + self.worker_args("fail", 9))
+        self.assertEqual(rc, 1, err)
+        self.assertIn("restarts used: 4 of 4", err)
+        self.assertNotIn("crash loop", err)
+        self.assert_nothing_left()
+
+
+class HealthCheckTest(LauncherTestCase):
+    def check(self, passes_from, fail_with="exit 3"):
+        """A --health-check that fails its first `passes_from` runs (with `fail_with`), then passes."""
+        count = self.path("checks")
+        return ('n=$(cat %s 2>/dev/null || echo 0); echo $((n+1)) > %s; echo "check $n on $(hostname)"; '
+                '[ "$n" -ge %d ] || %s' % (count, count, passes_from, fail_with))
+
+    def test_failing_check_keeps_the_node_out_until_it_passes_and_runs_before_each_round(self):
+        logs = self.path("logs")
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=3", "--max-restarts=1", "--log-dir", logs,
+                                       "--health-check", self.check(1)] + self.worker_args("fail-once", 7))
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"health check failed on node \S+: exit code 3 \(output in %s\): this node stays "
+                              r"out of the round; checking again in 10 s" % re.escape(logs + "/health_check.log"))
+        self.assertEqual(err.count("health check failed"), 1, err)
+        self.assertIn("health check passes on node", err)
+        for rank in range(3):
+            self.assertIn("[rank%d]: rank %d ok at restart 1" % (rank, rank), out)
+        with open(os.path.join(logs, "health_check.log")) as f:
+            log = f.read()
+        # The failed one, the one that let the node in, the one before the restart's round.
+        self.assertEqual(log.count("=== health check: "), 3, log)
+        for n in range(3):
+            self.assertIn("check %d on " % n, log)
+        self.assert_nothing_left()
+
+    def test_check_past_its_timeout_is_killed_and_counts_as_failed(self):
+        sleeper = self.marker("health")
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=1", "--health-check-timeout=0.5",
+                                       "--health-check", self.check(1, " ".join(sleeper))]
+                                      + self.worker_args("fail-once", 7))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("killed after the 0.5 s timeout (--health-check-timeout)", err)
+        self.assert_gone(sleeper, within=5)
         self.assert_nothing_left()
 
 

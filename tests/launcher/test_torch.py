@@ -2,11 +2,15 @@
 examples/train.py, DDP over gloo on CPU."""
 import os
 import re
+import signal
+import threading
 import unittest
 
-from launcher_test_util import PYTHON, LauncherTestCase
+from launcher_test_util import DEADLINE_S, PYTHON, LauncherTestCase, proc_stats
 
 TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/train.py")
+CHECKPOINT_TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/checkpoint_train.py")
+TIMER_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "timer_worker.py")
 
 
 class TorchTest(LauncherTestCase):
@@ -67,6 +71,132 @@ class PreloadTorchTest(TorchTest):
         self.assertNotIn("preloaded interpreter", err)  # no fallback warning
         self.assertNotIn("--preload:", err)
         return rc, out, err
+class FileTimerTest(LauncherTestCase):
+    """PyTorch's named-pipe watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1), served by the agent."""
+
+    def run_timer(self, *args, max_restarts, hang_rounds):
+        logs = self.path("logs")
+        env = {"TORCHELASTIC_ENABLE_FILE_TIMER": "1", "TMPDIR": self.dir}
+        rc, out, err = self.run_agent(["--standalone", "--python", PYTHON, "--nproc-per-node=2",
+                                       "--max-restarts=%d" % max_restarts, "--log-dir", logs,
+                                       "--crash-loop-count=0", TIMER_WORKER, "1", str(hang_rounds)],
+                                      env=env)
+        # The FIFO and its private directory are gone with the agent.
+        self.assertEqual([f for f in os.listdir(self.dir) if f.startswith("elasticrun-timer-")], [])
+        return rc, out, err, logs
+
+    def test_hung_worker_stacks_collected_then_group_restarts(self):
+        rc, out, err, logs = self.run_timer(max_restarts=1, hang_rounds=1)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"rank 1 \(local rank 1\) hung: FileTimerClient timer '[^']+#\d+' "
+                              r"expired: collecting its Python stacks")
+        # faulthandler's dump reached the console, prefixed, with the hung function.
+        self.assertRegex(err, r"\[rank1\]: +File \".*timer_worker\.py\", line \d+ in stuck_in_collective")
+        with open(os.path.join(logs, "attempt_0", "1", "stacks.log")) as f:
+            stacks = f.read()
+        self.assertIn("most recent call first", stacks)
+        self.assertIn("in stuck_in_collective", stacks)
+        # The other rank was stopped and both ran again.
+        for rank in (0, 1):
+            self.assertIn("[rank%d]: rank %d restart 1: done" % (rank, rank), out)
+        self.assertNotIn("restart 0: done", out)
+        self.assert_nothing_left()
+
+    def test_hung_worker_stack_in_failure_summary(self):
+        rc, out, err, logs = self.run_timer(max_restarts=0, hang_rounds=1)
+        self.assertEqual(rc, 1, err)  # restarts used up
+        self.assertIn("job failed: first failure: rank 1 (local rank 1)", err)
+        self.assertIn("signal SIGABRT", err)
+        self.assertRegex(err, r"message: +hung: FileTimerClient timer '[^']+#\d+' expired "
+                              r"[0-9.]+ s ago \(pid \d+\); Python stacks collected with SIGABRT: "
+                              + re.escape(os.path.join(logs, "attempt_0", "1", "stacks.log")))
+        summary = err[err.index("job failed: first failure"):]
+        self.assertRegex(summary, r"traceback:\n(    .*\n)*    +File \".*timer_worker\.py\", line \d+ in "
+                                  r"stuck_in_collective")
+        self.assert_nothing_left()
+
+
+def worker_pid(cmdline_part, rank):
+    """The pid of the worker whose command line contains `cmdline_part` and whose RANK is `rank`."""
+    for pid, state, _, pgrp in proc_stats():
+        if state in "ZX" or pgrp != pid:  # workers lead their own process group
+            continue
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if cmdline_part.encode() not in f.read():
+                    continue
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                if b"\0RANK=%d\0" % rank in b"\0" + f.read():
+                    return pid
+        except OSError:
+            continue
+    return None
+
+
+class CheckpointExampleTest(LauncherTestCase):
+    """examples/checkpoint_train.py, the example docs/user.md's migration guide shows."""
+
+    def args(self, nproc, ckpt, *extra):
+        return ["--standalone", "--python", PYTHON, "--nproc-per-node=%d" % nproc, "--max-restarts=1",
+                CHECKPOINT_TRAIN, "--checkpoint-dir", ckpt, "--checkpoint-every=5"] + list(extra)
+
+    @staticmethod
+    def weights(out):
+        m = re.search(r"\[rank0\]: done at step (\d+): weights (.*)", out)
+        return int(m.group(1)), [float(w) for w in m.group(2).split()]
+
+    def test_killed_mid_run_resumes_from_its_last_checkpoint_and_finishes(self):
+        ckpt = self.path("ckpt")
+        proc = self.start(self.args(2, ckpt, "--steps=40", "--step-time=0.05"))
+        err = []
+        drain = threading.Thread(target=lambda: err.append(proc.stderr.read().decode(errors="replace")))
+        drain.start()
+        out, killed_at = [], None
+        timer = threading.Timer(DEADLINE_S, proc.kill)
+        timer.start()
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            out.append(line)
+            m = re.match(r"\[rank0\]: step (\d+) loss", line)
+            if m and killed_at is None and int(m.group(1)) >= 12:
+                pid = worker_pid(ckpt, 1)
+                self.assertIsNotNone(pid, "rank 1's worker")
+                os.kill(pid, signal.SIGKILL)
+                killed_at = int(m.group(1))
+        proc.wait()
+        timer.cancel()
+        drain.join()
+        proc.stdout.close()
+        proc.stderr.close()
+        text = "".join(out)
+        self.assertEqual(proc.returncode, 0, err[0])
+        self.assertIn("[rank0]: world 2 restart 0: resuming at step 0", text)
+        resumed = int(re.search(r"\[rank0\]: world 2 restart 1: resuming at step (\d+)", text).group(1))
+        # Back to the last checkpoint: never more than --checkpoint-every steps lost.
+        self.assertEqual(resumed % 5, 0, text)
+        self.assertGreaterEqual(resumed, killed_at - 5, text)
+        self.assertLessEqual(resumed, killed_at + 1, text)
+        self.assertEqual(self.weights(text)[0], 40)
+        self.assertEqual([f for f in os.listdir(ckpt) if ".tmp." in f], [])
+        self.assert_nothing_left()
+
+    def test_new_world_size_continues_the_same_run(self):
+        rc, out, err = self.run_agent(self.args(1, self.path("a"), "--steps=20"))
+        self.assertEqual(rc, 0, err)
+        whole = self.weights(out)[1]
+        rc, out, err = self.run_agent(self.args(2, self.path("b"), "--steps=10"))
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.run_agent(self.args(3, self.path("b"), "--steps=20"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("[rank0]: world 3 restart 0: resuming at step 10", out)
+        step, resumed = self.weights(out)
+        self.assertEqual(step, 20)
+        # The same data in the same order whatever the world size: the same model.
+        self.assertEqual(len(resumed), len(whole))
+        for a, b in zip(resumed, whole):
+            self.assertAlmostEqual(a, b, places=4)
+        self.assertTrue(any(abs(w) > 1e-3 for w in whole), whole)  # it trained
+        self.assert_nothing_left()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,92 @@
+// ElasticAgent: crash loops (crash_loop.h) and the exit codes they end with.
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "launcher/agent.h"
+#include "launcher/exit_codes.h"
+#include "launcher/failure_report.h"
+#include "launcher/worker_env.h"
+
+namespace elastic {
+
+bool ElasticAgent::EndsInCrashLoop() {
+  // The last restart used up: the rendezvous ends the job anyway (restarts exhausted, exit 1).
+  if (round_.restarts_used >= config_.rdzv.max_restarts) return false;
+  CrashLoopSettings settings{config_.crash_loop_count, Millis(config_.crash_loop_window_ms)};
+  auto uptime = std::chrono::duration_cast<Millis>(first_failure_at_ - workers_started_);
+  if (!NoteFailedRound(settings, uptime, &crash_loop_)) return false;
+  Log(LogLevel::kError,
+      "crash loop: the workers failed within {} s of their start in {} rounds in a row "
+      "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting (exit {}: do not requeue)",
+      config_.crash_loop_window_ms / 1000.0, crash_loop_.quick_failures, static_cast<int>(kExitDoNotRequeue));
+  if (status_.has_failure) {
+    std::string summary =
+        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
+    LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
+  }
+  rendezvous_->Shutdown();
+  status_.state = WorkerState::kFailed;
+  status_.exited = true;
+  exit_code_ = kExitDoNotRequeue;
+  loop_.Stop();
+  return true;
+}
+
+void ElasticAgent::JoinRound() {
+  if (config_.health_check.empty()) {
+    rendezvous_->Join(config_.nproc);
+    return;
+  }
+  RunHealthCheck();
+}
+
+void ElasticAgent::RunHealthCheck() {
+  HealthCheck::Spec spec;
+  spec.command = config_.health_check;
+  spec.timeout = Millis(config_.health_check_timeout_ms);
+  spec.log_path = spec_.log_dir + "/health_check.log";
+  EnvMap env = env_;
+  env.erase("ELASTIC_RDZV_TOKEN");  // the agents' secret
+  spec.env = EnvToStrings(env);
+  spec.child_mask = original_mask_;
+  spec.default_signals = handled_list_;
+  health_ = std::make_unique<HealthCheck>(loop_, std::move(spec));
+  std::string err;
+  // The result is posted: OnHealthChecked may then destroy the check.
+  bool started = health_->Start([this](const HealthResult& r) { loop_.Post([this, r] { OnHealthChecked(r); }); },
+                                &err);
+  if (!started) {
+    HealthResult r;
+    r.error = err;
+    loop_.Post([this, r] { OnHealthChecked(r); });
+  }
+}
+
+void ElasticAgent::OnHealthChecked(const HealthResult& r) {
+  health_.reset();
+  if (status_.exited || loop_.stopped()) return;
+  const std::string& node = config_.rdzv.hostname;
+  std::string log = spec_.log_dir + "/health_check.log";
+  if (r.passed) {
+    if (health_failing_since_) Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
+    health_failing_since_.reset();
+    rendezvous_->Join(config_.nproc);
+    return;
+  }
+  if (!health_failing_since_) health_failing_since_ = loop_.Now();
+  std::string what = DescribeHealthResult(r, Millis(config_.health_check_timeout_ms));
+  if (loop_.Now() - *health_failing_since_ >= kHealthGiveUp) {
+    Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
+        node, what, log, kHealthGiveUp.count() / 1000);
+    rendezvous_->Shutdown();
+    status_.exited = true;
+    exit_code_ = kExitJobFailed;
+    loop_.Stop();
+    return;
+  }
+  Log(LogLevel::kWarning, "health check failed on node {}: {} (output in {}): this node stays out of the round; "
+      "checking again in {} s", node, what, log, kHealthRecheck.count() / 1000);
+  health_retry_ = loop_.After(kHealthRecheck, [this] { RunHealthCheck(); });
+}
+
+}  // namespace elastic

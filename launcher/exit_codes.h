@@ -1,0 +1,29 @@
+// elasticrun's exit status, chosen so that a batch script can act on it
+// (docs/user.md, "Exit status"; elasticrun --help):
+//   0        every worker succeeded
+//   1        the job failed: a worker failed and the restarts are used up (the summary
+//            names it and its exit code or signal), or another agent error
+//   2        do not requeue: a bad option or value (nothing started), or a crash loop
+//            (the workers failed soon after their start round after round)
+//   3        fewer than MIN nodes are left (or the rendezvous host was lost): requeueing
+//            the job on healthy nodes may help
+//   128+N    elasticrun got terminating signal N (scancel, preemption), or was killed by it
+#pragma once
+
+#include <string>
+
+namespace elastic {
+
+enum ExitCode : int {
+  kExitSuccess = 0,
+  kExitJobFailed = 1,
+  kExitDoNotRequeue = 2,
+  kExitNodesLost = 3,
+};
+
+// The exit code of a job the rendezvous ended (on_fatal): kExitNodesLost when the
+// message says nodes were lost (the host's "below the minimum of N" or "lost the
+// rendezvous host"), else kExitJobFailed.
+int ExitCodeForFatal(const std::string& message);
+
+}  // namespace elastic

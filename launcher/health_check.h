@@ -1,0 +1,76 @@
+// --health-check PROG: a site's or user's check (GPUs visible, file systems
+// mounted, ...) run on this node before it joins each rendezvous round. A
+// non-zero exit or running past --health-check-timeout (the check's process
+// group is then SIGKILLed) keeps the node out of that round; the agent checks
+// again every kHealthRecheck and joins as a latecomer once a check passes, and
+// gives up (exit 1) when the checks have failed for kHealthGiveUp.
+//
+// Contracts:
+// - PROG runs as `/bin/sh -c PROG` in its own process group, with the agent's
+//   environment and the original signal mask; its stdout and stderr are
+//   appended to `log_path` (LOG_DIR/health_check.log) after a header line.
+// - Everything happens on the event loop: a pidfd says the check exited, a
+//   timer enforces the timeout; `done` is called once, from the loop.
+// - The owner must not reap pid() itself; destroying a running check SIGKILLs
+//   its group and reaps it.
+#pragma once
+
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "launcher/child_process.h"
+
+namespace elastic {
+
+constexpr std::chrono::milliseconds kHealthRecheck{10000};
+constexpr std::chrono::milliseconds kHealthGiveUp{600000};
+
+struct HealthResult {
+  bool passed = false;
+  int exit_code = 0;      // when it exited
+  int signal = 0;         // when a signal ended it
+  bool timed_out = false;
+  std::string error;      // it could not be started
+};
+
+// "exit code 3", "killed after the 60 s timeout", "signal SIGSEGV (11)", "cannot start: ...".
+std::string DescribeHealthResult(const HealthResult& r, std::chrono::milliseconds timeout);
+
+class HealthCheck {
+ public:
+  struct Spec {
+    std::string command;
+    std::chrono::milliseconds timeout{60000};
+    std::string log_path;
+    std::vector<std::string> env;  // KEY=VALUE
+    sigset_t child_mask{};
+    std::vector<int> default_signals;
+  };
+  HealthCheck(EventLoop& loop, Spec spec);
+  ~HealthCheck();
+  HealthCheck(const HealthCheck&) = delete;
+  HealthCheck& operator=(const HealthCheck&) = delete;
+
+  // Starts one run. Returns false (and calls nothing) only when it could not start.
+  bool Start(std::function<void(const HealthResult&)> done, std::string* err);
+  pid_t pid() const { return child_.pid; }
+
+ private:
+  void OnExit();
+  void OnTimeout();
+
+  EventLoop& loop_;
+  Spec spec_;
+  ChildHandle child_;
+  bool running_ = false;
+  bool timed_out_ = false;
+  Timer timeout_;
+  std::function<void(const HealthResult&)> done_;
+};
+
+}  // namespace elastic
