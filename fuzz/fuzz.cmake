@@ -85,23 +85,27 @@ elastic_add_fuzzer(bind_mode RUNS 20000
   SOURCES common/bind_mode.cc)
 elastic_add_fuzzer(node_range RUNS 20000
   SOURCES common/node_range.cc common/parse.cc)
+elastic_add_fuzzer(module_list RUNS 20000
+  SOURCES common/module_list.cc)
 elastic_add_fuzzer(spank_options RUNS 50000
   SOURCES spank_plugin/options.cc common/parse.cc common/endpoint.cc common/nproc_spec.cc
-          common/bind_mode.cc common/node_range.cc)
+          common/bind_mode.cc common/node_range.cc common/module_list.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
           spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/allocator.cc
           common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
-          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc)
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
+elastic_add_fuzzer(zygote_reply RUNS 50000
+  SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000
   SOURCES launcher/file_timer_request.cc common/log_escape.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc common/parse.cc rendezvous/rendezvous_settings.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
-          common/node_range.cc
+          common/node_range.cc common/module_list.cc
   OPTIONAL_SOURCES launcher/option_values.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
 set(_fuzz_topology ${PROJECT_SOURCE_DIR}/tests/topologies/nvidiaDGX2.xml)

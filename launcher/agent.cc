@@ -53,8 +53,8 @@ ElasticAgent::~ElasticAgent() {
   for (auto& w : workers_) {
     if (w->alive) waitpid(w->child.pid, nullptr, 0);
   }
-  KillLeftovers();  // what left the groups (setsid, double fork) came back to us
-  ReapExited({});
+  KillLeftovers(false);  // what left the groups (setsid, double fork) came back to us
+  ReapExited(Spared());  // the zygote is reaped by its own destructor
   StopFileTimer();
   if (signal_fd_) loop_.Remove(signal_fd_.get());
   sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
@@ -157,7 +157,8 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
   std::string err;
   // Whatever the workers start, setsid() and double forks included, stays below us:
   // orphans are reparented to the agent, which kills them when the group stops.
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+  bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  if (!subreaper) {
     Log(LogLevel::kWarning, "prctl(PR_SET_CHILD_SUBREAPER): {}: processes that leave a worker's "
         "process group may outlive it", strerror(errno));
   }
@@ -165,6 +166,7 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
     Log(LogLevel::kError, "{}", err);
     return 1;
   }
+  StartZygote(subreaper);  // imports while the rendezvous runs
   SetCallbacks();
   Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
       fmt::join(spec_.argv, " "));
@@ -240,6 +242,11 @@ void ElasticAgent::StartWorkers() {
   std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
   Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
       config_.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
+  std::string why;
+  if (zygote_ && zygote_->usable() && !zygote_->Ready(&why)) {
+    Log(LogLevel::kWarning, "--preload: the preloaded interpreter cannot be used: {}: workers start "
+        "normally", why);
+  }
   std::vector<Event> failed;
   for (int local_rank = 0; local_rank < config_.nproc; ++local_rank) {
     auto w = std::make_unique<Worker>();
@@ -308,13 +315,70 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
     child.in_child_what = fmt::format("binding local rank {} (cpus {})", lr,
                                       lr < static_cast<int>(spec_.cpus.size()) ? spec_.cpus[lr] : "?");
   }
-  bool ok = SpawnChild(child, &w->child, err);
+  bool ok = Spawn(lr, child, &w->child, err);
   w->out->CloseChildEnd();
   w->err->CloseChildEnd();
   if (!ok) return false;
   w->alive = true;
   Worker* raw = w;
   return loop_.Add(w->child.pidfd.get(), EPOLLIN, [this, raw](uint32_t) { OnWorkerExit(raw); }, err);
+}
+
+void ElasticAgent::StartZygote(bool subreaper) {
+  if (config_.preload.empty()) return;
+  std::error_code ec;
+  std::string script = ZygoteScript(std::filesystem::read_symlink("/proc/self/exe", ec));
+  std::string why;
+  if (!ParsePythonCommand(spec_.argv, config_.python, &python_command_)) {
+    why = "the program does not run in Python (not PYTHON [-u] script or -m module)";
+  } else if (!subreaper) {
+    why = "the agent is not a child subreaper";
+  } else if (script.empty()) {
+    why = "zygote.py (share/slurm-elastic/python) is not installed next to elasticrun";
+  } else {
+    // What every worker gets, from local rank 0's environment: the per-rank values
+    // are replaced in each worker (docs/elasticrun.md, "Preloading").
+    WorkerEnvInput in;
+    in.base = &env_;
+    in.config = &config_;
+    in.bound_cores = spec_.cores.empty() ? 0 : spec_.cores[0];
+    in.python_shim_dir = python_shim_dir_;
+    ZygoteOptions o;
+    o.python = spec_.path;
+    o.script = script;
+    o.unbuffered = python_command_.unbuffered;
+    o.modules = config_.preload;
+    o.env = EnvToStrings(BuildWorkerEnv(in));
+    o.child_mask = original_mask_;
+    o.default_signals = handled_list_;
+    zygote_ = std::make_unique<Zygote>(loop_);
+    if (zygote_->Start(o, &why)) {
+      Log(LogLevel::kDebug, "preloading {} in pid {}", fmt::join(config_.preload, ","), zygote_->pid());
+      return;
+    }
+    zygote_.reset();
+  }
+  Log(LogLevel::kWarning, "--preload: {}: workers start normally", why);
+}
+
+bool ElasticAgent::Spawn(int lr, const ChildSpec& child, ChildHandle* handle, std::string* err) {
+  if (zygote_ && zygote_->usable()) {
+    const KernelBinding* binding = nullptr;
+    if (spec_.kernel_binding && lr < static_cast<int>(spec_.kernel_binding->size())) {
+      binding = &(*spec_.kernel_binding)[lr];
+    }
+    SpawnRequest r = MakeSpawnRequest(python_command_, child.env, child.default_signals, binding);
+    std::string why;
+    if (zygote_->Spawn(r, child.stdout_fd, child.stderr_fd, handle, &why)) return true;
+    Log(LogLevel::kWarning, "the preloaded interpreter cannot start local rank {}: {}: workers start "
+        "normally from now on", lr, why);
+  }
+  return SpawnChild(child, handle, err);
+}
+
+std::vector<pid_t> ElasticAgent::Spared() const {
+  if (zygote_ && zygote_->pid() > 0) return {zygote_->pid()};
+  return {};
 }
 
 void ElasticAgent::OnWorkerExit(Worker* w) {
@@ -347,7 +411,7 @@ void ElasticAgent::SignalWorkers(int sig) {
     Log(LogLevel::kWarning, "workers still running after --shutdown-timeout={}s: sending SIGKILL",
         config_.shutdown_timeout_ms / 1000.0);
   }
-  std::vector<pid_t> groups;
+  std::vector<pid_t> groups = Spared();  // the zygote leads its own group
   for (auto& w : workers_) {
     if (w->child.pid > 0 && SignalGroup(w->child.pid, sig)) groups.push_back(w->child.pid);
   }
@@ -366,14 +430,16 @@ void ElasticAgent::ReapOrphans() {
   for (auto& w : workers_) {
     if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd
   }
+  for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
   ReapExited(workers);
 }
 
-void ElasticAgent::KillLeftovers() {
+void ElasticAgent::KillLeftovers(bool spare_zygote) {
   std::string err;
   auto deadline = MonoClock::now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
-  if (!KillDescendants(getpid(), deadline, &err)) Log(LogLevel::kWarning, "{}", err);
+  std::vector<pid_t> spare = spare_zygote ? Spared() : std::vector<pid_t>{};
+  if (!KillDescendants(getpid(), deadline, &err, spare)) Log(LogLevel::kWarning, "{}", err);
 }
 
 void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {

@@ -29,6 +29,7 @@
 #include "launcher/launch_config.h"
 #include "launcher/worker_output.h"
 #include "launcher/worker_state.h"
+#include "launcher/zygote.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace elastic {
@@ -44,6 +45,9 @@ struct WorkerSpec {
   // sharing the agent's memory, so it only makes system calls. Returns 0 or an
   // errno value and the failed call's name (a static string). May be empty.
   std::function<int(int local_rank, const char** call)> bind;
+  // The same binding as data, per local rank, for workers forked from the
+  // preloaded interpreter (zygote.h), which apply it themselves. May be null.
+  std::shared_ptr<const std::vector<KernelBinding>> kernel_binding;
 };
 
 struct Worker {
@@ -77,10 +81,13 @@ class ElasticAgent {
 
   void StartWorkers();
   bool StartWorker(Worker* w, std::string* err);
+  void StartZygote(bool subreaper);
+  bool Spawn(int local_rank, const ChildSpec& child, ChildHandle* handle, std::string* err);
+  std::vector<pid_t> Spared() const;
   void OnWorkerExit(Worker* w);
   void SignalWorkers(int sig);
   void ReapOrphans();
-  void KillLeftovers();
+  void KillLeftovers(bool spare_zygote = true);
   void ArmStopTimer(MonoClock::time_point deadline);
   void EndAttempt();
   void Finish(int exit_code);
@@ -118,6 +125,8 @@ class ElasticAgent {
   std::deque<Event> queue_;
   bool dispatching_ = false;
   int exit_code_ = 1;
+  std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
+  PythonCommand python_command_;    // what the zygote's workers run
   CrashLoopState crash_loop_;
   MonoClock::time_point workers_started_{};
   MonoClock::time_point first_failure_at_{};  // this round's: HEALTHY -> UNHEALTHY

@@ -131,9 +131,16 @@ int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids)
   return sent;
 }
 
-bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err) {
+bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err,
+                     const std::vector<pid_t>& spare) {
   while (true) {
-    std::vector<pid_t> pids = LiveDescendants(ReadProcTable(), root);
+    ProcTable table = ReadProcTable();
+    std::vector<pid_t> pids = LiveDescendants(table, root);
+    std::unordered_set<pid_t> spared(spare.begin(), spare.end());
+    for (pid_t s : spare) {
+      for (pid_t d : LiveDescendants(table, s)) spared.insert(d);
+    }
+    std::erase_if(pids, [&](pid_t pid) { return spared.count(pid) > 0; });
     if (pids.empty()) return true;
     if (MonoClock::now() >= deadline) {
       *err = fmt::format("{} descendant process(es) of pid {} still alive after SIGKILL (first: {})",

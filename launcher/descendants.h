@@ -49,8 +49,11 @@ int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids)
 
 // SIGKILLs every live descendant of `root` and waits until they are dead, walking
 // /proc again until a walk finds none (a process may fork while being killed).
-// Returns false with *err if some were still alive at `deadline`.
-bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err);
+// The processes in `spare` and their descendants are left alone (the agent's
+// preloaded interpreter, zygote.h). Returns false with *err if some were still
+// alive at `deadline`.
+bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err,
+                     const std::vector<pid_t>& spare = {});
 
 // Reaps, without blocking, the exited children of the caller that are not in
 // `keep` (those are reaped elsewhere, e.g. worker pidfds). Returns how many.

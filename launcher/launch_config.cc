@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "common/endpoint.h"
+#include "common/module_list.h"
 #include "common/node_range.h"
 #include "common/parse.h"
 #include "launcher/option_values.h"
@@ -30,7 +31,7 @@ enum class Opt : size_t {
   kStandalone, kNnodes, kNprocPerNode, kNodeRank, kMaxRestarts, kMonitorInterval,
   kRdzvBackend, kRdzvEndpoint, kRdzvId, kRdzvConf, kLocalAddr, kRole, kRedirects, kTee,
   kLogDir, kLocalRanksFilter, kNoPython, kModule, kRunPath, kSignalsToHandle,
-  kShutdownTimeout, kVirtualLocalRank, kPython, kBind, kMembind, kTopology, kCpusAllowed,
+  kShutdownTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
   kCount
 };
@@ -93,6 +94,10 @@ constexpr OptionDef kOptions[] = {
      "Every worker sees LOCAL_RANK=0 and only its own GPU in CUDA_VISIBLE_DEVICES."},
     {Opt::kPython, "--python", "python", "python3", false,
      "Interpreter for .py programs and -m (looked up in PATH; it must have torch)."},
+    {Opt::kPreload, "--preload", "preload", "", false,
+     "Python modules to import once per node, e.g. torch,numpy: every worker of every round "
+     "is forked from that interpreter instead of starting Python (docs/elasticrun.md, "
+     "\"Preloading\")."},
     {Opt::kBind, "--bind", "bind", "auto", false,
      "CPU/memory binding per worker: auto (gpu if GPUs, else numa), gpu, gpu-exclusive, "
      "numa, none."},
@@ -335,6 +340,7 @@ bool Parser::Convert(std::string* err) {
     return false;
   }
   ConvertGpuLists();
+  if (!ParseModuleList(What(Opt::kPreload), Text(Opt::kPreload), &c_->preload, err)) return false;
   return ConvertRendezvous(err) && ConvertBinding(err) && ConvertResilience(err);
 }
 

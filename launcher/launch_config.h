@@ -68,6 +68,7 @@ struct LaunchConfig {
   std::vector<int> signals_to_handle;  // terminating signals: forward, stop, exit 128+sig
   bool virtual_local_rank = false;
   std::string python = "python3";     // --python
+  std::vector<std::string> preload;   // --preload: modules the zygote imports (zygote.h)
   bool verbose = false;
   int crash_loop_count = 3;                // --crash-loop-count; 0 = never end early (crash_loop.h)
   long long crash_loop_window_ms = 60000;  // --crash-loop-window

@@ -257,6 +257,12 @@ TEST(LaunchConfigTest, BadValuesNameOptionAndValue) {
       {{"--cpus-allowed=3-1", "x"}, {}, "--cpus-allowed: '3-1'"},
       {{"--topology=/nonexistent.xml", "x"}, {}, "--topology: '/nonexistent.xml'"},
       {{"--print-binding=yaml"}, {}, "--print-binding: 'yaml'"},
+      {{"--preload=torch,,numpy", "x"}, {}, "--preload: 'torch,,numpy' is not a list of Python modules: '' is not a module name"},
+      {{"--preload=torch-nightly", "x"}, {}, "--preload: 'torch-nightly'"},
+      {{"--preload=.torch", "x"}, {}, "--preload: '.torch'"},
+      {{"--preload=a..b", "x"}, {}, "--preload: 'a..b'"},
+      {{"--preload=1torch", "x"}, {}, "--preload: '1torch'"},
+      {{"x"}, {{"PET_PRELOAD", "torch numpy"}}, "PET_PRELOAD: 'torch numpy'"},
       {{"x"}, {{"PET_MAX_RESTARTS", "many"}}, "PET_MAX_RESTARTS: 'many'"},
       {{"x"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE: 'maybe'"},
       {{"-m", "--no-python", "x"}, {}, "--no-python"},
@@ -277,6 +283,14 @@ TEST(LaunchConfigTest, HelpListsEveryOptionWithDefaults) {
                            "PET_NPROC_PER_NODE", "--bind", "--print-binding", "Exit status"}) {
     EXPECT_NE(p.out.find(text), std::string::npos) << text;
   }
+}
+
+TEST(LaunchConfigTest, PreloadModuleList) {
+  EXPECT_TRUE(Parse({"x"}).config.preload.empty());
+  EXPECT_EQ(Parse({"--preload=torch", "x"}).config.preload, (std::vector<std::string>{"torch"}));
+  EXPECT_EQ(Parse({"--preload", "torch,numpy.random,_my_mod2", "x"}).config.preload,
+            (std::vector<std::string>{"torch", "numpy.random", "_my_mod2"}));
+  EXPECT_EQ(Parse({"x"}, {{"PET_PRELOAD", "torch"}}).config.preload, (std::vector<std::string>{"torch"}));
 }
 
 TEST(LaunchConfigTest, Version) {

@@ -115,6 +115,7 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
         return false;
       }
     }
+    spec->kernel_binding = kernel;
     spec->bind = [kernel](int local_rank, const char** call) {
       if (local_rank >= static_cast<int>(kernel->size())) return 0;
       return ApplyKernelBinding((*kernel)[local_rank], call);

@@ -1,14 +1,23 @@
 #include "spank_plugin/options.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
+#include "common/module_list.h"
 #include "common/node_range.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
 namespace {
+
+// A Python module list (elasticrun --preload checks the same on each node;
+// checking here refuses a typo before allocation).
+bool CheckModuleList(const std::string& what, std::string_view text, std::string* err) {
+  std::vector<std::string> modules;
+  return ParseModuleList(what, text, &modules, err);
+}
 
 const char* OptionName(OptionId id) {
   for (const OptionSpec& spec : kOptionTable) {
@@ -123,6 +132,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->python = value;
       break;
+    case OptionId::kPreload:
+      ok = NonEmptyValue(id, value, &error) && CheckModuleList("--elastic-preload", value, &error);
+      if (ok) options->preload = value;
+      break;
     case OptionId::kHealthCheck:
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->health_check = value;
@@ -149,7 +162,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, health_check, default)", arg);
+                         "max_restarts, port, bind, python, preload, health_check, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -188,6 +201,9 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.python = value;
+    } else if (key == "preload") {
+      if (!CheckModuleList(what, value, err)) return false;
+      result.preload = value;
     } else if (key == "health_check") {
       if (value.empty()) {
         *err = what + ": needs a value";
@@ -202,7 +218,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, health_check, default)", key);
+                         "port, bind, python, preload, health_check, default)", key);
       return false;
     }
   }

@@ -28,6 +28,7 @@ enum class OptionId {
   kLogDir,
   kNoPython,
   kPython,
+  kPreload,
   kHealthCheck,
 };
 
@@ -41,7 +42,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 12> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 13> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -70,6 +71,10 @@ inline constexpr std::array<OptionSpec, 12> kOptionTable = {{
      OptionId::kNoPython},
     {"elastic-python", "PATH", "[elastic] Python interpreter for a .py command (must have torch)",
      1, OptionId::kPython},
+    {"elastic-preload", "MODULES",
+     "[elastic] Python modules (e.g. torch) imported once per node: every worker is forked from "
+     "that interpreter (elasticrun --preload)",
+     1, OptionId::kPreload},
     {"elastic-health-check", "PROG",
      "[elastic] Run PROG on each node before it joins a round; a failing node stays out "
      "(elasticrun --health-check)",
@@ -94,6 +99,7 @@ struct ElasticOptions {
   std::optional<std::string> log_dir;
   bool no_python = false;
   std::optional<std::string> python;
+  std::optional<std::string> preload;          // MODULE[,MODULE...]
   std::optional<std::string> health_check;
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
@@ -112,6 +118,7 @@ struct PluginConfig {
   int port_hi = 65535;                  // default ephemeral range 32768-60999)
   std::optional<BindMode> bind;         // bind=MODE
   std::optional<std::string> python;    // python=PATH
+  std::optional<std::string> preload;   // preload=MODULES
   std::optional<std::string> health_check;  // health_check=PROG
   bool default_on = false;              // default=on|off
 };

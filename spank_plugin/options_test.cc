@@ -15,7 +15,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_LT(std::string(spec.name).size(), 75u);
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), 13u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -130,6 +130,11 @@ TEST(ApplyOption, ConfBindIdPython) {
   EXPECT_NE(err.find("--elastic-bind: 'socket'"), std::string::npos) << err;
   EXPECT_FALSE(ApplyOption(OptionId::kRdzvId, "a,b", &o, &err));
   EXPECT_FALSE(ApplyOption(OptionId::kPython, "", &o, &err));
+  EXPECT_FALSE(ApplyOption(OptionId::kPreload, "torch numpy", &o, &err));
+  EXPECT_NE(err.find("--elastic-preload: 'torch numpy'"), std::string::npos) << err;
+  EXPECT_FALSE(ApplyOption(OptionId::kPreload, "torch,", &o, &err));
+  ASSERT_TRUE(ApplyOption(OptionId::kPreload, "torch,numpy.random", &o, &err)) << err;
+  EXPECT_EQ(o.preload, "torch,numpy.random");
   EXPECT_TRUE(ApplyOption(OptionId::kNoPython, nullptr, &o, &err));
   EXPECT_TRUE(o.no_python);
 }
@@ -170,6 +175,8 @@ TEST(PluginArgs, UnknownKeyAndBadValuesAreNamed) {
   EXPECT_FALSE(ParsePluginArgs({"launcher=elasticrun"}, "/x", &c, &err));
   EXPECT_NE(err.find("absolute path"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"novalue"}, "/x", &c, &err));
+  EXPECT_FALSE(ParsePluginArgs({"preload=torch;rm"}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: preload: 'torch;rm'"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"bind=all"}, "/x", &c, &err));
   EXPECT_NE(err.find("plugstack.conf: bind"), std::string::npos) << err;
 }
@@ -209,6 +216,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kRdzvConf, "join_timeout=60,last_call_timeout=1"},
       {OptionId::kBind, "gpu"},              {OptionId::kLogDir, "/tmp/logs"},
       {OptionId::kNoPython, nullptr},        {OptionId::kPython, "/usr/bin/python3"},
+      {OptionId::kPreload, "torch,numpy"},
       {OptionId::kHealthCheck, "/home/u/check.sh --gpus"},
   };
   auto describe = [](const ElasticOptions& o) {
@@ -220,6 +228,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     for (const auto& [k, v] : o.rdzv_conf) d += " conf:" + k + "=" + v;
     d += " bind=" + (o.bind ? BindModeName(*o.bind) : "-") + " log=" + o.log_dir.value_or("-");
     d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
+    d += " preload=" + o.preload.value_or("-");
     d += " hc=" + o.health_check.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;

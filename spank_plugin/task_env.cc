@@ -190,6 +190,11 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.python) {
     out.emplace_back("PET_PYTHON", *config.python);
   }
+  if (options.preload) {
+    out.emplace_back("PET_PRELOAD", *options.preload);
+  } else if (config.preload) {
+    out.emplace_back("PET_PRELOAD", *config.preload);
+  }
   if (options.health_check) {
     out.emplace_back("PET_HEALTH_CHECK", *options.health_check);
   } else if (config.health_check) {

@@ -106,6 +106,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.max_restarts = 5;
   o.bind = BindMode::kNuma;
   o.python = "/opt/py";
+  o.preload = "torch";
   o.log_dir = "/tmp/logs";
   o.no_python = true;
   o.nproc_per_node = NprocSpec{NprocSpec::Kind::kCpu, 0};
@@ -115,7 +116,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
   std::string err;
-  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3",
+  ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3", "preload=numpy",
                                "health_check=/etc/slurm/hc.sh"}, "/x", &c, &err));
   EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
@@ -123,6 +124,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_MAX_RESTARTS"], "5");
   EXPECT_EQ(m["PET_BIND"], "numa");
   EXPECT_EQ(m["PET_PYTHON"], "/opt/py");
+  EXPECT_EQ(m["PET_PRELOAD"], "torch");
   EXPECT_EQ(m["PET_LOG_DIR"], "/tmp/logs");
   EXPECT_EQ(m["PET_NO_PYTHON"], "1");
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
@@ -136,6 +138,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_MAX_RESTARTS"], "1");
   EXPECT_EQ(m["PET_BIND"], "none");
   EXPECT_EQ(m["PET_PYTHON"], "/usr/bin/python3");
+  EXPECT_EQ(m["PET_PRELOAD"], "numpy");
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/etc/slurm/hc.sh");
 }
 

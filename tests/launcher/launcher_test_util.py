@@ -101,8 +101,8 @@ class LauncherTestCase(unittest.TestCase):
         self.groups.append(proc.pid)
         return proc
 
-    def run_agent(self, args, env=None):
-        proc = self.start(args, env)
+    def run_agent(self, args, env=None, **kw):
+        proc = self.start(args, env, **kw)
         out, err = proc.communicate(timeout=DEADLINE_S)
         return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 

@@ -59,6 +59,18 @@ class TorchTest(LauncherTestCase):
         self.assert_nothing_left()
 
 
+class PreloadTorchTest(TorchTest):
+    """The same, every worker forked from one interpreter that imported torch
+    (elasticrun --preload torch): nothing warns, everything else is the same."""
+
+    def agent(self, *args):
+        return ["--preload", "torch"] + super().agent(*args)
+
+    def run_agent(self, args, env=None, **kw):
+        rc, out, err = super().run_agent(args, env, **kw)
+        self.assertNotIn("preloaded interpreter", err)  # no fallback warning
+        self.assertNotIn("--preload:", err)
+        return rc, out, err
 class FileTimerTest(LauncherTestCase):
     """PyTorch's named-pipe watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1), served by the agent."""
 

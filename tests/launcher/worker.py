@@ -1,7 +1,9 @@
 """A stand-in worker for elasticrun's real-process tests (stdlib only).
 
 Usage: worker.py MODE [ARGS]
-  env DIR            dump the environment to DIR/env.<RANK>.json
+  env DIR            dump the environment to DIR/env.<RANK>.json, and what else a start
+                     decides (argv, sys.path[0], cwd, CPU affinity, parent, group, signal
+                     dispositions) to DIR/proc.<RANK>.json
   fail-once CODE     rank 1 exits CODE on the first attempt; everyone else exits 0
   fail CODE          rank 0 exits CODE at once; the others wait for a signal
   wait DIR [child]   record pid/pgid in DIR, then wait: SIGTERM -> DIR/term.<RANK>, exit 143;
@@ -27,6 +29,16 @@ def touch(path, text=""):
 
 def mode_env(out_dir):
     touch(os.path.join(out_dir, "env.%d.json" % RANK), json.dumps(dict(os.environ)))
+    dispositions = {}
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGPIPE):
+        h = signal.getsignal(sig)
+        dispositions[sig.name] = h if isinstance(h, int) else getattr(h, "__name__", "handler")
+    facts = {"argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "name": __name__,
+             "affinity": sorted(os.sched_getaffinity(0)), "ppid": os.getppid(), "pid": os.getpid(),
+             "pgid": os.getpgid(0), "signals": dispositions,
+             "minidom_loaded": "xml.dom.minidom" in sys.modules,  # test_preload.py preloads it
+             "blocked": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))}
+    touch(os.path.join(out_dir, "proc.%d.json" % RANK), json.dumps(facts))
 
 
 def mode_wait(out_dir, child):

@@ -1,0 +1,101 @@
+// The agent's side of --preload (docs/elasticrun.md, "Preloading"): one preloaded
+// interpreter per node (launcher/python/zygote.py) that imports the modules once
+// and forks every worker of every round.
+//
+// Contracts:
+// - Start() spawns the zygote as a child of the agent (its own process group,
+//   PR_SET_PDEATHSIG, the agent's original signal mask: child_process.h) with its
+//   end of a socket pair on fd 3; it imports while the rendezvous runs.
+// - Ready() waits (with a deadline) for its "ready"; "unfit" (a module that starts
+//   threads or initialises CUDA at import, an import error), a death or a garbled
+//   reply make it unusable for good, with the reason in *why.
+// - Spawn() asks for one worker and waits (with a deadline) for its pid. The agent
+//   must be a child subreaper: the worker is then the agent's child in its own
+//   process group when Spawn returns, so the caller owns the pidfd and reaps it
+//   (ReapChild) exactly as after SpawnChild. The event loop does not run during
+//   Spawn, so no SIGCHLD reaper can take the worker before its pid is known.
+//   A failed Spawn makes the zygote unusable (killed); the caller starts normally.
+// - The zygote's exit is seen through its pidfd on the loop: reaped here, logged
+//   once, and usable() is false from then on. The destructor kills and reaps it.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "common/unique_fd.h"
+#include "launcher/child_process.h"
+#include "launcher/zygote_request.h"
+#include "hwloc_binding/binding.h"
+
+namespace elastic {
+
+struct ZygoteOptions {
+  std::string python;                // the resolved interpreter the workers use
+  std::string script;                // zygote.py (ZygoteScript)
+  bool unbuffered = true;            // -u, as the workers' command has it
+  std::vector<std::string> modules;  // --preload
+  std::vector<std::string> env;      // KEY=VALUE: what the workers get, less per-rank values
+  sigset_t child_mask;
+  std::vector<int> default_signals;
+  Millis ready_timeout{300000};      // imports from a shared file system can be slow
+  Millis spawn_timeout{10000};
+};
+
+// zygote.py next to `exe` (/proc/self/exe): <prefix>/share/slurm-elastic/python
+// once installed, launcher/python in the build tree; "" if missing.
+std::string ZygoteScript(const std::string& exe);
+
+// A worker command a zygote can run: PYTHON [-u] SCRIPT ARGS... or PYTHON [-u] -m
+// MODULE ARGS..., where PYTHON is `python` (--python) or named python* (the
+// command under `srun --elastic python3 train.py`). Other interpreter options
+// (-c, -O, -X, ...) are not: false.
+struct PythonCommand {
+  bool unbuffered = false;  // -u
+  bool module = false;      // -m
+  std::string target;       // the script or the module
+  std::vector<std::string> args;
+};
+bool ParsePythonCommand(const std::vector<std::string>& argv, const std::string& python, PythonCommand* out);
+
+// The request for a worker that a normal start would run as `child` (its env) with
+// `binding` applied (nullptr: unbound), from the agent's working directory.
+SpawnRequest MakeSpawnRequest(const PythonCommand& command, const std::vector<std::string>& env,
+                              const std::vector<int>& default_signals, const KernelBinding* binding);
+
+class Zygote {
+ public:
+  explicit Zygote(EventLoop& loop) : loop_(loop) {}
+  ~Zygote();
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
+
+  bool Start(const ZygoteOptions& options, std::string* err);
+  bool Ready(std::string* why);
+  bool Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, ChildHandle* child,
+             std::string* err);
+  bool usable() const { return state_ != State::kGone; }
+  // The zygote's pid until it has been reaped (then -1: the pid may be reused).
+  pid_t pid() const { return reaped_ ? -1 : child_.pid; }
+
+ private:
+  enum class State { kStarting, kReady, kGone };
+  bool ReadReply(MonoClock::time_point deadline, ZygoteReply* reply, std::string* err);
+  bool SendRequest(const std::string& payload, int stdout_fd, int stderr_fd,
+                   MonoClock::time_point deadline, std::string* err);
+  void OnExit();
+  void Drop();
+
+  EventLoop& loop_;
+  ChildHandle child_;
+  bool reaped_ = false;
+  UniqueFd socket_;
+  State state_ = State::kGone;
+  MonoClock::time_point ready_deadline_;
+  Millis spawn_timeout_{10000};
+};
+
+}  // namespace elastic
