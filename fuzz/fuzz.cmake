@@ -81,7 +81,7 @@ elastic_add_fuzzer(spank_options RUNS 50000
   SOURCES spank_plugin/options.cc common/parse.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
-          spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/allocator.cc
+          spank_plugin/dispatch.cc spank_plugin/srun.cc
           common/parse.cc common/log.cc common/device_list.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)

@@ -1,7 +1,6 @@
-// Chooses and builds the agent's rendezvous from the command line's settings.
-// Owned by the rendezvous component: standalone and single-node runs may use the
-// LocalRendezvous (launcher/local_rendezvous.h); everything else the C10d-style
-// host/client rendezvous (rendezvous/).
+// Chooses and builds the agent's rendezvous from the command line's settings:
+// always the C10d-style host/client rendezvous (rendezvous/). A standalone or
+// single-node run hosts it itself, so its workers still get the agent's store.
 #pragma once
 
 #include <memory>
