@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "common/log.h"
 #include "launcher/child_process.h"
 #include "launcher/launch_config.h"
 #include "launcher/worker_output.h"
@@ -64,6 +65,7 @@ class ElasticAgent {
   bool SetUpSignals(std::string* err);
   void OnSignal();
   void SetCallbacks();
+  LogLevel JobEvent(LogLevel level) const;
   void Dispatch(Event event);
   void Execute(const Action& action);
 
