@@ -15,7 +15,31 @@ uint64_t Pack(int fd, uint32_t generation) {
 
 }  // namespace
 
-EventLoop::EventLoop() : epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {}
+Timer::Timer(Timer&& other) noexcept : loop_(other.loop_), id_(other.id_) {
+  other.loop_ = nullptr;
+  other.id_ = 0;
+}
+
+Timer& Timer::operator=(Timer&& other) noexcept {
+  if (this != &other) {
+    Cancel();
+    loop_ = other.loop_;
+    id_ = other.id_;
+    other.loop_ = nullptr;
+    other.id_ = 0;
+  }
+  return *this;
+}
+
+void Timer::Cancel() {
+  if (loop_) loop_->CancelTimer(id_);
+  loop_ = nullptr;
+  id_ = 0;
+}
+
+bool Timer::armed() const { return loop_ && loop_->TimerArmed(id_); }
+
+EventLoop::EventLoop(const Clock& clock) : clock_(clock), epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {}
 
 bool EventLoop::Add(int fd, uint32_t events, FdCallback cb, std::string* err) {
   auto handler = std::make_shared<Handler>(Handler{next_generation_++, std::move(cb)});
@@ -52,31 +76,51 @@ void EventLoop::Remove(int fd) {
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }
 
+void EventLoop::Post(TimerCallback cb) { posted_.push_back(std::move(cb)); }
+
+Timer EventLoop::After(Millis delay, TimerCallback cb) {
+  return Timer(this, Schedule(delay, Millis(0), std::move(cb)));
+}
+
+Timer EventLoop::Every(Millis period, TimerCallback cb) {
+  period = std::max(period, Millis(1));
+  return Timer(this, Schedule(period, period, std::move(cb)));
+}
+
 EventLoop::TimerId EventLoop::AddTimer(Millis delay, TimerCallback cb) {
+  return Schedule(delay, Millis(0), std::move(cb));
+}
+
+EventLoop::TimerId EventLoop::Schedule(Millis delay, Millis period, TimerCallback cb) {
   TimerId id = next_timer_++;
-  auto due = MonoClock::now() + std::max(delay, Millis(0));
-  timers_.emplace(id, Timer{due, std::move(cb)});
+  auto due = Now() + std::max(delay, Millis(0));
+  timers_.emplace(id, TimerEntry{due, period, std::make_shared<TimerCallback>(std::move(cb))});
   timer_queue_.emplace(due, id);
   return id;
+}
+
+void EventLoop::Unqueue(TimerId id, MonoClock::time_point due) {
+  auto [lo, hi] = timer_queue_.equal_range(due);
+  for (auto q = lo; q != hi; ++q) {
+    if (q->second == id) {
+      timer_queue_.erase(q);
+      return;
+    }
+  }
 }
 
 void EventLoop::CancelTimer(TimerId id) {
   auto it = timers_.find(id);
   if (it == timers_.end()) return;
-  auto [lo, hi] = timer_queue_.equal_range(it->second.due);
-  for (auto q = lo; q != hi; ++q) {
-    if (q->second == id) {
-      timer_queue_.erase(q);
-      break;
-    }
-  }
+  Unqueue(id, it->second.due);
   timers_.erase(it);
 }
 
 int EventLoop::TimeoutMillis(Millis max_wait) const {
   long long timeout = max_wait.count() < 0 ? -1 : max_wait.count();
+  if (!posted_.empty()) return 0;
   if (!timer_queue_.empty()) {
-    long long until = std::chrono::ceil<Millis>(timer_queue_.begin()->first - MonoClock::now()).count();
+    long long until = std::chrono::ceil<Millis>(timer_queue_.begin()->first - Now()).count();
     until = std::max<long long>(until, 0);
     timeout = timeout < 0 ? until : std::min(timeout, until);
   }
@@ -84,8 +128,8 @@ int EventLoop::TimeoutMillis(Millis max_wait) const {
 }
 
 void EventLoop::RunDueTimers() {
-  auto now = MonoClock::now();
-  // Collect first: callbacks may add timers that are already due; those run next round.
+  auto now = Now();
+  // Collect first: callbacks may add timers that are already due; those run next turn.
   std::vector<TimerId> due;
   for (auto it = timer_queue_.begin(); it != timer_queue_.end() && it->first <= now; ++it) {
     due.push_back(it->second);
@@ -93,10 +137,26 @@ void EventLoop::RunDueTimers() {
   for (TimerId id : due) {
     auto it = timers_.find(id);
     if (it == timers_.end()) continue;  // cancelled by an earlier callback
-    TimerCallback cb = std::move(it->second.cb);
-    CancelTimer(id);
-    cb();
+    std::shared_ptr<TimerCallback> cb = it->second.cb;
+    TimerEntry& t = it->second;
+    Unqueue(id, t.due);
+    if (t.period.count() > 0) {
+      // Next due time from the previous one; past ones are skipped, not run in a burst.
+      auto missed = (now - t.due) / t.period;
+      t.due += t.period * (missed + 1);
+      timer_queue_.emplace(t.due, id);
+    } else {
+      timers_.erase(it);
+    }
+    (*cb)();
   }
+}
+
+void EventLoop::RunPosted() {
+  // Only what was posted before this phase: a callback that posts again runs next turn.
+  std::deque<TimerCallback> now;
+  now.swap(posted_);
+  for (auto& cb : now) cb();
 }
 
 bool EventLoop::RunOnce(Millis max_wait) {
@@ -113,6 +173,7 @@ bool EventLoop::RunOnce(Millis max_wait) {
     handler->cb(events[i].events);
   }
   RunDueTimers();
+  RunPosted();
   return true;
 }
 

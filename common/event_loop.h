@@ -1,29 +1,60 @@
 // EventLoop: a small single-threaded reactor in the shape of redis' ae.c.
-// File events come from epoll; timers are kept on the monotonic clock and
-// turned into epoll_wait's timeout, so nothing ever sleep-polls.
+// File events come from epoll; timers are kept on an injected monotonic Clock
+// (common/clock.h; a FakeClock in tests) and turned into epoll_wait's
+// timeout, so nothing ever sleep-polls.
+//
+// One turn of the loop (RunOnce): wait for fd events (no longer than the next
+// timer, not at all when something is posted), run their callbacks, then the
+// timers that are due, then what was posted before this phase began.
 //
 // Contracts:
 // - The loop does not own registered fds; the caller closes them after Remove().
 // - Callbacks may add/remove fds and timers (including their own) while running.
+// - Post() is how an object hands a result to its owner without running the
+//   owner's code inside its own frame: the owner may then destroy it freely.
+// - A Timer handle cancels its timer when destroyed or reset; the loop must
+//   outlive the handles it gave out.
 // - Not thread-safe: one loop per thread (our agents are single-threaded).
 #pragma once
 
 #include <sys/epoll.h>
 
-#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 
+#include "common/clock.h"
 #include "common/unique_fd.h"
 
 namespace elastic {
 
-using MonoClock = std::chrono::steady_clock;
-using Millis = std::chrono::milliseconds;
+class EventLoop;
+
+// A scheduled timer, owned: destroying, resetting or reassigning the handle
+// cancels it. An empty handle (default, or after the timer fired) is inert.
+class Timer {
+ public:
+  Timer() = default;
+  Timer(Timer&& other) noexcept;
+  Timer& operator=(Timer&& other) noexcept;
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  ~Timer() { Cancel(); }
+
+  void Cancel();
+  // True while the timer is scheduled (a periodic one until cancelled).
+  bool armed() const;
+
+ private:
+  friend class EventLoop;
+  Timer(EventLoop* loop, uint64_t id) : loop_(loop), id_(id) {}
+  EventLoop* loop_ = nullptr;
+  uint64_t id_ = 0;
+};
 
 class EventLoop {
  public:
@@ -31,7 +62,7 @@ class EventLoop {
   using TimerCallback = std::function<void()>;
   using TimerId = uint64_t;
 
-  EventLoop();
+  explicit EventLoop(const Clock& clock = SteadyClock());
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
@@ -42,9 +73,24 @@ class EventLoop {
   void Remove(int fd);
   bool Watching(int fd) const { return handlers_.count(fd) != 0; }
 
-  // One-shot timer `delay` from now on the monotonic clock.
+  // Now on the loop's clock: what timers and the logic on the loop compare against.
+  MonoClock::time_point Now() const { return clock_.Now(); }
+
+  // Runs `cb` on this loop's next turn, after that turn's fd events and
+  // timers, in the order posted.
+  void Post(TimerCallback cb);
+
+  // A one-shot timer `delay` from now, cancelled with its handle.
+  [[nodiscard]] Timer After(Millis delay, TimerCallback cb);
+  // A periodic timer: first `period` from now, then every `period` after the
+  // previous due time (no drift; a late turn runs it once, not once per
+  // missed period). Runs until its handle cancels it.
+  [[nodiscard]] Timer Every(Millis period, TimerCallback cb);
+
+  // The same without a handle: the caller cancels by id (or lets it fire).
   TimerId AddTimer(Millis delay, TimerCallback cb);
   void CancelTimer(TimerId id);
+  bool TimerArmed(TimerId id) const { return timers_.count(id) != 0; }
 
   // Waits until at least one event or timer fired, or `max_wait` passed
   // (negative: no limit besides timers). Runs the due callbacks.
@@ -60,19 +106,25 @@ class EventLoop {
     uint32_t generation;
     FdCallback cb;
   };
-  struct Timer {
+  struct TimerEntry {
     MonoClock::time_point due;
-    TimerCallback cb;
+    Millis period;  // zero: one-shot
+    std::shared_ptr<TimerCallback> cb;  // shared: kept alive while it runs
   };
+  TimerId Schedule(Millis delay, Millis period, TimerCallback cb);
+  void Unqueue(TimerId id, MonoClock::time_point due);
   int TimeoutMillis(Millis max_wait) const;
   void RunDueTimers();
+  void RunPosted();
 
+  const Clock& clock_;
   UniqueFd epoll_fd_;
   uint32_t next_generation_ = 1;
   std::unordered_map<int, std::shared_ptr<Handler>> handlers_;
   TimerId next_timer_ = 1;
-  std::map<TimerId, Timer> timers_;
+  std::map<TimerId, TimerEntry> timers_;
   std::multimap<MonoClock::time_point, TimerId> timer_queue_;
+  std::deque<TimerCallback> posted_;
   bool stopped_ = false;
 };
 

@@ -1,5 +1,7 @@
 #include "common/event_loop.h"
 
+#include "common/fake_clock.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -69,6 +71,151 @@ TEST(EventLoopTest, RunOnceReturnsAfterMaxWaitWithNothingDue) {
   auto start = MonoClock::now();
   EXPECT_TRUE(loop.RunOnce(Millis(5)));
   EXPECT_GE(MonoClock::now() - start, Millis(4));
+}
+
+// On a fake clock: nothing fires before its time, everything due fires at once.
+TEST(EventLoopFakeClockTest, OneShotTimerFiresOnlyWhenTheClockReachesIt) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  int fired = 0;
+  Timer t = loop.After(Millis(100), [&] { ++fired; });
+  clock.Advance(Millis(99));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 0);
+  EXPECT_TRUE(t.armed());
+  clock.Advance(Millis(1));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 1);
+  EXPECT_FALSE(t.armed());
+}
+
+TEST(EventLoopFakeClockTest, DestroyingTheHandleCancelsTheTimer) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  int fired = 0;
+  {
+    Timer t = loop.After(Millis(10), [&] { ++fired; });
+  }
+  clock.Advance(Millis(50));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 0);
+}
+
+TEST(EventLoopFakeClockTest, ReassigningAHandleCancelsTheOldTimer) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  std::vector<int> fired;
+  Timer t = loop.After(Millis(10), [&] { fired.push_back(1); });
+  t = loop.After(Millis(20), [&] { fired.push_back(2); });
+  clock.Advance(Millis(30));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, (std::vector<int>{2}));
+}
+
+TEST(EventLoopFakeClockTest, MovedHandleKeepsTheTimer) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  int fired = 0;
+  Timer outer;
+  {
+    Timer inner = loop.After(Millis(5), [&] { ++fired; });
+    outer = std::move(inner);
+  }
+  clock.Advance(Millis(5));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 1);
+}
+
+TEST(EventLoopFakeClockTest, PeriodicTimerRunsEveryPeriodWithoutDrift) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  std::vector<long long> at;
+  auto start = clock.Now();
+  Timer t = loop.Every(Millis(10), [&] {
+    at.push_back(std::chrono::duration_cast<Millis>(clock.Now() - start).count());
+  });
+  for (int ms : {10, 13, 7, 10}) {  // turns at 10, 23, 30, 40
+    clock.Advance(Millis(ms));
+    loop.RunOnce(Millis(0));
+  }
+  EXPECT_EQ(at, (std::vector<long long>{10, 23, 30, 40}));
+}
+
+TEST(EventLoopFakeClockTest, LatePeriodicTimerRunsOnceNotOncePerMissedPeriod) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  int fired = 0;
+  Timer t = loop.Every(Millis(10), [&] { ++fired; });
+  clock.Advance(Millis(55));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 1);
+  clock.Advance(Millis(4));  // 59: the next is due at 60
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 1);
+  clock.Advance(Millis(1));
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(fired, 2);
+}
+
+TEST(EventLoopFakeClockTest, PeriodicTimerMayCancelItselfFromItsCallback) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  int fired = 0;
+  Timer t;
+  t = loop.Every(Millis(10), [&] {
+    if (++fired == 2) t.Cancel();
+  });
+  for (int i = 0; i < 5; ++i) {
+    clock.Advance(Millis(10));
+    loop.RunOnce(Millis(0));
+  }
+  EXPECT_EQ(fired, 2);
+  EXPECT_FALSE(t.armed());
+}
+
+TEST(EventLoopFakeClockTest, TimerCallbackMayDestroyTheObjectOwningItsHandle) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  struct Owner {
+    Timer timer;
+  };
+  auto owner = std::make_unique<Owner>();
+  bool ran = false;
+  owner->timer = loop.Every(Millis(1), [&] {
+    owner.reset();  // cancels the running timer through its handle
+    ran = true;
+  });
+  clock.Advance(Millis(1));
+  loop.RunOnce(Millis(0));
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(owner, nullptr);
+  clock.Advance(Millis(5));
+  loop.RunOnce(Millis(0));  // nothing left to run
+}
+
+TEST(EventLoopTest, PostedCallbacksRunInOrderOnTheNextTurnWithoutWaiting) {
+  EventLoop loop;  // real clock: a posted callback must not wait for epoll
+  std::vector<int> order;
+  loop.Post([&] { order.push_back(1); });
+  loop.Post([&] {
+    order.push_back(2);
+    loop.Post([&] { order.push_back(3); });  // the turn after
+  });
+  EXPECT_TRUE(order.empty());
+  loop.RunOnce(Millis(-1));
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  loop.RunOnce(Millis(-1));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(EventLoopFakeClockTest, PostedCallbacksRunAfterTheTimersOfTheSameTurn) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  std::vector<std::string> order;
+  Timer t = loop.After(Millis(0), [&] { order.push_back("timer"); });
+  loop.Post([&] { order.push_back("posted"); });
+  loop.RunOnce(Millis(0));
+  EXPECT_EQ(order, (std::vector<std::string>{"timer", "posted"}));
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ void ElasticAgent::Dispatch(Event event) {
     Event e = std::move(queue_.front());
     queue_.pop_front();
     WorkerState before = status_.state;
-    Transition t = Step(status_, e, MonoClock::now(), Millis(config_.shutdown_timeout_ms));
+    Transition t = Step(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms));
     status_ = std::move(t.status);
     if (before != status_.state) {
       Log(LogLevel::kDebug, "state {} -> {}", WorkerStateName(before), WorkerStateName(status_.state));
@@ -346,19 +346,12 @@ void ElasticAgent::KillLeftovers() {
 }
 
 void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
-  if (stop_timer_) loop_.CancelTimer(*stop_timer_);
-  auto delay = std::chrono::ceil<Millis>(deadline - MonoClock::now());
-  stop_timer_ = loop_.AddTimer(delay, [this] {
-    stop_timer_.reset();
-    Dispatch(Event{EventKind::kStopTimeout, 0, {}, {}});
-  });
+  auto delay = std::chrono::ceil<Millis>(deadline - loop_.Now());
+  stop_timer_ = loop_.After(delay, [this] { Dispatch(Event{EventKind::kStopTimeout, 0, {}, {}}); });
 }
 
 void ElasticAgent::EndAttempt() {
-  if (stop_timer_) {
-    loop_.CancelTimer(*stop_timer_);
-    stop_timer_.reset();
-  }
+  stop_timer_.Cancel();
   for (auto& w : workers_) {
     // Leftovers of a worker (its own children) die with its group.
     if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);

@@ -94,7 +94,7 @@ class ElasticAgent {
   sigset_t handled_{};
   sigset_t original_mask_{};
   std::vector<int> handled_list_;
-  std::optional<EventLoop::TimerId> stop_timer_;
+  Timer stop_timer_;
   std::deque<Event> queue_;
   bool dispatching_ = false;
   int exit_code_ = 1;

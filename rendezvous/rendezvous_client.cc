@@ -38,7 +38,7 @@ void RendezvousClient::Join(int local_world_size) {
   if (stage_ == Stage::kReady) return SendJoin(local_world_size);
   pending_join_ = local_world_size;
   if (stage_ == Stage::kIdle) {
-    connect_deadline_ = MonoClock::now() + Millis(config_.settings.join_timeout_ms);
+    connect_deadline_ = loop_.Now() + Millis(config_.settings.join_timeout_ms);
     retry_delay_ = Millis(config_.settings.connect_retry_ms);
     Connect();
   }
@@ -101,13 +101,13 @@ void RendezvousClient::OnConnectEvent() {
   if (!conn_->Start(&err)) return Fatal(err);
   stage_ = Stage::kAuthenticating;
   challenged_ = false;
-  last_heard_ = MonoClock::now();
+  last_heard_ = loop_.Now();
   auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms), [this] { OnAuthDeadline(); });
 }
 
 void RendezvousClient::RetryConnect(const std::string& why) {
   last_connect_error_ = why;
-  auto now = MonoClock::now();
+  auto now = loop_.Now();
   if (now >= connect_deadline_)
     return Fatal(fmt::format("could not reach the rendezvous host {} within join_timeout ({} s): {}",
                              HostName(), config_.settings.join_timeout_ms / 1000.0, why));
@@ -123,7 +123,7 @@ void RendezvousClient::RetryConnect(const std::string& why) {
 // ---- messages ----
 
 void RendezvousClient::OnMessage(const Message& raw) {
-  last_heard_ = MonoClock::now();
+  last_heard_ = loop_.Now();
   HostMessage msg;
   std::string err;
   if (!DecodeHostMessage(raw, &msg, &err))
@@ -324,7 +324,7 @@ void RendezvousClient::OnClosed(const std::string& reason) {
 void RendezvousClient::OnHeartbeatTimer() {
   heartbeat_timer_ = 0;
   if (stage_ != Stage::kReady) return;
-  auto silent = MonoClock::now() - last_heard_;
+  auto silent = loop_.Now() - last_heard_;
   if (silent >= Millis(config_.settings.heartbeat_timeout_ms))
     return Fatal(fmt::format("lost the rendezvous host {}: silent for {} ms (heartbeat_timeout)",
                              HostName(), std::chrono::duration_cast<Millis>(silent).count()));

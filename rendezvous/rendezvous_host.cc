@@ -11,7 +11,7 @@ namespace elastic {
 
 RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener)
     : loop_(loop), config_(std::move(config)), listener_(std::move(listener)) {
-  state_ = InitialState(config_.settings, MonoClock::now());
+  state_ = InitialState(config_.settings, loop_.Now());
 }
 
 RendezvousHost::~RendezvousHost() {
@@ -238,7 +238,7 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
 
 void RendezvousHost::Feed(const RendezvousEvent& event) {
   std::vector<RendezvousAction> actions;
-  Step(config_.settings, event, MonoClock::now(), &state_, &actions);
+  Step(config_.settings, event, loop_.Now(), &state_, &actions);
   for (const auto& action : actions) Carry(action);
   ScheduleDeadline();
 }
@@ -361,7 +361,7 @@ void RendezvousHost::ScheduleDeadline() {
   deadline_timer_ = 0;
   auto due = NextDeadline(state_);
   if (!due) return;
-  auto delay = std::chrono::duration_cast<Millis>(*due - MonoClock::now()) + Millis(1);
+  auto delay = std::chrono::duration_cast<Millis>(*due - loop_.Now()) + Millis(1);
   deadline_timer_ = loop_.AddTimer(std::max(delay, Millis(0)), [this] {
     deadline_timer_ = 0;
     Feed(EvTick{});

@@ -236,7 +236,7 @@ void StoreServer::Refused(const std::string& who, const char* why) {
 
 void StoreServer::Warn(LogRateLimiter& limiter, const std::string& message) {
   uint64_t dropped = 0;
-  if (limiter.Allow(MonoClock::now(), &dropped)) Log(LogLevel::kWarning, "{}{}", message, MoreLikeIt(dropped));
+  if (limiter.Allow(loop_.Now(), &dropped)) Log(LogLevel::kWarning, "{}{}", message, MoreLikeIt(dropped));
 }
 
 void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
@@ -269,7 +269,7 @@ bool StoreServer::ReadInput(Connection& c) {
     if (n > 0) {
       c.in.append(read_buf_.data(), n);
       input_bytes_ += n;
-      c.last_input = MonoClock::now();
+      c.last_input = loop_.Now();
       if (input_bytes_ > limits_.max_input_total) {
         Close(c.id, fmt::format("the store's input budget of {} bytes is exhausted ({} buffered here)",
                                 limits_.max_input_total, c.in.size()),
@@ -455,7 +455,7 @@ void StoreServer::OnPartialFrameTimer(StoreConnId id) {
     ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
     return;
   }
-  auto idle = std::chrono::duration_cast<Millis>(MonoClock::now() - c->last_input);
+  auto idle = std::chrono::duration_cast<Millis>(loop_.Now() - c->last_input);
   if (idle.count() >= limits_.partial_frame_timeout_ms) {
     Close(id, fmt::format("sent {} bytes of a frame, then nothing for {} ms", c->in.size(), idle.count()), true);
     return;
