@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "rendezvous/auth.h"
 #include "common/net.h"
+#include "rendezvous/failover_rendezvous.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 
@@ -26,7 +27,7 @@ AuthMethod ChooseHostAuth(const C10dParams& p, bool loopback) {
   return AuthMethod::kNone;
 }
 
-std::unique_ptr<RendezvousHandler> MakeHost(EventLoop& loop, const C10dParams& p,
+std::unique_ptr<RendezvousHost> MakeHost(EventLoop& loop, const C10dParams& p,
                                             UniqueFd listener, const std::string& store_addr,
                                             const std::string& bind_addr, AuthMethod auth,
                                             std::string* err) {
@@ -56,6 +57,10 @@ std::unique_ptr<RendezvousHandler> MakeStandalone(EventLoop& loop, C10dParams p,
   return MakeHost(loop, p, std::move(listener), "127.0.0.1", "127.0.0.1", AuthMethod::kToken, err);
 }
 
+FailoverParams Failover(const C10dParams& p) {
+  return FailoverParams{p.settings, p.run_id, p.node_name};
+}
+
 }  // namespace
 
 std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C10dParams& p,
@@ -82,8 +87,10 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
     if (listener) {
       std::string bind_text = AddressText(bind.storage);
       // Workers get the endpoint's host as MASTER_ADDR and resolve it where they run.
-      return MakeHost(loop, p, std::move(listener), host, bind_text,
-                      ChooseHostAuth(p, loopback && !name_for_loopback), err);
+      auto hosting = MakeHost(loop, p, std::move(listener), host, bind_text,
+                              ChooseHostAuth(p, loopback && !name_for_loopback), err);
+      if (!hosting) return nullptr;
+      return std::make_unique<FailoverRendezvous>(loop, Failover(p), std::move(hosting));
     }
     bool someone_else = bind_errno == EADDRINUSE || bind_errno == EADDRNOTAVAIL;
     if (p.settings.host_mode == HostMode::kHost || !someone_else) {
@@ -91,13 +98,7 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
       return nullptr;
     }
   }
-  ClientConfig config;
-  config.settings = p.settings;
-  config.run_id = p.run_id;
-  config.node_name = p.node_name;
-  config.host = host;
-  config.port = port;
-  return std::make_unique<RendezvousClient>(loop, std::move(config));
+  return std::make_unique<FailoverRendezvous>(loop, Failover(p), host, port);
 }
 
 }  // namespace elastic

@@ -1,7 +1,9 @@
 // Builds the C10d-style rendezvous of one agent: decides whether this agent hosts
 // (is_host=1; or the endpoint's address is ours and its port is free to bind) or
 // joins as a client (is_host=0; the port is taken, as when several agents share a
-// machine; or the address is not ours), and picks the authentication.
+// machine; or the address is not ours), and picks the authentication. Either is
+// wrapped in a FailoverRendezvous (failover_rendezvous.h): the job survives the
+// host's loss.
 #pragma once
 
 #include <memory>

@@ -9,6 +9,7 @@
 
 #include "rendezvous/frame.h"
 #include "common/net.h"
+#include "rendezvous/failover_rendezvous.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 
@@ -293,7 +294,11 @@ TEST_F(HostClientTest, PreAuthFrameOverTheAuthLimitClosesTheConnection) {
   close(raw);
 }
 
-TEST_F(HostClientTest, UnauthenticatedConnectionsPastTheCapAreClosedAtAccept) {
+// Past max_unauthenticated the host stops accepting: the next connection waits
+// in the kernel's accept queue, neither closed (an agent would have to retry,
+// and 16K agents connecting at once retried for tens of seconds) nor given a
+// challenge, until a place frees up.
+TEST_F(HostClientTest, UnauthenticatedConnectionsPastTheCapWaitUnacceptedUntilAPlaceFrees) {
   settings.max_unauthenticated = 3;
   settings.auth_timeout_ms = 120'000;
   StartHost();
@@ -307,9 +312,20 @@ TEST_F(HostClientTest, UnauthenticatedConnectionsPastTheCapAreClosedAtAccept) {
     }));
   }
   int extra = Connect();
+  for (int i = 0; i < 5; ++i) loop.RunOnce(Millis(1));  // whatever the host does with it
+  char byte;
+  ssize_t n = recv(extra, &byte, 1, MSG_DONTWAIT);
+  int recv_errno = errno;
+  EXPECT_EQ(n, -1) << (n == 0 ? "closed at accept" : "challenged past the cap");
+  EXPECT_EQ(recv_errno, EAGAIN);
+  close(strangers.back());  // one place frees: the waiting connection is accepted
+  strangers.pop_back();
   std::string got;
-  ASSERT_TRUE(RunUntil([&] { return ReadUntilEof(extra, &got); }));
-  EXPECT_TRUE(got.empty()) << "closed at accept, before any challenge";
+  ASSERT_TRUE(RunUntil([&] {
+    ReadUntilEof(extra, &got);
+    return !got.empty();
+  }));
+  EXPECT_NE(got.find("challenge"), std::string::npos);
   close(extra);
   for (int fd : strangers) close(fd);
   // Their places free again once they are gone: a real agent joins.
@@ -354,6 +370,173 @@ TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {
   agents[1].handler->Join(1);
   ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty(); }));
   EXPECT_NE(agents[1].fatal.find("'job', not 'other'"), std::string::npos) << agents[1].fatal;
+}
+
+// ---- failover (failover_rendezvous.h): the same agents, wrapped ----
+
+class FailoverTest : public HostClientTest {
+ protected:
+  void StartFailoverThree() {
+    SocketAddress addr;
+    std::string err;
+    ASSERT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
+    int bind_errno = 0;
+    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
+    ASSERT_TRUE(listener) << err;
+    // Node ranks 0, 1, 2: the successor order.
+    settings.preferred_rank = 0;
+    HostConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "host";
+    config.store_addr = "127.0.0.1";
+    config.bind_addr = "127.0.0.1";
+    config.auth = AuthMethod::kToken;
+    auto host = RendezvousHost::Create(loop, config, std::move(listener), &err);
+    ASSERT_TRUE(host) << err;
+    int port = host->port();
+    FailoverParams params{settings, "job", "host"};
+    agents[0].handler = std::make_unique<FailoverRendezvous>(loop, params, std::move(host));
+    agents[0].Wire();
+    for (int i = 1; i <= 2; ++i) {
+      params.node_name = "client" + std::to_string(i);
+      params.settings.preferred_rank = i;
+      agents[i].handler = std::make_unique<FailoverRendezvous>(loop, params, "127.0.0.1", port);
+      agents[i].Wire();
+    }
+    for (int i = 0; i < 3; ++i) agents[i].handler->Join(2);
+    ASSERT_TRUE(RunUntil([&] {
+      return agents[0].rounds.size() == 1 && agents[1].rounds.size() == 1 &&
+             agents[2].rounds.size() == 1;
+    }));
+  }
+};
+
+TEST_F(FailoverTest, RoundsTellEveryMemberItsSuccessors) {
+  StartFailoverThree();
+  for (auto& [i, a] : agents) {
+    const RoundInfo& r = a.rounds[0];
+    ASSERT_EQ(r.successors.size(), 3u);
+    for (const Successor& s : r.successors) {
+      EXPECT_EQ(s.addr, "127.0.0.1");
+      EXPECT_GT(s.port, 0) << s.name;
+    }
+  }
+}
+
+TEST_F(FailoverTest, LosingTheHostMakesTheNextMemberHostOfTheNextRound) {
+  StartFailoverThree();
+  const RoundInfo r0 = agents[1].rounds[0];
+  agents[0].handler.reset();  // the host dies: its connections drop
+  ASSERT_TRUE(RunUntil([&] { return agents[1].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  EXPECT_NE(agents[1].restarts[0].find("lost the rendezvous host 127.0.0.1:"), std::string::npos)
+      << agents[1].restarts[0];
+  agents[1].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[1].rounds.size() == 2 && agents[2].rounds.size() == 2; }))
+      << agents[1].fatal << agents[2].fatal;
+  ASSERT_EQ(r0.group_rank, 1);
+  auto* successor = dynamic_cast<FailoverRendezvous*>(agents[1].handler.get());
+  ASSERT_NE(successor, nullptr);
+  EXPECT_TRUE(successor->hosting());
+  for (int i : {1, 2}) {
+    const RoundInfo& r = agents[i].rounds[1];
+    EXPECT_EQ(r.round, 1u);           // round numbers go on
+    EXPECT_EQ(r.restarts_used, 1);    // the loss counted
+    EXPECT_EQ(r.world_size, 4);
+    EXPECT_EQ(r.group_world_size, 2);
+    EXPECT_EQ(r.successors.size(), 2u);
+    EXPECT_EQ(r.store_port, agents[1].rounds[1].store_port);
+    EXPECT_NE(r.store_port, r0.store_port);  // a fresh store, on the new host
+  }
+  EXPECT_TRUE(agents[1].fatal.empty() && agents[2].fatal.empty());
+}
+
+TEST_F(FailoverTest, LosingTheHostWithRestartsExhaustedFailsTheJob) {
+  settings.max_restarts = 0;
+  StartFailoverThree();
+  agents[0].handler.reset();
+  ASSERT_TRUE(RunUntil([&] { return agents[1].job_failed && agents[2].job_failed; }));
+  EXPECT_NE(agents[1].failure.message.find("restarts exhausted"), std::string::npos)
+      << agents[1].failure.message;
+}
+
+// A client that lost its host before any round knows no successor: fatal, as before.
+TEST_F(FailoverTest, LosingTheHostBeforeAnyRoundIsFatal) {
+  settings.expected_nodes = 3;
+  StartHost();
+  FailoverParams params{settings, "job", "client1"};
+  agents[1].handler = std::make_unique<FailoverRendezvous>(loop, params, "127.0.0.1", host_->port());
+  agents[1].Wire();
+  agents[1].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return host_->state().num_joined == 1; }));
+  agents[0].handler.reset();
+  ASSERT_TRUE(RunUntil([&] { return !agents[1].fatal.empty(); }));
+  EXPECT_NE(agents[1].fatal.find("no successor known"), std::string::npos) << agents[1].fatal;
+}
+
+
+// A candidate successor (on_unreachable set) is given up, never retried, when
+// it refuses, when it sends no challenge in time, or when it is stale.
+class CandidateTest : public HostClientTest {
+ protected:
+  void StartCandidate(int port, std::optional<uint64_t> last_round_run) {
+    ClientConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "survivor";
+    config.host = "127.0.0.1";
+    config.port = port;
+    config.candidate_timeout_ms = 200;
+    config.last_round_run = last_round_run;
+    config.on_unreachable = [this](const std::string& why) { unreachable = why; };
+    agents[1].handler = std::make_unique<RendezvousClient>(loop, config);
+    agents[1].Wire();
+    agents[1].handler->Join(2);
+  }
+  static UniqueFd Listening(int* port) {
+    SocketAddress addr;
+    std::string err;
+    EXPECT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
+    int bind_errno = 0;
+    UniqueFd fd = ListenOn(addr, &bind_errno, &err);
+    *port = LocalPort(fd.get());
+    return fd;
+  }
+  std::string unreachable;
+};
+
+TEST_F(CandidateTest, ARefusedConnectionIsUnreachableAtOnce) {
+  int port = 0;
+  { UniqueFd gone = Listening(&port); }  // closed: connections are refused
+  StartCandidate(port, 0);
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
+  EXPECT_NE(unreachable.find("refused"), std::string::npos) << unreachable;
+  EXPECT_TRUE(agents[1].fatal.empty());
+}
+
+TEST_F(CandidateTest, NoChallengeWithinTheCandidateTimeoutIsUnreachable) {
+  int port = 0;
+  UniqueFd backlog = Listening(&port);  // accepts into its backlog, never answers
+  StartCandidate(port, 0);
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
+  EXPECT_NE(unreachable.find("no challenge within 0.2 s"), std::string::npos) << unreachable;
+  EXPECT_TRUE(agents[1].fatal.empty());
+}
+
+TEST_F(CandidateTest, AHostNotPastTheLastRoundRunIsStale) {
+  StartHost();  // forms round 0
+  StartCandidate(host_->port(), 0);  // this agent already ran round 0
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
+  EXPECT_NE(unreachable.find("a former host"), std::string::npos) << unreachable;
+  EXPECT_TRUE(host_->state().nodes.empty());  // it never joined
+}
+
+TEST_F(CandidateTest, AHostFormingTheNextRoundIsJoined) {
+  StartHost();
+  StartCandidate(host_->port(), std::nullopt);
+  ASSERT_TRUE(RunUntil([&] { return host_->state().num_joined == 1; }));
+  EXPECT_TRUE(unreachable.empty()) << unreachable;
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ bool GetBoolOr(const json& j, const char* key, bool fallback, bool* out, std::st
   return true;
 }
 
+bool GetIntOr(const json& j, const char* key, int64_t fallback, int64_t min, int64_t max,
+              int64_t* out, std::string* err) {
+  if (j.find(key) == j.end()) return *out = fallback, true;
+  return GetIntIn(j, key, min, max, out, err);
+}
+
 // An optional text field: absent is "", present must be a string.
 bool GetTextOr(const json& j, const char* key, std::string* out, std::string* err) {
   auto it = j.find(key);
@@ -68,6 +74,11 @@ bool DecodeChallenge(const json& j, ChallengeMsg* c, std::string* err) {
   if (!GetInt(j, "version", &c->version, err) || !GetName(j, "run_id", &c->run_id, err) ||
       !GetNonce(j, "nonce", &c->nonce, err) || !GetString(j, "auth", &c->auth, err))
     return false;
+  int64_t round = 0;
+  if (!GetIntOr(j, "round", 0, 0, INT64_MAX, &round, err) ||
+      !GetIntOr(j, "last_completed", -1, -1, INT64_MAX, &c->last_completed, err))
+    return false;
+  c->round = static_cast<uint64_t>(round);
   if (c->auth != "none" && c->auth != "token" && c->auth != "munge")
     return Fail(err, fmt::format("field 'auth' = '{}' is not none, token or munge",
                                  EscapeForLog(c->auth)));
@@ -100,7 +111,10 @@ bool DecodeHello(const json& j, HelloMsg* h, std::string* err) {
       !GetIntIn(j, "preferred_rank", -1, kMaxCount, &preferred, err) ||
       !GetNonce(j, "nonce", &h->nonce, err) || !GetString(j, "proof", &h->proof, err))
     return false;
+  int64_t port = 0;
+  if (!GetIntOr(j, "listen_port", 0, 0, 65535, &port, err)) return false;
   h->preferred_rank = static_cast<int>(preferred);
+  h->listen_port = static_cast<int>(port);
   return true;
 }
 
@@ -150,12 +164,41 @@ bool GetInt(const json& j, const char* key, int64_t* out, std::string* err) {
   return true;
 }
 
+namespace {
+
+bool SuccessorsFromJson(const json& j, std::vector<Successor>* out, std::string* err) {
+  out->clear();
+  auto it = j.find("successors");
+  if (it == j.end()) return true;
+  if (!it->is_array() || it->size() > static_cast<size_t>(kMaxCount))
+    return Fail(err, "field 'successors' is not an array");
+  for (const json& e : *it) {
+    if (!e.is_object()) return Fail(err, "field 'successors' holds a non-object");
+    Successor s;
+    int64_t port = 0;
+    if (!GetName(e, "name", &s.name, err) || !GetName(e, "addr", &s.addr, err) ||
+        !GetIntIn(e, "port", 0, 65535, &port, err))
+      return false;
+    s.port = static_cast<int>(port);
+    out->push_back(std::move(s));
+  }
+  return true;
+}
+
+json SuccessorsToJson(const std::vector<Successor>& successors) {
+  json a = json::array();
+  for (const Successor& s : successors) a.push_back({{"name", s.name}, {"addr", s.addr}, {"port", s.port}});
+  return a;
+}
+
+}  // namespace
+
 json RoundToJson(const RoundInfo& r) {
   return {{"round", r.round},           {"group_rank", r.group_rank},
           {"group_world_size", r.group_world_size}, {"rank_offset", r.rank_offset},
           {"world_size", r.world_size}, {"store_addr", r.store_addr},
           {"store_port", r.store_port}, {"use_agent_store", r.use_agent_store},
-          {"restarts_used", r.restarts_used}};
+          {"restarts_used", r.restarts_used}, {"successors", SuccessorsToJson(r.successors)}};
 }
 
 bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
@@ -168,8 +211,12 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
       !GetIntIn(j, "store_port", 0, 65535, &port, err) ||
       !GetIntIn(j, "restarts_used", 0, kMaxCount, &used, err) ||
       !GetString(j, "store_addr", &r->store_addr, err) ||
-      !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err))
+      !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err) ||
+      !SuccessorsFromJson(j, &r->successors, err))
     return false;
+  if (!r->successors.empty() && r->successors.size() != static_cast<size_t>(gws))
+    return Fail(err, fmt::format("round message: {} successors for {} nodes", r->successors.size(),
+                                 gws));
   if (group_rank >= gws || offset >= ws)
     return Fail(err, fmt::format("round message: group_rank {} of {} or rank_offset {} of {} "
                                  "out of range", group_rank, gws, offset, ws));
@@ -256,6 +303,7 @@ bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err)
   } else if (msg.type == "join") {
     out->kind = K::kJoin, ok = GetIntIn(j, "local_world_size", 1, 1 << 20, &value, &why);
     out->local_world_size = static_cast<int>(value);
+    ok = ok && GetIntOr(j, "member_of", -1, -1, INT64_MAX, &out->member_of, &why);
   } else if (msg.type == "succeeded" || msg.type == "failure") {
     out->kind = msg.type == "failure" ? K::kFailure : K::kSucceeded;
     ok = GetIntIn(j, "round", 0, INT64_MAX, &value, &why);

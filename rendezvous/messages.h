@@ -1,12 +1,16 @@
 // Messages of the agent <-> host rendezvous protocol: one JSON object per frame,
 // {"type": ..., ...fields}. Protocol (version 2):
-//   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none"}  on accept
-//   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof}
+//   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none", round,
+//                              last_completed}
+//   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
-//   agent -> host   join {local_world_size} | heartbeat | failure {round, failure}
+//   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave
 //   host  -> agent  round {round info} | restart {round, reason} | job_failed {failure, message}
 //                   | done {message} | fatal {message} | waiting {message} | heartbeat | error
+// A round carries its successors [{name, addr, port}] (group-rank order): where
+// each member's agent listens should it take over (docs/design.md "Failover").
+// The failover fields (round, last_completed, listen_port, member_of, successors) are optional.
 // Each side reads the other's messages through ONE decoder (DecodeHostMessage on
 // the agent, DecodeAgentMessage on the host) that never throws: it checks every
 // field's type and range and names what is wrong, so the protocol code never
@@ -52,6 +56,8 @@ struct ChallengeMsg {
   std::string run_id;
   std::string nonce;  // the host's, hex
   std::string auth;   // "none", "token" or "munge"
+  uint64_t round = 0; // the round the host forms or runs (fencing: failover_rules.h)
+  int64_t last_completed = -1;  // the last completed round it knows of (ShouldYield)
 };
 struct WelcomeMsg {
   int64_t node_id = 0;
@@ -90,6 +96,7 @@ struct HelloMsg {
   int preferred_rank = -1;
   std::string nonce;  // the agent's, hex
   std::string proof;
+  int listen_port = 0;  // the agent's own rendezvous port, should it take over (0: none)
 };
 
 struct AgentMessage {
@@ -97,6 +104,7 @@ struct AgentMessage {
   Kind kind = Kind::kHeartbeat;
   HelloMsg hello;
   int local_world_size = 0;  // join
+  int64_t member_of = -1;    // join: the last round its workers ran in (-1: none)
   uint64_t round = 0;        // failure, succeeded
   WorkerFailure failure;     // failure
 };

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/log_escape.h"
 #include "rendezvous/auth.h"
+#include "rendezvous/failover_rules.h"
 
 namespace elastic {
 
@@ -17,7 +18,7 @@ RendezvousClient::RendezvousClient(EventLoop& loop, ClientConfig config)
 
 RendezvousClient::~RendezvousClient() {
   *alive_ = false;
-  for (auto id : {retry_timer_, heartbeat_timer_, auth_timer_, round_timer_})
+  for (auto id : {retry_timer_, heartbeat_timer_, auth_timer_, round_timer_, candidate_timer_})
     if (id) loop_.CancelTimer(id);
   if (connecting_fd_) loop_.Remove(connecting_fd_.get());
 }
@@ -40,6 +41,9 @@ void RendezvousClient::Join(int local_world_size) {
   if (stage_ == Stage::kIdle) {
     connect_deadline_ = loop_.Now() + Millis(config_.settings.join_timeout_ms);
     retry_delay_ = Millis(config_.settings.connect_retry_ms);
+    if (config_.on_unreachable)
+      candidate_timer_ = loop_.AddTimer(Millis(config_.candidate_timeout_ms),
+                                        [this] { OnCandidateDeadline(); });
     Connect();
   }
 }
@@ -91,6 +95,7 @@ void RendezvousClient::OnConnectEvent() {
     connecting_fd_.Reset();
     return RetryConnect(std::strerror(error));
   }
+  local_addr_ = LocalAddress(fd);
   RendezvousConnection::Callbacks cb;
   cb.on_message = [this](const Message& m) { OnMessage(m); };
   cb.on_close = [this](const std::string& reason) { OnClosed(reason); };
@@ -102,11 +107,15 @@ void RendezvousClient::OnConnectEvent() {
   stage_ = Stage::kAuthenticating;
   challenged_ = false;
   last_heard_ = loop_.Now();
-  auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms), [this] { OnAuthDeadline(); });
+  // A candidate host may still be noticing the loss: its challenge has candidate_timeout.
+  if (!config_.on_unreachable)
+    auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms),
+                                 [this] { OnAuthDeadline(); });
 }
 
 void RendezvousClient::RetryConnect(const std::string& why) {
   last_connect_error_ = why;
+  if (config_.on_unreachable) return Unreachable(why);
   auto now = loop_.Now();
   if (now >= connect_deadline_)
     return Fatal(fmt::format("could not reach the rendezvous host {} within join_timeout ({} s): {}",
@@ -155,6 +164,11 @@ bool RendezvousClient::RequiredAuth(AuthMethod* method, std::string* why) const 
 
 void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   challenged_ = true;
+  if (candidate_timer_) loop_.CancelTimer(candidate_timer_);
+  candidate_timer_ = 0;
+  if (!auth_timer_)
+    auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms),
+                                 [this] { OnAuthDeadline(); });
   if (c.version != kRendezvousProtocolVersion)
     return Fatal(fmt::format("the rendezvous host {} speaks protocol version {}, this agent {}: "
                              "use the same slurm-elastic on every node", HostName(), c.version,
@@ -162,6 +176,18 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   if (c.run_id != config_.run_id)
     return Fatal(fmt::format("the rendezvous host {} runs '{}', not '{}' (--rdzv-id)", HostName(),
                              c.run_id, config_.run_id));
+  if (HostIsStale(c.round, config_.last_round_run)) {
+    std::string why = fmt::format("it forms round {}, but this agent already ran round {}: a "
+                                  "former host", c.round, *config_.last_round_run);
+    if (config_.on_unreachable) return Unreachable(why);
+    return Fatal(fmt::format("the rendezvous host {} is stale: {}", HostName(), why));
+  }
+  if (config_.only_ahead_of && !ShouldYield(*config_.only_ahead_of, c.last_completed)) {
+    std::string why = fmt::format("its last completed round is {}, not past {}", c.last_completed,
+                                  *config_.only_ahead_of);
+    if (config_.on_unreachable) return Unreachable(why);
+    return Fatal(fmt::format("the rendezvous host {}: {}", HostName(), why));
+  }
   ParseAuthMethod(c.auth, &auth_);  // the decoder checked the name
   AuthMethod required = AuthMethod::kNone;
   std::string why;
@@ -186,7 +212,8 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
                         {"pid", static_cast<int64_t>(getpid())},
                         {"preferred_rank", config_.settings.preferred_rank},
                         {"nonce", agent_nonce_},
-                        {"proof", proof}});
+                        {"proof", proof},
+                        {"listen_port", config_.listen_port ? config_.listen_port(local_addr_) : 0}});
 }
 
 // The host proves it knows the token (or is of our munge realm) over this
@@ -211,6 +238,7 @@ void RendezvousClient::OnReady() {
                                     [this] { OnHeartbeatTimer(); });
   if (pending_join_) SendJoin(*pending_join_);
   pending_join_.reset();
+  if (config_.on_welcomed) config_.on_welcomed();
 }
 
 void RendezvousClient::OnAuthDeadline() {
@@ -222,7 +250,8 @@ void RendezvousClient::OnAuthDeadline() {
 }
 
 void RendezvousClient::SendJoin(int local_world_size) {
-  Send("join", {{"local_world_size", local_world_size}});
+  int64_t member_of = config_.last_round_run ? static_cast<int64_t>(*config_.last_round_run) : -1;
+  Send("join", {{"local_world_size", local_world_size}, {"member_of", member_of}});
   ArmRoundDeadline();
 }
 
@@ -257,6 +286,7 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       round_timer_ = 0;
       running_round_ = msg.round.round;
       last_round_ = msg.round.round;
+      config_.last_round_run = msg.round.round;
       succeeded_round_.reset();
       if (callbacks_.on_round) callbacks_.on_round(msg.round);
       return;
@@ -318,6 +348,7 @@ void RendezvousClient::OnClosed(const std::string& reason) {
     conn_.reset();  // allowed from its own on_close (connection.h)
     return RetryConnect("closed before its challenge: " + reason);
   }
+  if (stage_ == Stage::kReady && config_.on_host_lost) return HostLost(reason);
   Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), reason));
 }
 
@@ -325,9 +356,12 @@ void RendezvousClient::OnHeartbeatTimer() {
   heartbeat_timer_ = 0;
   if (stage_ != Stage::kReady) return;
   auto silent = loop_.Now() - last_heard_;
-  if (silent >= Millis(config_.settings.heartbeat_timeout_ms))
-    return Fatal(fmt::format("lost the rendezvous host {}: silent for {} ms (heartbeat_timeout)",
-                             HostName(), std::chrono::duration_cast<Millis>(silent).count()));
+  if (silent >= Millis(config_.settings.heartbeat_timeout_ms)) {
+    std::string why = fmt::format("silent for {} ms (heartbeat_timeout)",
+                                  std::chrono::duration_cast<Millis>(silent).count());
+    if (config_.on_host_lost) return HostLost(why);
+    return Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), why));
+  }
   Send("heartbeat");
   heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
                                     [this] { OnHeartbeatTimer(); });
@@ -341,10 +375,24 @@ void RendezvousClient::Fatal(const std::string& message) {
   });
 }
 
+void RendezvousClient::HostLost(const std::string& why) {
+  Finish([this, why] { config_.on_host_lost(why); });
+}
+
+void RendezvousClient::Unreachable(const std::string& why) {
+  Finish([this, why] { config_.on_unreachable(why); });
+}
+
+void RendezvousClient::OnCandidateDeadline() {
+  candidate_timer_ = 0;
+  if (stage_ == Stage::kFinished || challenged_) return;
+  Unreachable(fmt::format("no challenge within {} s", config_.candidate_timeout_ms / 1000.0));
+}
+
 void RendezvousClient::Finish(std::function<void()> fn) {
   if (stage_ == Stage::kFinished) return;
   stage_ = Stage::kFinished;
-  for (auto* id : {&heartbeat_timer_, &auth_timer_, &round_timer_}) {
+  for (auto* id : {&heartbeat_timer_, &auth_timer_, &round_timer_, &candidate_timer_, &retry_timer_}) {
     if (*id) loop_.CancelTimer(*id);
     *id = 0;
   }

@@ -10,6 +10,7 @@
 // succeeded), is fatal with a message naming the host and what was wrong.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,22 @@ struct ClientConfig {
   std::string node_name;
   std::string host;  // as given in --rdzv-endpoint
   int port = 29400;
+  // Failover (failover_rendezvous.h); unset, the client behaves as described above.
+  // The port this agent advertises in its hello as its own rendezvous port, given
+  // the local address of its connection to the host (0: none).
+  std::function<int(const std::string& local_addr)> listen_port;
+  // Set: losing the host after its welcome (closed, silent) calls this instead of on_fatal.
+  std::function<void(const std::string& why)> on_host_lost;
+  // Set: a host that cannot be reached, or sends no challenge within
+  // candidate_timeout_ms, or is stale (HostIsStale) calls this instead of retrying.
+  std::function<void(const std::string& why)> on_unreachable;
+  int64_t candidate_timeout_ms = 0;
+  std::optional<uint64_t> last_round_run;  // fencing, and member_of in joins
+  // Set (a stuck host probing for a newer one): a host whose challenge names no
+  // later completed round than this is unreachable (ShouldYield); on_welcomed
+  // is called once one is joined.
+  std::optional<int64_t> only_ahead_of;
+  std::function<void()> on_welcomed;
 };
 
 class RendezvousClient : public RendezvousHandler {
@@ -43,6 +60,7 @@ class RendezvousClient : public RendezvousHandler {
   void Shutdown() override;
   std::string Describe() const override;
 
+  AuthMethod auth_method() const { return auth_; }  // as the host's challenge asked
   const TrafficCounters* traffic() const { return conn_ ? &conn_->counters() : nullptr; }
 
  private:
@@ -65,6 +83,9 @@ class RendezvousClient : public RendezvousHandler {
   void OnClosed(const std::string& reason);
   void OnHeartbeatTimer();
   void Fatal(const std::string& message);
+  void HostLost(const std::string& why);
+  void Unreachable(const std::string& why);
+  void OnCandidateDeadline();
   void Finish(std::function<void()> fn);
   void Send(std::string_view type, nlohmann::json body = nlohmann::json::object());
   std::string HostName() const;
@@ -92,6 +113,8 @@ class RendezvousClient : public RendezvousHandler {
   EventLoop::TimerId heartbeat_timer_ = 0;
   EventLoop::TimerId auth_timer_ = 0;   // challenge + welcome within auth_timeout
   EventLoop::TimerId round_timer_ = 0;  // a round after join
+  EventLoop::TimerId candidate_timer_ = 0;  // a candidate host's challenge (on_unreachable)
+  std::string local_addr_;              // of the connection to the host
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

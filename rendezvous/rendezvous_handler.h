@@ -15,8 +15,17 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace elastic {
+
+// A member of a completed round as a successor: where its agent listens for the
+// rendezvous should it have to take over as host (docs/design.md "Failover").
+struct Successor {
+  std::string name;  // for messages
+  std::string addr;  // as the host saw it: how the other nodes reach this agent
+  int port = 0;      // its own rendezvous listening port
+};
 
 // One completed rendezvous round, as seen by one node.
 struct RoundInfo {
@@ -29,6 +38,7 @@ struct RoundInfo {
   int store_port = 0;          // MASTER_PORT for the workers
   bool use_agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE
   int restarts_used = 0;       // failures counted against --max-restarts so far (job-wide)
+  std::vector<Successor> successors;  // the round's members in group-rank order (failover)
 };
 
 // The first failure of a worker, as reported in the end-of-run summary.

@@ -11,7 +11,9 @@ namespace elastic {
 
 RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener)
     : loop_(loop), config_(std::move(config)), listener_(std::move(listener)) {
-  state_ = InitialState(config_.settings, loop_.Now());
+  state_ = config_.carried ? TakeoverState(config_.settings, loop_.Now(), *config_.carried)
+                           : InitialState(config_.settings, loop_.Now());
+  local_member_of_ = config_.local_member_of;
 }
 
 RendezvousHost::~RendezvousHost() {
@@ -64,10 +66,11 @@ void RendezvousHost::Join(int local_world_size) {
   if (!local_connected_) {
     local_connected_ = true;
     NodeDesc desc{kLocalNode, config_.node_name, config_.bind_addr,
-                  config_.settings.preferred_rank, /*local=*/true};
+                  config_.settings.preferred_rank, /*local=*/true,
+                  config_.rdzv_addr.empty() ? config_.store_addr : config_.rdzv_addr, port()};
     Feed(EvConnect{desc});
   }
-  Feed(EvJoin{kLocalNode, local_world_size});
+  Feed(EvJoin{kLocalNode, local_world_size, local_member_of_});
 }
 
 void RendezvousHost::ReportWorkerFailure(const WorkerFailure& failure) {
@@ -80,28 +83,20 @@ void RendezvousHost::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   callbacks_ = {};
-  for (auto& [id, peer] : peers_) {
-    if (!peer.authenticated) continue;
-    peer.conn->Send("fatal", {{"message", fmt::format("the rendezvous host {} shut down",
-                                                      config_.node_name)}});
-    peer.conn->CloseAfterFlush();
-  }
+  // Like a client's leave: the others see the connection close and fail over
+  // (failover_rendezvous.h); under scancel they are being stopped themselves.
+  for (auto& [id, peer] : peers_)
+    if (peer.authenticated) peer.conn->CloseAfterFlush();
 }
 
 // ---- peers ----
 
 void RendezvousHost::OnAccept() {
   while (true) {
+    // Strangers may not pile up: at the cap, the rest wait unaccepted.
+    if (unauthenticated_ >= config_.settings.max_unauthenticated) return PauseAccepting();
     UniqueFd fd = AcceptConnection(listener_.get());
     if (!fd) return;
-    // Strangers may not pile up: past the cap, a connection is closed at once.
-    if (unauthenticated_ >= config_.settings.max_unauthenticated) {
-      if (turned_away_++ % 1000 == 0)
-        Log(LogLevel::kWarning, "rendezvous: {} unauthenticated connections (max_unauthenticated): "
-            "closing the one from {} ({} so far)", unauthenticated_, PeerAddress(fd.get()),
-            turned_away_);
-      continue;
-    }
     NodeId id = next_id_++;
     Peer peer;
     peer.addr = PeerAddress(fd.get());
@@ -122,7 +117,9 @@ void RendezvousHost::OnAccept() {
     peer.conn->Send("challenge", {{"version", kRendezvousProtocolVersion},
                                   {"run_id", config_.run_id},
                                   {"nonce", peer.nonce},
-                                  {"auth", AuthMethodName(config_.auth)}});
+                                  {"auth", AuthMethodName(config_.auth)},
+                                  {"round", state_.round},
+                                  {"last_completed", state_.quorum_round}});
     peers_.emplace(id, std::move(peer));
     ++unauthenticated_;
     // Whoever does not authenticate in time is dropped: no fd is held by strangers.
@@ -138,9 +135,27 @@ void RendezvousHost::OnAuthDeadline(NodeId id) {
   if (it == peers_.end() || it->second.authenticated) return;
   if (!it->second.refused) return Refuse(it->second, "no hello before auth_timeout");
   // Refused and still not gone (it does not read its error): drop it now.
-  --unauthenticated_;
   peers_.erase(it);
+  LeftPreAuth();
   MaybeRunTerminal();
+}
+
+void RendezvousHost::PauseAccepting() {
+  if (accept_paused_ || !listener_) return;
+  accept_paused_ = true;
+  loop_.Modify(listener_.get(), 0, nullptr);
+  if (accept_pauses_++ % 1000 == 0)
+    Log(LogLevel::kDebug, "rendezvous: {} unauthenticated connections (max_unauthenticated): "
+        "accepting paused until one authenticates or goes ({} pauses so far)", unauthenticated_,
+        accept_pauses_);
+}
+
+void RendezvousHost::LeftPreAuth() {
+  --unauthenticated_;
+  if (!accept_paused_ || !listener_ || unauthenticated_ >= config_.settings.max_unauthenticated)
+    return;
+  accept_paused_ = false;
+  loop_.Modify(listener_.get(), EPOLLIN, nullptr);  // level-triggered: waiting agents fire it
 }
 
 void RendezvousHost::Refuse(Peer& peer, const std::string& why) {
@@ -173,11 +188,11 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
     return Refuse(peer, fmt::format("cannot prove this host ({}): {}",
                                     AuthMethodName(config_.auth), err));
   peer.authenticated = true;
-  --unauthenticated_;
+  LeftPreAuth();
   peer.conn->SetMaxFrameBytes(s.max_frame_bytes);
   peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
   NodeDesc desc{id, fmt::format("{}:{}", hello.name, hello.pid), peer.addr,
-                hello.preferred_rank, false};
+                hello.preferred_rank, false, peer.addr, hello.listen_port};
   Log(LogLevel::kDebug, "rendezvous: {} connected from {}", desc.name, peer.addr);
   Feed(EvConnect{desc});
 }
@@ -202,7 +217,7 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       peer.conn->Send("heartbeat");
       return Feed(EvHeartbeat{id});
     case K::kJoin:
-      return Feed(EvJoin{id, msg.local_world_size});
+      return Feed(EvJoin{id, msg.local_world_size, msg.member_of});
     case K::kSucceeded:
       return Feed(EvSucceeded{id, msg.round});
     case K::kFailure:
@@ -227,9 +242,9 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
   closed_traffic_.messages_in += c.messages_in;
   closed_traffic_.messages_out += c.messages_out;
   bool authenticated = it->second.authenticated;
-  if (!authenticated) --unauthenticated_;
   // Destroying the connection from its own on_close is allowed (connection.h).
   peers_.erase(it);
+  if (!authenticated) LeftPreAuth();
   if (authenticated) Feed(EvLeave{id, reason});
   MaybeRunTerminal();
 }
@@ -329,6 +344,7 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
     case RendezvousActionKind::kRoundComplete: {
       RoundInfo info = RoundWithStore(action.round);
       local_round_ = info.round;
+      local_member_of_ = static_cast<int64_t>(info.round);
       return Post([this, info] {
         if (callbacks_.on_round) callbacks_.on_round(info);
       });

@@ -37,6 +37,12 @@ struct HostConfig {
   std::string store_addr;  // MASTER_ADDR: how every node reaches this machine
   std::string bind_addr;   // where the store listens ("0.0.0.0" or the endpoint's address)
   AuthMethod auth = AuthMethod::kNone;
+  // Where the other agents reach this rendezvous (successor lists); "" = store_addr.
+  std::string rdzv_addr;
+  // A successor taking over after the host's loss (failover_rendezvous.h): the
+  // state it continues from, and the last round its own workers ran.
+  std::optional<CarriedRound> carried;
+  int64_t local_member_of = -1;
 };
 
 class RendezvousHost : public RendezvousHandler {
@@ -72,6 +78,11 @@ class RendezvousHost : public RendezvousHandler {
   RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener);
   bool Start(std::string* err);
   void OnAccept();
+  // At max_unauthenticated the listener is taken out of the loop: further
+  // agents wait in the kernel's accept queue (not closed, so they need no
+  // retry) until a pre-authentication place frees up.
+  void PauseAccepting();
+  void LeftPreAuth();  // one fewer unauthenticated peer: accept again if paused
   void OnPeerMessage(NodeId id, const Message& msg);
   void OnHello(NodeId id, Peer& peer, const AgentMessage& msg);
   void OnAuthDeadline(NodeId id);
@@ -101,10 +112,12 @@ class RendezvousHost : public RendezvousHandler {
   std::map<NodeId, Peer> peers_;
   NodeId next_id_ = kLocalNode + 1;
   int unauthenticated_ = 0;       // peers not (yet) authenticated, refused ones included
-  uint64_t turned_away_ = 0;      // connections closed at accept (max_unauthenticated)
+  bool accept_paused_ = false;    // at max_unauthenticated: the listener is not watched
+  uint64_t accept_pauses_ = 0;    // times accepting paused (logged rate-limited)
   std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
   std::set<std::string> local_addrs_;
   uint64_t local_round_ = 0;
+  int64_t local_member_of_ = -1;  // the last round the local workers ran in
   bool local_connected_ = false;
   EventLoop::TimerId deadline_timer_ = 0;
   EventLoop::TimerId heartbeat_timer_ = 0;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "rendezvous/failover_rules.h"
+
 namespace elastic {
 namespace {
 
@@ -57,6 +59,7 @@ void MarkJoined(Ctx& c, NodeRecord& rec, int local_world_size) {
   c.s.pending_rejoin.erase(rec.desc.id);
 }
 
+
 // Rank order: preferred rank first (node_rank / Slurm node id), then first arrival.
 bool RankBefore(const NodeRecord& a, const NodeRecord& b) {
   auto key = [](const NodeRecord& r) {
@@ -64,6 +67,19 @@ bool RankBefore(const NodeRecord& a, const NodeRecord& b) {
     return std::pair<int, uint64_t>(pref, r.seq);
   };
   return key(a) < key(b);
+}
+
+bool QuorumMet(const RendezvousState& s) {
+  return s.quorum_round < 0 || HasMajority(QuorumRejoined(s), s.quorum_size);
+}
+
+std::vector<Successor> Successors(const RendezvousState& s) {
+  std::vector<Successor> out;
+  for (NodeId id : s.members) {
+    const NodeDesc& d = s.nodes.at(id).desc;
+    out.push_back(Successor{d.name, d.rdzv_addr.empty() ? d.addr : d.rdzv_addr, d.rdzv_port});
+  }
+  return out;
 }
 
 void CompleteRound(Ctx& c) {
@@ -87,6 +103,7 @@ void CompleteRound(Ctx& c) {
     }
   }
   int offset = 0;
+  std::vector<Successor> successors = Successors(c.s);
   for (size_t i = 0; i < c.s.members.size(); ++i) {
     const NodeRecord& rec = c.s.nodes.at(c.s.members[i]);
     RendezvousAction a{RendezvousActionKind::kRoundComplete, rec.desc.id, {}, {}, {}};
@@ -96,6 +113,7 @@ void CompleteRound(Ctx& c) {
     a.round.rank_offset = offset;
     a.round.world_size = world_size;
     a.round.restarts_used = c.s.restarts_used;
+    a.round.successors = successors;
     c.out.push_back(std::move(a));
     offset += rec.local_world_size;
   }
@@ -104,6 +122,10 @@ void CompleteRound(Ctx& c) {
   c.s.last_call_deadline.reset();
   c.s.any_round_completed = true;
   c.s.phase = RendezvousPhase::kRunning;
+  c.s.quorum = std::set<NodeId>(c.s.members.begin(), c.s.members.end());
+  c.s.quorum_round = static_cast<int64_t>(c.s.round);
+  c.s.quorum_size = c.s.members.size();
+  c.s.quorum_awaited = 0;
 }
 
 // Closes the round being formed if a rule says so.
@@ -116,13 +138,15 @@ void MaybeComplete(Ctx& c) {
   bool at_expected = !c.s.any_round_completed && st.expected_nodes > 0 &&
                      n >= static_cast<size_t>(st.expected_nodes);
   bool enough = n >= static_cast<size_t>(st.min_nodes);
-  bool survivors_back = c.s.any_round_completed && c.s.pending_rejoin.empty() && enough;
+  bool survivors_back = c.s.any_round_completed && c.s.pending_rejoin.empty() &&
+                        QuorumRejoined(c.s) >= c.s.quorum_awaited && enough;
   bool last_call_over = enough && c.s.last_call_deadline && c.now >= *c.s.last_call_deadline;
-  if (at_max || at_expected || survivors_back || last_call_over) {
+  bool majority = QuorumMet(c.s);  // else: wait for more, or the join timeout
+  if (majority && (at_max || at_expected || survivors_back || last_call_over)) {
     CompleteRound(c);
     return;
   }
-  if (enough && !c.s.last_call_deadline)
+  if (enough && majority && !c.s.last_call_deadline)
     c.s.last_call_deadline = c.now + Millis(st.last_call_timeout_ms);
 }
 
@@ -219,11 +243,13 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
   rec.last_heard = c.now;
   switch (c.s.phase) {
     case RendezvousPhase::kJoining:
+      rec.member_of = ev.member_of;
       MarkJoined(c, rec, ev.local_world_size);
       MaybeComplete(c);
       return;
     case RendezvousPhase::kRunning: {
       rec.local_world_size = ev.local_world_size;
+      rec.member_of = ev.member_of;
       bool member = IsMember(c.s, ev.node);
       if (!member && std::find(c.s.wait_list.begin(), c.s.wait_list.end(), ev.node) ==
                          c.s.wait_list.end())
@@ -241,6 +267,7 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
     }
     case RendezvousPhase::kFinishing:
       rec.local_world_size = ev.local_world_size;
+      rec.member_of = ev.member_of;
       if (!IsMember(c.s, ev.node)) c.s.wait_list.push_back(ev.node);
       return;
     case RendezvousPhase::kClosed:
@@ -288,6 +315,17 @@ void OnTick(Ctx& c) {
                                        c.settings.heartbeat_timeout_ms / 1000.0)});
   }
   if (c.s.phase != RendezvousPhase::kJoining) return;
+  if (c.now >= c.s.join_deadline && c.s.num_joined >= static_cast<size_t>(c.settings.min_nodes) &&
+      !QuorumMet(c.s)) {
+    Close(c, RendezvousActionKind::kFatal,
+          fmt::format("no strict majority of round {}'s {} node(s) came back within join_timeout "
+                      "({} s): {} of the {} needed; the others may go on without this group, so it "
+                      "stops (no split brain)", c.s.quorum_round, c.s.quorum_size,
+                      c.settings.join_timeout_ms / 1000.0, QuorumRejoined(c.s),
+                      MajorityOf(c.s.quorum_size)),
+          nullptr);
+    return;
+  }
   if (c.now >= c.s.join_deadline &&
       c.s.num_joined < static_cast<size_t>(c.settings.min_nodes)) {
     Close(c, RendezvousActionKind::kFatal,
@@ -305,6 +343,26 @@ RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now) 
   RendezvousState s;
   s.join_deadline = now + Millis(settings.join_timeout_ms);
   return s;
+}
+
+RendezvousState TakeoverState(const RendezvousSettings& settings, TimePoint now,
+                              const CarriedRound& carried) {
+  RendezvousState s = InitialState(settings, now);
+  s.round = carried.next_round;
+  s.any_round_completed = true;  // no expected_nodes: the survivors' rules
+  s.restarts_used = carried.restarts_used;
+  s.quorum_round = static_cast<int64_t>(carried.last_round);
+  s.quorum_size = carried.last_members;
+  s.quorum_awaited = carried.awaited;
+  return s;
+}
+
+size_t QuorumRejoined(const RendezvousState& s) {
+  size_t n = 0;
+  for (const auto& [id, rec] : s.nodes)
+    if (rec.joined && (s.quorum.count(id) || (s.quorum_round >= 0 && rec.member_of == s.quorum_round)))
+      ++n;
+  return n;
 }
 
 void Step(const RendezvousSettings& settings, const RendezvousEvent& event, TimePoint now,
@@ -368,6 +426,9 @@ std::string DescribeWaiting(const RendezvousSettings& settings, const Rendezvous
   } else if (settings.expected_nodes > 0 && s.num_joined < static_cast<size_t>(settings.expected_nodes)) {
     text += fmt::format("; waiting for {} more", settings.expected_nodes - s.num_joined);
   }
+  if (s.quorum_round >= 0 && !HasMajority(QuorumRejoined(s), s.quorum_size))
+    text += fmt::format("; {} of round {}'s {} node(s) back, a majority ({}) is needed",
+                        QuorumRejoined(s), s.quorum_round, s.quorum_size, MajorityOf(s.quorum_size));
   if (s.last_call_deadline) text += "; last call for more nodes";
   return text;
 }

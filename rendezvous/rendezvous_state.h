@@ -4,8 +4,10 @@
 //
 // Phases and their transitions:
 //   kJoining   -> kRunning   round complete (max reached, expected_nodes reached, every
-//                            survivor of the previous round rejoined, or last call over)
-//              -> kClosed    join timeout, or survivors below min
+//                            survivor of the previous round rejoined, or last call over),
+//                            and after a first round only with a strict majority of the
+//                            previous round's members (failover_rules.h: no split brain)
+//              -> kClosed    join timeout (below min, or no majority), or survivors below min
 //   kRunning   -> kJoining   member lost, worker failure (both counted against
 //                            max_restarts), new node while below max (growth, not counted)
 //              -> kFinishing a member's workers all succeeded
@@ -38,6 +40,8 @@ struct NodeDesc {
   std::string addr;         // peer IP address, for the store's peer filter
   int preferred_rank = -1;  // node_rank / Slurm node id; -1: join order
   bool local = false;       // the host's own agent: never times out, gets terminal actions last
+  std::string rdzv_addr;    // where its agent listens should it take over (failover); "" = addr
+  int rdzv_port = 0;        // 0: it cannot take over
 };
 
 struct NodeRecord {
@@ -45,6 +49,7 @@ struct NodeRecord {
   uint64_t seq = 0;            // order of first arrival: the join-order tie breaker
   TimePoint last_heard{};
   int local_world_size = 0;
+  int64_t member_of = -1;      // the last round its workers ran in, as it says (-1: none)
   bool joined = false;         // a participant of the round being formed
   bool succeeded = false;      // of the running round
 };
@@ -64,11 +69,28 @@ struct RendezvousState {
   TimePoint join_deadline{};
   int restarts_used = 0;
   uint64_t next_seq = 0;
+  // The majority rule (docs/design.md "Failover"): once a round completed, the
+  // next one forms only when a strict majority of that round's members rejoined.
+  // Members count by node id (this host saw them) or, after a takeover, by the
+  // round they say they ran (quorum_round).
+  std::set<NodeId> quorum;            // members of the last completed round
+  int64_t quorum_round = -1;          // its number (-1: no round yet, no rule)
+  size_t quorum_size = 0;             // its member count
+  size_t quorum_awaited = 0;          // after a takeover: members expected back (no ids known)
+};
+
+// What a successor carries into the rendezvous it hosts after the host's loss.
+struct CarriedRound {
+  uint64_t next_round = 0;    // the first round it forms (past every round run)
+  int restarts_used = 0;      // the host's loss counted
+  uint64_t last_round = 0;    // the round that was lost: its members form the quorum
+  size_t last_members = 0;
+  size_t awaited = 0;         // of them, the ones not known to be gone (itself included)
 };
 
 // Events (from the network, the local agent, or the clock).
 struct EvConnect { NodeDesc desc; };
-struct EvJoin { NodeId node; int local_world_size; };
+struct EvJoin { NodeId node; int local_world_size; int64_t member_of = -1; };
 struct EvLeave { NodeId node; std::string reason; };
 struct EvHeartbeat { NodeId node; };
 struct EvWorkerFailed { NodeId node; uint64_t round; WorkerFailure failure; };
@@ -96,6 +118,11 @@ struct RendezvousAction {
 };
 
 RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now);
+// A successor's state when it takes over: forming carried.next_round under the majority rule.
+RendezvousState TakeoverState(const RendezvousSettings& settings, TimePoint now,
+                              const CarriedRound& carried);
+// Previous-round members among the participants of the round being formed.
+size_t QuorumRejoined(const RendezvousState& state);
 
 // Applies one event. Deterministic: same (settings, state, event, now) => same result.
 void Step(const RendezvousSettings& settings, const RendezvousEvent& event, TimePoint now,

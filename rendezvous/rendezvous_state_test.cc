@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 namespace elastic {
@@ -27,7 +28,7 @@ class RendezvousStateTest : public ::testing::Test {
   }
   void Connect(NodeId id, int preferred_rank = -1, bool local = false) {
     Do(EvConnect{NodeDesc{id, "n" + std::to_string(id), "10.0.0." + std::to_string(id),
-                          preferred_rank, local}});
+                          preferred_rank, local, "", 0}});
   }
   std::vector<RendezvousAction> ConnectJoin(NodeId id, int lws = 2, int pref = -1) {
     Connect(id, pref);
@@ -58,6 +59,131 @@ class RendezvousStateTest : public ::testing::Test {
   TimePoint now = TimePoint(std::chrono::hours(1));
   RendezvousState state;
 };
+
+// ---- failover: the majority rule, takeover, successors (docs/design.md "Failover") ----
+
+TEST_F(RendezvousStateTest, RoundsCarryTheirMembersAsSuccessorsInGroupRankOrder) {
+  settings.expected_nodes = 3;
+  Do(EvConnect{NodeDesc{1, "a", "10.0.0.1", 2, false, "", 4001}});
+  Do(EvConnect{NodeDesc{2, "b", "10.0.0.2", 0, false, "10.1.0.2", 4002}});
+  Do(EvConnect{NodeDesc{3, "c", "10.0.0.3", 1, false, "", 0}});
+  Do(EvJoin{1, 2});
+  Do(EvJoin{2, 2});
+  auto rounds = Rounds(Do(EvJoin{3, 2}));
+  ASSERT_EQ(rounds.size(), 3u);
+  for (auto& [id, r] : rounds) {
+    ASSERT_EQ(r.successors.size(), 3u);
+    EXPECT_EQ(r.successors[0].name, "b");
+    EXPECT_EQ(r.successors[0].addr, "10.1.0.2");  // its rendezvous address wins
+    EXPECT_EQ(r.successors[0].port, 4002);
+    EXPECT_EQ(r.successors[1].addr, "10.0.0.3");  // else the address it came from
+    EXPECT_EQ(r.successors[1].port, 0);
+    EXPECT_EQ(r.successors[2].port, 4001);
+  }
+}
+
+// The partitioned side of a split: the rounds after a loss need a strict majority
+// of the previous round's members, whatever --nnodes MIN allows.
+TEST_F(RendezvousStateTest, MajorityRuleAfterLosses) {
+  struct Row {
+    const char* name;
+    int members;
+    std::vector<NodeId> lost;
+    bool completes;  // once every survivor rejoined
+  };
+  const Row rows[] = {
+      {"1 of 3 lost: 2 of 3 go on", 3, {3}, true},
+      {"a partitioned host: alone of 3", 3, {2, 3}, false},
+      {"2 of 5 cut off: 3 of 5 go on", 5, {4, 5}, true},
+      {"3 of 5 cut off: 2 of 5 wait", 5, {3, 4, 5}, false},
+      {"1 of 2 lost: cannot be told from a partition", 2, {2}, false},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = 1;
+    settings.max_nodes = 5;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    state = InitialState(settings, now);
+    RunRound(r.members);
+    for (NodeId id : r.lost) Do(EvLeave{id, "no heartbeat"});
+    ASSERT_EQ(state.phase, RendezvousPhase::kJoining) << r.name;
+    std::vector<RendezvousAction> actions;
+    for (int id = 1; id <= r.members; ++id)
+      if (std::find(r.lost.begin(), r.lost.end(), static_cast<NodeId>(id)) == r.lost.end())
+        actions = Do(EvJoin{static_cast<NodeId>(id), 2});
+    EXPECT_EQ(!Rounds(actions).empty(), r.completes) << r.name;
+    if (r.completes) continue;
+    // Neither the last call nor max make a minority round; the join timeout ends it.
+    Advance(settings.last_call_timeout_ms);
+    EXPECT_TRUE(Rounds(Do(EvTick{})).empty()) << r.name;
+    Advance(settings.join_timeout_ms);
+    auto end = Do(EvTick{});
+    EXPECT_FALSE(Targets(end, RendezvousActionKind::kFatal).empty()) << r.name;
+    ASSERT_FALSE(end.empty());
+    EXPECT_NE(end[0].message.find("no strict majority"), std::string::npos) << end[0].message;
+    EXPECT_EQ(state.phase, RendezvousPhase::kClosed) << r.name;
+  }
+}
+
+TEST_F(RendezvousStateTest, MinorityWaitingSaysAMajorityIsNeeded) {
+  settings.min_nodes = 1;
+  settings.heartbeat_timeout_ms = 3'600'000;
+  RunRound(3);
+  Do(EvLeave{2, "no heartbeat"});
+  Do(EvLeave{3, "no heartbeat"});
+  Do(EvJoin{1, 2});
+  EXPECT_NE(DescribeWaiting(settings, state).find("1 of round 0's 3 node(s) back, a majority (2)"),
+            std::string::npos) << DescribeWaiting(settings, state);
+}
+
+// A successor's rendezvous: the previous members count by the round they ran.
+TEST_F(RendezvousStateTest, TakeoverFormsTheNextRoundFromSurvivorsWhoRanTheLostRound) {
+  struct Row {
+    const char* name;
+    std::vector<int64_t> member_of;  // of each joiner
+    bool completes_at_once;
+  };
+  const Row rows[] = {
+      {"both survivors of round 4 back", {4, 4}, true},
+      {"one survivor and a stranger: no majority", {4, -1}, false},
+      {"a former round's member does not count", {4, 3}, false},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = 1;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    CarriedRound carried{5, 2, 4, 3, 2};
+    state = TakeoverState(settings, now, carried);
+    EXPECT_EQ(state.round, 5u);
+    EXPECT_EQ(state.restarts_used, 2);
+    std::vector<RendezvousAction> actions;
+    for (size_t i = 0; i < r.member_of.size(); ++i) {
+      NodeId id = i + 1;
+      Connect(id);
+      actions = Do(EvJoin{id, 2, r.member_of[i]});
+    }
+    auto rounds = Rounds(actions);
+    EXPECT_EQ(!rounds.empty(), r.completes_at_once) << r.name;
+    for (auto& [id, info] : rounds) {
+      EXPECT_EQ(info.round, 5u) << r.name;  // round numbers never go back
+      EXPECT_EQ(info.restarts_used, 2) << r.name;
+    }
+  }
+}
+
+TEST_F(RendezvousStateTest, TakeoverWaitsForEverySurvivorThenTheLastCall) {
+  settings.min_nodes = 1;
+  settings.heartbeat_timeout_ms = 3'600'000;
+  settings.max_nodes = 5;
+  state = TakeoverState(settings, now, CarriedRound{1, 1, 0, 5, 4});  // 5 ran, host lost
+  Connect(1);
+  Connect(2);
+  Connect(3);
+  Do(EvJoin{1, 2, 0});
+  Do(EvJoin{2, 2, 0});
+  EXPECT_TRUE(Rounds(Do(EvJoin{3, 2, 0})).empty());  // a majority, but one survivor is awaited
+  ASSERT_TRUE(state.last_call_deadline.has_value());
+  Advance(settings.last_call_timeout_ms);
+  EXPECT_EQ(Rounds(Do(EvTick{})).size(), 3u);  // it never came: go on with 3 of 5
+}
 
 TEST_F(RendezvousStateTest, FirstJoinBelowMinWaits) {
   EXPECT_TRUE(ConnectJoin(1).empty());

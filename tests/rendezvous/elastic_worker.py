@@ -3,8 +3,10 @@
 store, checks an all_reduce of the ranks, prints what it saw, then either ends
 or, while TORCHELASTIC_RESTART_COUNT < HOLD_ROUNDS, keeps "training" until its
 agent stops it (so a test can kill or add agents mid-training without timing).
-FAIL_ONCE_RANK=K: rank K exits 1 at once in round 0 (an injected worker failure)."""
+FAIL_ONCE_RANK=K: rank K exits 1 at once in round 0 (an injected worker failure).
+IGNORE_TERM=1: SIGTERM is ignored (the agent's stop then takes its shutdown timeout)."""
 import os
+import signal
 import sys
 import time
 
@@ -15,6 +17,8 @@ env = os.environ
 rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
 restart = int(env["TORCHELASTIC_RESTART_COUNT"])
 hold_rounds = int(env.get("HOLD_ROUNDS", "0"))
+if env.get("IGNORE_TERM") == "1":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if restart == 0 and rank == int(env.get("FAIL_ONCE_RANK", "-1")):
     print(f"worker rank={rank} failing on purpose", flush=True)
     sys.exit(1)

@@ -210,6 +210,65 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
         del rc  # Slurm's srun exits 0 here; the report above is elasticrun's
 
+    def test_loss_of_the_first_node_fails_over_and_the_job_finishes_on_two(self):
+        # n1 hosts the rendezvous and the workers' store: its loss used to end the job.
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
+                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER,
+                                       "--seconds=30"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
+            started = time.monotonic()
+            self.cluster.kill_node("n1")
+            self.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY")
+                                                       if r["world"] == "8"]) == 8, RUN_TIMEOUT),
+                            bg.text())
+            killed = started - bg.start
+            restarted = [t for t, line in bg.lines if re.search(r"START rank=\d+ restart=[1-9]", line)]
+            print(f"first node killed -> 8 workers of the next round started (before importing "
+                  f"torch): {max(restarted) - killed:.2f} s; in the group: "
+                  f"{time.monotonic() - started:.2f} s", file=sys.stderr)
+            bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            self.restore_node("n1")
+        text = bg.text()
+        done = records(text, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(8)), text)
+        self.assertEqual({d["world"] for d in done}, {"8"}, text)
+        sums = [r for r in records(text, "SUM") if r["rank"] in {str(i) for i in range(8)}]
+        self.assertTrue(any(r["sum"] == "28" and r["expected"] == "28" for r in sums), text)
+        self.assertIn("taking over as the host", text)
+
+    def test_cut_off_first_node_never_trains_alone_and_the_others_go_on(self):
+        # --elastic=1:3: MIN alone would let n1 (the host) go on by itself; the majority
+        # rule does not. n2 and n3 fail over and finish at world size 8.
+        conf = "--elastic-rdzv-conf=heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=40"
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=1:3", "--gpus-per-node=4",
+                                       "--elastic-max-restarts=3", conf, "/usr/bin/python3", WORKER,
+                                       "--seconds=20"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
+            self.cluster.cut_node("n1")
+            self.assertTrue(bg.wait_for(lambda t: len([d for d in records(t, "DONE")
+                                                       if d["world"] == "8"]) == 8, RUN_TIMEOUT),
+                            bg.text())
+            self.cluster.uncut_node("n1")
+            bg.finish(RUN_TIMEOUT)
+            # srun gave n1 up ("Node failure"): n1's agent, alone of 3, ends by itself
+            # after join_timeout (its "no strict majority" does not reach srun).
+            self.assert_nothing_left(timeout=120)
+        finally:
+            self.cluster.uncut_node("n1")
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            self.restore_node("n1")
+        text = bg.text()
+        # No group of n1's 4 workers alone (world 4): only the first round and the survivors'.
+        self.assertEqual({r["world"] for r in records(text, "READY")}, {"12", "8"}, text)
+        self.assertEqual(sorted(int(d["rank"]) for d in records(text, "DONE")), list(range(8)), text)
+        self.assertIn("taking over as the host", text)
+
     def start_training(self, seconds):
         """`srun -N3 --elastic` of 3 training workers in the background, once every
         worker is in the group; returns it and the job's id (the only job)."""

@@ -1,0 +1,324 @@
+#include "rendezvous/failover_rendezvous.h"
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/net.h"
+#include "rendezvous/failover_rules.h"
+
+namespace elastic {
+
+FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params,
+                                       std::unique_ptr<RendezvousHost> host)
+    : loop_(loop), params_(std::move(params)) {
+  UseHost(std::move(host));
+}
+
+FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params, std::string host,
+                                       int port)
+    : loop_(loop), params_(std::move(params)) {
+  UseClient(std::move(host), port, std::nullopt);
+}
+
+FailoverRendezvous::~FailoverRendezvous() {
+  *alive_ = false;
+  if (probe_timer_) loop_.CancelTimer(probe_timer_);
+}
+
+std::string FailoverRendezvous::Describe() const {
+  return inner_ ? inner_->Describe() + "; fails over to the next node if the host is lost"
+                : fmt::format("c10d rendezvous of run {}, failing over", params_.run_id);
+}
+
+// ---- the agent's calls ----
+
+void FailoverRendezvous::Join(int local_world_size) {
+  running_ = false;
+  join_ = local_world_size;
+  if (inner_) inner_->Join(local_world_size);
+}
+
+void FailoverRendezvous::ReportWorkerFailure(const WorkerFailure& failure) {
+  running_ = false;
+  if (inner_) inner_->ReportWorkerFailure(failure);
+}
+
+void FailoverRendezvous::ReportSucceeded() {
+  if (inner_) inner_->ReportSucceeded();
+}
+
+void FailoverRendezvous::Shutdown() {
+  shut_down_ = true;
+  callbacks_ = {};
+  if (inner_) inner_->Shutdown();
+}
+
+// ---- the inner rendezvous ----
+
+RendezvousHandler::Callbacks FailoverRendezvous::InnerCallbacks() {
+  Callbacks cb;
+  cb.on_round = [this](const RoundInfo& info) { OnRound(info); };
+  cb.on_restart_required = [this](const std::string& reason) {
+    running_ = false;
+    if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
+  };
+  cb.on_job_failed = [this](const WorkerFailure& f) {
+    if (callbacks_.on_job_failed) callbacks_.on_job_failed(f);
+  };
+  cb.on_done = [this] {
+    if (callbacks_.on_done) callbacks_.on_done();
+  };
+  cb.on_fatal = [this](const std::string& message) { Fatal(message); };
+  return cb;
+}
+
+void FailoverRendezvous::UseHost(std::unique_ptr<RendezvousHost> host) {
+  host_ = host.get();
+  client_ = nullptr;
+  host_text_ = fmt::format("this node (port {})", host->port());
+  host->SetCallbacks(InnerCallbacks());
+  inner_ = std::move(host);
+  if (join_) inner_->Join(*join_);
+  if (!probe_timer_)
+    probe_timer_ = loop_.AddTimer(Millis(params_.settings.heartbeat_timeout_ms),
+                                  [this] { OnProbeTimer(); });
+}
+
+// ---- a stuck host looks for a newer one ----
+
+void FailoverRendezvous::OnProbeTimer() {
+  probe_timer_ = 0;
+  if (shut_down_ || !host_) return;
+  probe_timer_ = loop_.AddTimer(Millis(params_.settings.heartbeat_timeout_ms),
+                                [this] { OnProbeTimer(); });
+  const RendezvousState& s = host_->state();
+  bool stuck = s.phase == RendezvousPhase::kJoining && s.quorum_round >= 0 &&
+               !HasMajority(QuorumRejoined(s), s.quorum_size);
+  if (stuck && join_ && !probe_ && last_round_) Probe();
+}
+
+void FailoverRendezvous::Probe() {
+  const RoundInfo& r = *last_round_;
+  for (size_t tries = 0; tries < r.successors.size(); ++tries) {
+    int rank = next_probe_++ % static_cast<int>(r.successors.size());
+    const Successor& s = r.successors[static_cast<size_t>(rank)];
+    if (rank == r.group_rank || s.port == 0) continue;
+    probe_text_ = fmt::format("{}:{}", s.addr, s.port);
+    probe_ = MakeClient(s.addr, s.port, rank, /*probe=*/true);
+    probe_->Join(*join_);  // connects; the join is sent only once it is welcomed
+    return;
+  }
+}
+
+// The probe found a host past our last completed round and was welcomed: this
+// agent stops hosting (its clients see the connection close and fail over in
+// turn) and goes on as that host's client, a latecomer.
+void FailoverRendezvous::Yield() {
+  Log(LogLevel::kWarning, "rendezvous: {} hosts a later round of run {}: this node stops hosting "
+      "(no majority came back) and joins it", probe_text_, params_.run_id);
+  Retire();
+  host_text_ = probe_text_;
+  host_rank_ = -1;
+  client_ = probe_.get();
+  probe_->SetCallbacks(InnerCallbacks());
+  inner_ = std::move(probe_);
+}
+
+void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int> candidate_rank) {
+  auto client = MakeClient(host, port, candidate_rank);
+  host_text_ = fmt::format("{}:{}", host, port);
+  host_rank_ = candidate_rank.value_or(-1);
+  client_ = client.get();
+  host_ = nullptr;
+  inner_ = std::move(client);
+  if (join_) inner_->Join(*join_);
+}
+
+std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
+    const std::string& host, int port, std::optional<int> candidate_rank, bool probe) {
+  ClientConfig config;
+  config.settings = params_.settings;
+  config.run_id = params_.run_id;
+  config.node_name = params_.node_name;
+  config.host = host;
+  config.port = port;
+  config.listen_port = [this](const std::string& local_addr) { return ListenPort(local_addr); };
+  config.on_host_lost = [this](const std::string& why) { OnHostLost(why); };
+  if (last_round_) config.last_round_run = last_round_->round;
+  if (candidate_rank) {
+    int rank = *candidate_rank;
+    config.on_unreachable = [this, rank](const std::string& why) { OnUnreachable(rank, why); };
+    config.candidate_timeout_ms =
+        params_.settings.heartbeat_timeout_ms + params_.settings.heartbeat_interval_ms;
+  }
+  if (probe) {
+    config.on_unreachable = [this](const std::string& why) {
+      Log(LogLevel::kDebug, "rendezvous: {} is no newer host: {}", probe_text_, why);
+      Post([this] { probe_.reset(); });
+    };
+    config.candidate_timeout_ms = params_.settings.heartbeat_interval_ms;
+    config.only_ahead_of = host_->state().quorum_round;
+    config.on_welcomed = [this] { Yield(); };
+  }
+  auto client = std::make_unique<RendezvousClient>(loop_, std::move(config));
+  if (!probe) {
+    client->SetCallbacks(InnerCallbacks());
+    return client;
+  }
+  // Until it is welcomed, a probe's end is only the end of that probe.
+  Callbacks cb;
+  cb.on_fatal = [this](const std::string& why) {
+    Log(LogLevel::kDebug, "rendezvous: probe of {} ended: {}", probe_text_, why);
+    Post([this] { probe_.reset(); });
+  };
+  client->SetCallbacks(cb);
+  return client;
+}
+
+void FailoverRendezvous::OnRound(const RoundInfo& info) {
+  last_round_ = info;
+  running_ = true;
+  join_.reset();
+  failing_over_ = false;
+  excluded_.clear();
+  if (client_) auth_ = client_->auth_method();
+  // Which of this round's successors is the host we talk to (by its address and port).
+  host_rank_ = host_ ? info.group_rank : -1;
+  for (size_t i = 0; i < info.successors.size() && client_; ++i)
+    if (fmt::format("{}:{}", info.successors[i].addr, info.successors[i].port) == host_text_)
+      host_rank_ = static_cast<int>(i);
+  if (callbacks_.on_round) callbacks_.on_round(info);
+}
+
+// Bound when this agent first connects, on the address its host reached it by:
+// from then on every successor's port accepts connections (into the backlog
+// until a takeover), so a refused connection means that agent is gone.
+int FailoverRendezvous::ListenPort(const std::string& local_addr) {
+  if (listener_) return LocalPort(listener_.get());
+  if (host_ || cannot_listen_) return 0;
+  SocketAddress addr;
+  std::string err;
+  int bind_errno = 0;
+  if (ResolveAddress(local_addr, 0, &addr, &err)) listener_ = ListenOn(addr, &bind_errno, &err);
+  if (!listener_) {
+    Log(LogLevel::kWarning, "rendezvous: cannot listen on {} for a takeover ({}): this node will "
+        "not become the host if the host is lost", local_addr, err);
+    cannot_listen_ = true;
+    return 0;
+  }
+  listen_addr_ = local_addr;
+  return LocalPort(listener_.get());
+}
+
+// ---- failover ----
+
+void FailoverRendezvous::OnHostLost(const std::string& why) {
+  std::string lost = fmt::format("lost the rendezvous host {}: {}", host_text_, why);
+  Retire();
+  if (!last_round_ || last_round_->successors.empty() || last_round_->group_rank >=
+      static_cast<int>(last_round_->successors.size()))
+    return Fatal(lost + " (before this node ran a round: no successor known)");
+  const RoundInfo& r = *last_round_;
+  if (r.restarts_used >= params_.settings.max_restarts) {
+    WorkerFailure failure;
+    failure.host = host_text_;
+    failure.message = fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", lost,
+                                  r.restarts_used, params_.settings.max_restarts);
+    if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
+    return;
+  }
+  if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
+  if (!failing_over_) {
+    failing_over_ = true;
+    failover_deadline_ = loop_.Now() + Millis(params_.settings.join_timeout_ms);
+  }
+  Log(LogLevel::kWarning, "rendezvous: {}; failing over to the next node of round {}", lost,
+      r.round);
+  if (running_) {
+    running_ = false;
+    if (callbacks_.on_restart_required) callbacks_.on_restart_required(lost + "; failing over");
+  }
+  Post([this] { TryNext(); });
+}
+
+void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
+  const Successor& s = last_round_->successors.at(static_cast<size_t>(rank));
+  Log(LogLevel::kInfo, "rendezvous: successor {} ({}:{}) is not the host: {}", s.name, s.addr,
+      s.port, why);
+  Retire();
+  excluded_.insert(rank);
+  if (loop_.Now() >= failover_deadline_)
+    return Fatal(fmt::format("no successor of round {} became the rendezvous host within "
+                             "join_timeout ({} s)", last_round_->round,
+                             params_.settings.join_timeout_ms / 1000.0));
+  Post([this] { TryNext(); });
+}
+
+void FailoverRendezvous::TryNext() {
+  if (shut_down_ || inner_) return;
+  const RoundInfo& r = *last_round_;
+  std::optional<int> rank = NextCandidate(r.successors.size(), excluded_);
+  if (!rank) return Fatal(fmt::format("no successor of round {} is left", r.round));
+  if (*rank == r.group_rank) return TakeOver();
+  const Successor& s = r.successors[static_cast<size_t>(*rank)];
+  if (s.port == 0) {
+    excluded_.insert(*rank);
+    return TryNext();
+  }
+  Log(LogLevel::kInfo, "rendezvous: trying successor {} ({}:{}) as the host", s.name, s.addr,
+      s.port);
+  UseClient(s.addr, s.port, *rank);
+}
+
+void FailoverRendezvous::TakeOver() {
+  const RoundInfo& r = *last_round_;
+  const Successor& me = r.successors[static_cast<size_t>(r.group_rank)];
+  if (!listener_) return Fatal("the rendezvous host is lost and this node cannot take over: it "
+                               "has no rendezvous socket of its own");
+  HostConfig config;
+  config.settings = params_.settings;
+  config.run_id = params_.run_id;
+  config.node_name = params_.node_name;
+  config.store_addr = me.addr;
+  config.rdzv_addr = me.addr;
+  config.bind_addr = listen_addr_;
+  config.auth = auth_;
+  CarriedRound carried;
+  carried.next_round = r.round + 1;
+  carried.restarts_used = r.restarts_used + 1;
+  carried.last_round = r.round;
+  carried.last_members = r.successors.size();
+  carried.awaited = r.successors.size() - excluded_.size();
+  config.carried = carried;
+  config.local_member_of = static_cast<int64_t>(r.round);
+  std::string err;
+  auto host = RendezvousHost::Create(loop_, std::move(config), std::move(listener_), &err);
+  if (!host) return Fatal("cannot take over as the rendezvous host: " + err);
+  Log(LogLevel::kWarning, "rendezvous: taking over as the host of run {} on {}:{}: round {} forms "
+      "among round {}'s survivors (a majority of its {} node(s) is needed)", params_.run_id,
+      me.addr, host->port(), carried.next_round, r.round, r.successors.size());
+  UseHost(std::move(host));
+}
+
+// The inner rendezvous calls us from its own callbacks: destroy it from the loop.
+void FailoverRendezvous::Retire() {
+  if (!inner_) return;
+  inner_->SetCallbacks({});
+  retired_.push_back(std::move(inner_));
+  client_ = nullptr;
+  host_ = nullptr;
+  Post([this] { retired_.clear(); });
+}
+
+void FailoverRendezvous::Fatal(const std::string& message) {
+  if (callbacks_.on_fatal) callbacks_.on_fatal(message);
+}
+
+void FailoverRendezvous::Post(std::function<void()> fn) {
+  auto alive = alive_;
+  loop_.AddTimer(Millis(0), [alive, fn = std::move(fn)] {
+    if (*alive) fn();
+  });
+}
+
+}  // namespace elastic

@@ -1,0 +1,110 @@
+// FailoverRendezvous: the RendezvousHandler of every agent of a multi-node run.
+// It starts as the host (RendezvousHost) or as a client of the endpoint's host
+// (RendezvousClient) and, when a client loses its host (the connection drops, or
+// the host is silent past heartbeat_timeout), fails over instead of ending the
+// job (docs/design.md "Failover"):
+//   1. it stops its workers (on_restart_required) if they run;
+//   2. it walks the last round's successors (its members in group-rank order,
+//      each with its own rendezvous port), skipping the lost host: a successor
+//      that refuses the connection, or sends no challenge within
+//      heartbeat_timeout + heartbeat_interval (it may still be noticing the
+//      loss), or is stale (HostIsStale), is skipped;
+//   3. the first successor that answers is the new host; reaching its own rank,
+//      the agent takes over: a RendezvousHost on its own listening socket (bound
+//      when it first connected, so connections wait in its backlog until then)
+//      with the carried state (round numbers go on upward, the loss counts
+//      against --max-restarts, the majority rule of rendezvous_state.h).
+// A host's loss before any round, or past join_timeout of walking, is fatal.
+// A host stuck without a majority (it was cut off, or SIGSTOPped) probes the
+// other successors every heartbeat_timeout; one that completed a later round
+// (ShouldYield) is a newer regime: the stuck host gives up hosting (its clients
+// fail over in turn) and joins it as a latecomer.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "common/unique_fd.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/rendezvous_client.h"
+#include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_host.h"
+#include "rendezvous/rendezvous_settings.h"
+
+namespace elastic {
+
+struct FailoverParams {
+  RendezvousSettings settings;
+  std::string run_id;
+  std::string node_name;
+};
+
+class FailoverRendezvous : public RendezvousHandler {
+ public:
+  // This agent hosts from the start.
+  FailoverRendezvous(EventLoop& loop, FailoverParams params, std::unique_ptr<RendezvousHost> host);
+  // This agent joins the host at host:port.
+  FailoverRendezvous(EventLoop& loop, FailoverParams params, std::string host, int port);
+  ~FailoverRendezvous() override;
+
+  void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
+  void Join(int local_world_size) override;
+  void ReportWorkerFailure(const WorkerFailure& failure) override;
+  void ReportSucceeded() override;
+  void Shutdown() override;
+  std::string Describe() const override;
+
+  bool hosting() const { return host_ != nullptr; }
+
+ private:
+  void UseClient(std::string host, int port, std::optional<int> candidate_rank);
+  std::unique_ptr<RendezvousClient> MakeClient(const std::string& host, int port,
+                                               std::optional<int> candidate_rank,
+                                               bool probe = false);
+  void OnProbeTimer();
+  void Probe();
+  void Yield();
+  void UseHost(std::unique_ptr<RendezvousHost> host);
+  Callbacks InnerCallbacks();
+  void OnRound(const RoundInfo& info);
+  int ListenPort(const std::string& local_addr);
+  void OnHostLost(const std::string& why);
+  void OnUnreachable(int rank, const std::string& why);
+  void TryNext();
+  void TakeOver();
+  void Retire();
+  void Fatal(const std::string& message);
+  void Post(std::function<void()> fn);
+
+  EventLoop& loop_;
+  FailoverParams params_;
+  Callbacks callbacks_;
+  std::unique_ptr<RendezvousHandler> inner_;
+  RendezvousClient* client_ = nullptr;  // inner_, when a client
+  RendezvousHost* host_ = nullptr;      // inner_, when the host
+  std::string host_text_;               // the current host, "addr:port" for messages
+  int host_rank_ = -1;                  // its rank in last_round_'s successors (-1: unknown)
+  std::vector<std::unique_ptr<RendezvousHandler>> retired_;  // destroyed from the loop
+  UniqueFd listener_;                   // own rendezvous socket until a takeover
+  std::string listen_addr_;
+  bool cannot_listen_ = false;          // tried once and failed: never a successor
+  AuthMethod auth_ = AuthMethod::kNone;  // what the host asked for: a successor asks the same
+  std::optional<RoundInfo> last_round_;  // the last round this agent's workers ran
+  bool running_ = false;                 // ... and still run (no Join since)
+  std::optional<int> join_;              // the agent's Join, not answered by a round yet
+  bool failing_over_ = false;
+  std::set<int> excluded_;               // successors lost or found unreachable
+  MonoClock::time_point failover_deadline_{};
+  bool shut_down_ = false;
+  EventLoop::TimerId probe_timer_ = 0;          // while hosting: look for a newer host
+  std::unique_ptr<RendezvousClient> probe_;     // the probe under way
+  std::string probe_text_;
+  int next_probe_ = 0;                          // successor rank to probe next
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace elastic

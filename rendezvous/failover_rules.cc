@@ -1,0 +1,25 @@
+#include "rendezvous/failover_rules.h"
+
+namespace elastic {
+
+std::optional<int> NextCandidate(size_t members, const std::set<int>& excluded) {
+  for (size_t rank = 0; rank < members; ++rank)
+    if (!excluded.count(static_cast<int>(rank))) return static_cast<int>(rank);
+  return std::nullopt;
+}
+
+bool HasMajority(size_t rejoined, size_t previous_members) {
+  return 2 * rejoined > previous_members;
+}
+
+size_t MajorityOf(size_t previous_members) { return previous_members / 2 + 1; }
+
+bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run) {
+  return last_round_run && host_round <= *last_round_run;
+}
+
+bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed) {
+  return their_last_completed > my_last_completed;
+}
+
+}  // namespace elastic

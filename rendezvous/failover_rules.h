@@ -1,0 +1,38 @@
+// The pure rules of host failover (docs/design.md "Failover"): which successor
+// an agent turns to when the host is lost, when a round may form after a loss
+// (a strict majority of the previous round), and which hosts are stale (fencing
+// by round number). No I/O: rendezvous_state.cc and failover_rendezvous.cc use
+// them; failover_rules_test.cc tests them as tables.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+
+namespace elastic {
+
+// The next successor to try: the first group rank in [0, members) that is not
+// excluded (the lost host, candidates found unreachable). The agent's own rank
+// is a candidate like any other: reaching it means "take over". nullopt when
+// every rank is excluded.
+std::optional<int> NextCandidate(size_t members, const std::set<int>& excluded);
+
+// A round after a loss forms only with a strict majority of the previous
+// round's members: two groups of one run can never both have one.
+bool HasMajority(size_t rejoined, size_t previous_members);
+
+// The smallest number of the previous round's members that is a strict majority.
+size_t MajorityOf(size_t previous_members);
+
+// A host whose round is not past the last round this agent ran is of an older
+// regime (a former host back from a partition or a SIGSTOP): never join it.
+bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run);
+
+// A host stuck without a majority (a former host back from a partition) gives
+// way to a host of the same run that completed a later round than the last one
+// it knows of (-1: none), and joins it as a latecomer. Two stuck minorities know
+// the same last round: neither gives way to the other.
+bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed);
+
+}  // namespace elastic

@@ -1,0 +1,81 @@
+// The failover rules as tables: successor choice, the majority, fencing.
+#include "rendezvous/failover_rules.h"
+
+#include <gtest/gtest.h>
+
+namespace elastic {
+namespace {
+
+TEST(FailoverRulesTest, NextCandidateIsTheFirstRankNotExcluded) {
+  struct Row {
+    const char* name;
+    size_t members;
+    std::set<int> excluded;
+    std::optional<int> want;
+  };
+  const Row rows[] = {
+      {"host 0 lost: rank 1", 3, {0}, 1},
+      {"host 0 lost, rank 1 unreachable: rank 2", 3, {0, 1}, 2},
+      {"a middle rank excluded does not matter", 3, {1}, 0},
+      {"host 0 and its successor lost (second loss)", 5, {0, 1}, 2},
+      {"everyone excluded: none", 2, {0, 1}, std::nullopt},
+      {"no members: none", 0, {}, std::nullopt},
+      {"excluded ranks past the members are ignored", 2, {0, 7}, 1},
+  };
+  for (const Row& r : rows) EXPECT_EQ(NextCandidate(r.members, r.excluded), r.want) << r.name;
+}
+
+TEST(FailoverRulesTest, StrictMajorityOfThePreviousRound) {
+  struct Row {
+    size_t rejoined, previous;
+    bool want;
+  };
+  const Row rows[] = {
+      {2, 3, true},   {1, 3, false},  // a partitioned host alone of 3
+      {3, 5, true},   {2, 5, false},  // 2 of 5 cut off together
+      {1, 2, false},  {2, 2, true},   // two nodes: losing one cannot be survived
+      {1, 1, true},   {0, 1, false},  {2, 4, false}, {3, 4, true},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(HasMajority(r.rejoined, r.previous), r.want) << r.rejoined << " of " << r.previous;
+  EXPECT_EQ(MajorityOf(3), 2u);
+  EXPECT_EQ(MajorityOf(4), 3u);
+  EXPECT_EQ(MajorityOf(5), 3u);
+  EXPECT_EQ(MajorityOf(1), 1u);
+}
+
+TEST(FailoverRulesTest, HostsNotPastTheLastRoundRunAreStale) {
+  struct Row {
+    const char* name;
+    uint64_t host_round;
+    std::optional<uint64_t> last_run;
+    bool stale;
+  };
+  const Row rows[] = {
+      {"a first join: nothing run yet", 0, std::nullopt, false},
+      {"a successor forming the next round", 4, 3, false},
+      {"a former host still at the round run", 3, 3, true},
+      {"a former host behind", 2, 3, true},
+      {"a host far ahead (rounds went on)", 9, 3, false},
+  };
+  for (const Row& r : rows) EXPECT_EQ(HostIsStale(r.host_round, r.last_run), r.stale) << r.name;
+}
+
+TEST(FailoverRulesTest, AStuckHostYieldsOnlyToAHostThatCompletedALaterRound) {
+  struct Row {
+    const char* name;
+    int64_t mine, theirs;
+    bool yield;
+  };
+  const Row rows[] = {
+      {"the majority went on to round 1: the former host joins it", 0, 1, true},
+      {"rounds went on further", 3, 7, true},
+      {"two stuck minorities of round 0: neither yields", 0, 0, false},
+      {"the other is behind", 2, 1, false},
+      {"nothing completed anywhere yet", -1, -1, false},
+  };
+  for (const Row& r : rows) EXPECT_EQ(ShouldYield(r.mine, r.theirs), r.yield) << r.name;
+}
+
+}  // namespace
+}  // namespace elastic

@@ -1,0 +1,147 @@
+"""The job survives the loss of its rendezvous host (docs/design.md "Failover"):
+real elasticrun agents on loopback with real PyTorch workers. The host agent is
+SIGKILLed, its whole process group killed, or SIGSTOPped (silent); it is lost
+during a restart round; two hosts are lost one after the other or at once. Each
+time the first surviving node of the last round takes over, the survivors train
+again at the smaller world size with a correct all_reduce, a former host never
+trains a round of its own, and nothing is left behind."""
+import os
+import re
+import signal
+import sys
+import time
+import unittest
+
+from rdzv_test_util import RendezvousTestCase
+
+
+class FailoverTest(RendezvousTestCase):
+    def start_agents(self, count, nnodes, conf="", env=None, nproc=2, max_restarts=3,
+                     host_env=None):
+        """`count` agents with node ranks 0..count-1 (0 hosts): the successor order."""
+        conf = ",".join(filter(None, ["expected_nodes=%d" % count, conf]))
+        agents = []
+        for rank in range(count):
+            full_env = dict(env or {})
+            if rank == 0:
+                full_env.update(host_env or {})
+            agents.append(self.start_agent(nnodes, nproc=nproc, conf=conf, env=full_env,
+                                           extra=["--max-restarts=%d" % max_restarts,
+                                                  "--node-rank=%d" % rank]))
+            if rank == 0:
+                self.wait_listening()
+        return agents
+
+    def assert_trained(self, agents, round_, world, nproc=2):
+        """Each agent exits 0 after its workers of `round_` all_reduced in a world of `world`."""
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            workers = [w for w in agent.workers() if w[2] == str(round_)]
+            self.assertEqual(len(workers), nproc, self.dump())
+            self.assertTrue(all(w[1] == str(world) and w[6] == "OK" for w in workers), self.dump())
+
+    def assert_never_trained_after(self, agent, round_):
+        self.assertFalse([w for w in agent.workers() if int(w[2]) > round_], self.dump())
+
+    def timed_failover(self, what, survivors, round_, count, started):
+        for agent in survivors:
+            self.wait_workers(agent, round_, count)
+        print("failover (%s): %.2f s from the loss to every survivor's workers of round %d "
+              "trained" % (what, time.monotonic() - started, round_), file=sys.stderr)
+
+    def test_sigkill_of_the_host_agent_fails_over_to_the_next_node(self):
+        agents = self.start_agents(3, "2:3", env={"HOLD_ROUNDS": "1"})
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        started = time.monotonic()
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.timed_failover("host agent SIGKILL", agents[1:], 1, 2, started)
+        self.assert_trained(agents[1:], 1, 4)
+        self.assertIn("lost the rendezvous host 127.0.0.1:%d" % self.port, agents[1].output())
+        self.assertIn("taking over as the host", agents[1].output())
+        self.assertNotIn("taking over as the host", agents[2].output())
+        self.assertEqual(self.wait_exit(agents[0]), 128 + signal.SIGKILL)
+        self.assert_nothing_left()
+
+    def test_sigkill_of_the_host_process_group_fails_over(self):
+        agents = self.start_agents(3, "2:3", env={"HOLD_ROUNDS": "1"})
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.killpg(agents[0].proc.pid, signal.SIGKILL)  # guardian and agent at once
+        self.assert_trained(agents[1:], 1, 4)
+        self.assertIn("taking over as the host", agents[1].output())
+        self.wait_exit(agents[0])
+        self.assert_nothing_left()
+
+    def test_silent_host_is_replaced_and_never_trains_a_round_of_its_own(self):
+        conf = "heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=20"
+        agents = self.start_agents(3, "1:3", conf=conf, env={"HOLD_ROUNDS": "1"})
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        started = time.monotonic()
+        os.kill(agents[0].agent_pid(), signal.SIGSTOP)  # connected but silent
+        self.timed_failover("host SIGSTOP, heartbeat_timeout 3 s", agents[1:], 1, 2, started)
+        self.assert_trained(agents[1:], 1, 4)
+        self.assertIn("silent for", agents[1].output())
+        # The former host comes back: alone of round 0's 3 nodes, with --nnodes MIN 1, it
+        # must not form a round (split brain); its workers stop and it ends non-zero.
+        os.kill(agents[0].agent_pid(), signal.SIGCONT)
+        self.assertNotEqual(self.wait_exit(agents[0]), 0, self.dump())
+        self.assert_never_trained_after(agents[0], 0)
+        self.assertRegex(agents[0].output(), r"no strict majority|below the minimum")
+        self.assert_nothing_left()
+
+    def test_host_lost_during_a_restart_round_fails_over(self):
+        # Rank 3 (node 1) fails in round 0: every node restarts. The host's workers ignore
+        # SIGTERM, so round 1 waits for the host's own agent; the host dies meanwhile.
+        agents = self.start_agents(3, "2:3", conf="", env={"HOLD_ROUNDS": "0",
+                                                            "FAIL_ONCE_RANK": "3"},
+                                   host_env={"IGNORE_TERM": "1"})
+        for agent in agents[1:]:  # both survivors joined round 1; the host's agent has not
+            self.wait_for(lambda a=agent: "restarting the workers" in a.output(),
+                          "the restart on agent %d" % agent.proc.pid)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.assert_trained(agents[1:], 1, 4)
+        self.assertIn("worker rank=3 failing on purpose", agents[1].output())
+        self.assert_never_trained_after(agents[0], 0)
+        self.assert_nothing_left()
+
+    def test_second_host_loss_after_the_first_failover(self):
+        agents = self.start_agents(4, "2:4", env={"HOLD_ROUNDS": "2"}, nproc=1)
+        for agent in agents:
+            self.wait_workers(agent, 0, 1)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        for agent in agents[1:]:
+            self.wait_workers(agent, 1, 1)
+        os.kill(agents[1].agent_pid(), signal.SIGKILL)  # the new host, right after
+        self.assert_trained(agents[2:], 2, 2, nproc=1)
+        self.assertIn("taking over as the host", agents[1].output())
+        self.assertIn("taking over as the host", agents[2].output())  # rank 0 of round 1's survivors
+        self.assertNotIn("taking over as the host", agents[3].output())
+        self.assert_nothing_left()
+
+    def test_host_and_its_successor_lost_at_once_the_third_node_takes_over(self):
+        conf = "last_call_timeout=2"
+        agents = self.start_agents(5, "2:5", conf=conf, env={"HOLD_ROUNDS": "1"}, nproc=1)
+        for agent in agents:
+            self.wait_workers(agent, 0, 1)
+        os.kill(agents[1].agent_pid(), signal.SIGKILL)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.assert_trained(agents[2:], 1, 3, nproc=1)  # 3 of 5: a majority
+        self.assertIn("taking over as the host", agents[2].output())
+        self.assert_nothing_left()
+
+    def test_host_loss_with_restarts_exhausted_ends_every_agent(self):
+        agents = self.start_agents(3, "2:3", env={"HOLD_ROUNDS": "1"}, max_restarts=0)
+        for agent in agents:
+            self.wait_workers(agent, 0, 2)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        for agent in agents[1:]:
+            self.assertNotEqual(self.wait_exit(agent), 0)
+            self.assertIn("restarts exhausted (0 of --max-restarts=0 used)", agent.output())
+            self.assert_never_trained_after(agent, 0)
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,141 @@
+"""Partitions without split brain (docs/design.md "Failover"): real elasticrun
+agents and real PyTorch workers, each agent in a network namespace of its own,
+all on one bridge; a partition moves nodes' links to a second bridge, which
+truly cuts every packet between the two sides (rendezvous, store and gloo
+alike). Two hosts never both complete a round: the side with a strict majority
+of the last round goes on, the other never trains a group of its own and exits
+non-zero after join_timeout. Needs root (ip netns)."""
+import os
+import subprocess
+import time
+import unittest
+
+from rdzv_test_util import ELASTICRUN, PYTHON, WORKER, Agent, RendezvousTestCase
+
+CONF = "munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=25,last_call_timeout=3"
+
+
+def ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class PartitionTest(RendezvousTestCase):
+    def setUp(self):
+        super().setUp()
+        self.tag = "efo" + self.marker[:6]
+        self.hub = self.tag + "h"
+        self.nodes = []
+        ip("netns", "add", self.hub)
+        self.addCleanup(self.remove_namespaces)
+        for bridge in ("b0", "b1"):
+            ip("-n", self.hub, "link", "add", self.tag + bridge, "type", "bridge")
+            ip("-n", self.hub, "link", "set", self.tag + bridge, "up")
+
+    def remove_namespaces(self):
+        for ns in self.nodes + [self.hub]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+    def add_node(self, k):
+        ns, dev = "%s%d" % (self.tag, k), "%s%d" % (self.tag, k)
+        ip("netns", "add", ns)
+        self.nodes.append(ns)
+        ip("link", "add", dev, "netns", ns, "type", "veth", "peer", "name", dev + "p",
+           "netns", self.hub)
+        ip("-n", ns, "addr", "add", "10.231.0.%d/24" % (k + 1), "dev", dev)
+        ip("-n", ns, "link", "set", dev, "up")
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", self.hub, "link", "set", dev + "p", "master", self.tag + "b0", "up")
+        return ns, dev
+
+    def heal(self, ks):
+        for k in ks:
+            ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b0")
+
+    def cut_off(self, ks):
+        """Nodes `ks` on the second bridge: they reach each other, nobody else."""
+        for k in ks:
+            ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b1")
+
+    def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1, conf=CONF):
+        agents = []
+        for k in range(count):
+            ns, dev = self.add_node(k)
+            log = os.path.join(self.dir, "agent%d.log" % k)
+            env = dict(os.environ, ELASTIC_RDZV_TEST_MARKER=self.marker, HOLD_ROUNDS=str(hold_rounds),
+                       GLOO_SOCKET_IFNAME=dev)
+            env.pop("OMP_NUM_THREADS", None)
+            args = ["ip", "netns", "exec", ns, ELASTICRUN, "--nnodes=%s" % nnodes,
+                    "--nproc-per-node=%d" % nproc, "--rdzv-backend=c10d",
+                    "--rdzv-endpoint=10.231.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
+                    "--python=" + PYTHON, "--max-restarts=3", "--node-rank=%d" % k,
+                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), WORKER]
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)
+            agent = Agent(proc, log)
+            self.agents.append(agent)
+            agents.append(agent)
+            if k == 0:
+                self.wait_for(lambda: "hosting:" in agent.output(), "the host to listen")
+        for agent in agents:
+            self.wait_workers(agent, 0, nproc)
+        return agents
+
+    def assert_went_on(self, agents, round_, world):
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            workers = [w for w in agent.workers() if int(w[2]) >= 1]
+            self.assertTrue(workers, self.dump())
+            self.assertTrue(all(w[1] == str(world) and w[6] == "OK" for w in workers), self.dump())
+
+    def assert_stopped_alone(self, agents):
+        for agent in agents:
+            self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
+            self.assertFalse([w for w in agent.workers() if int(w[2]) >= 1], self.dump())
+            self.assertIn("no strict majority", agent.output(), self.dump())
+
+    def test_partitioned_host_never_trains_alone_and_the_others_go_on(self):
+        agents = self.start_netns_agents(3, "1:3")
+        self.cut_off([0])
+        self.assert_went_on(agents[1:], 1, 2)
+        self.assertIn("taking over as the host", agents[1].output())
+        self.assert_stopped_alone(agents[:1])
+        self.assert_nothing_left()
+
+    def test_partitioned_non_host_never_trains_alone_and_the_others_go_on(self):
+        agents = self.start_netns_agents(3, "1:3")
+        self.cut_off([2])
+        self.assert_went_on(agents[:2], 1, 2)
+        self.assert_stopped_alone(agents[2:])
+        self.assert_nothing_left()
+
+    def test_two_of_five_cut_off_together_stop_and_three_go_on(self):
+        agents = self.start_netns_agents(5, "1:5")
+        self.cut_off([3, 4])
+        self.assert_went_on(agents[:3], 1, 3)
+        self.assert_stopped_alone(agents[3:])
+        # The two found each other (one hosted), yet 2 of 5 formed no round.
+        self.assertTrue(any("taking over as the host" in a.output() for a in agents[3:]), self.dump())
+        self.assert_nothing_left()
+
+    def test_former_host_rejoins_as_a_latecomer_when_the_cut_heals(self):
+        agents = self.start_netns_agents(3, "1:3", hold_rounds=2,
+                                         conf=CONF.replace("join_timeout=25", "join_timeout=90"))
+        self.cut_off([0])
+        for agent in agents[1:]:
+            self.wait_workers(agent, 1, 1)  # the others went on without it
+        self.heal([0])
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        self.assertIn("stops hosting", agents[0].output())
+        self.assertFalse([w for w in agents[0].workers() if w[2] == "1"], self.dump())
+        for agent in agents:  # round 2: the three again, the former host a latecomer
+            workers = [w for w in agent.workers() if w[2] == "2"]
+            self.assertTrue(workers and all(w[1] == "3" and w[6] == "OK" for w in workers),
+                            self.dump())
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    unittest.main()
