@@ -2,7 +2,9 @@
 find_package(fmt REQUIRED)            # libfmt-dev
 find_package(CLI11 CONFIG REQUIRED)   # libcli11-dev
 find_package(nlohmann_json REQUIRED)  # nlohmann-json3-dev
-find_package(GTest REQUIRED)          # libgtest-dev, libgmock-dev
+if(ELASTIC_BUILD_TESTS)
+  find_package(GTest REQUIRED)        # libgtest-dev, libgmock-dev (tests only)
+endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)     # libhwloc-dev
 pkg_check_modules(PMIX IMPORTED_TARGET pmix)                # libpmix-dev (optional)

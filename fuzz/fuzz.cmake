@@ -1,18 +1,16 @@
-# libFuzzer targets for the parsers of outside input that are not the store's
-# frame parser (store/fuzz/) and not rendezvous frames and messages
-# (rendezvous/frame_fuzz.cc): those are built beside their code.
-# The main build is gcc; libFuzzer needs clang, so each target is compiled by
-# a custom command with clang++ straight from the sources it needs. Without
-# clang++ nothing is built and no fuzz test is registered (a status message
-# says so).
+# Every libFuzzer target of the project, built one way: a parser of outside
+# input and the code it needs, compiled by a custom command with clang++ (the
+# main build is gcc; libFuzzer needs clang). Without clang++ nothing is built and
+# no fuzz test is registered (a status message says so).
 #
-# Each target gets a short deterministic CTest run (label fuzz) over its
-# committed seed corpus in fuzz/corpus/<name>/; new inputs go to the build
-# tree. fuzz/run.sh runs them for longer (docs/admin.md, "Fuzzing").
+# Each target gets a short deterministic unit test, fuzz_<name>, over its
+# committed seed corpus; new inputs go to the build tree. fuzz/run.sh runs any
+# of them for longer (docs/admin.md, "Fuzzing"), from the list this file writes
+# to ${build}/fuzz/targets.txt.
 
-# The sanitizer tree runs unit and process tests only; the fuzz targets carry
-# their own sanitizers, so build them once, in the release tree.
-if(ELASTIC_SANITIZE AND NOT ELASTIC_FUZZ)
+# Tests only; the sanitizer tree runs unit and process tests, and the fuzz
+# targets carry their own sanitizers: build them once, in the release tree.
+if(NOT ELASTIC_FUZZ AND (NOT ELASTIC_BUILD_TESTS OR ELASTIC_SANITIZE))
   return()
 endif()
 
@@ -21,34 +19,36 @@ if(NOT ELASTIC_FUZZ_CLANGXX)
   if(ELASTIC_FUZZ)
     message(FATAL_ERROR "ELASTIC_FUZZ=ON needs clang++ (apt-get install clang libclang-rt-14-dev)")
   endif()
-  message(STATUS "clang++ not found: fuzz targets in fuzz/ are not built (apt-get install clang libclang-rt-14-dev)")
+  message(STATUS "clang++ not found: no fuzz targets (apt-get install clang libclang-rt-14-dev)")
   return()
 endif()
 
 set(ELASTIC_FUZZ_DIR ${PROJECT_BINARY_DIR}/fuzz)
 file(MAKE_DIRECTORY ${ELASTIC_FUZZ_DIR})
+file(WRITE ${ELASTIC_FUZZ_DIR}/targets.txt "# name max_len corpus (fuzz/run.sh)\n")
 set(_fuzz_flags -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -I${ELASTIC_GENERATED_DIR}
     "-DELASTIC_VERSION=\"${PROJECT_VERSION}\"")
 
 # elastic_add_fuzzer(<name> RUNS <n> SOURCES <project-relative sources...>
-#                    [OPTIONAL_SOURCES <sources used when they exist>] [LIBS <-lfoo...>]
+#                    [MAIN <source>] [CORPUS <dir>] [MAX_LEN <n>] [LIBS <-lfoo...>]
 #                    [DEFINES <-DX=Y...>])
-#   builds ${build}/fuzz/<name>_fuzz from fuzz/<name>_fuzz.cc and SOURCES,
-#   and the test fuzz_<name>: <n> runs with a fixed seed over fuzz/corpus/<name>.
+#   builds ${build}/fuzz/<name>_fuzz from MAIN (default fuzz/<name>_fuzz.cc) and
+#   SOURCES, and the unit test fuzz_<name>: <n> runs with a fixed seed over CORPUS
+#   (project-relative, default fuzz/corpus/<name>), inputs up to MAX_LEN (2048).
 function(elastic_add_fuzzer name)
-  cmake_parse_arguments(F "" "RUNS" "SOURCES;OPTIONAL_SOURCES;LIBS;DEFINES" ${ARGN})
-  foreach(_s ${F_OPTIONAL_SOURCES})
-    if(EXISTS ${PROJECT_SOURCE_DIR}/${_s})
-      list(APPEND F_SOURCES ${_s})
-    endif()
-  endforeach()
-  set(_srcs ${PROJECT_SOURCE_DIR}/fuzz/${name}_fuzz.cc)
-  foreach(_s ${F_SOURCES})
-    if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${_s})
-      message(STATUS "fuzz target ${name} skipped: ${_s} does not exist")
-      return()
-    endif()
+  cmake_parse_arguments(F "" "RUNS;MAIN;CORPUS;MAX_LEN" "SOURCES;LIBS;DEFINES" ${ARGN})
+  if(NOT F_MAIN)
+    set(F_MAIN fuzz/${name}_fuzz.cc)
+  endif()
+  if(NOT F_CORPUS)
+    set(F_CORPUS fuzz/corpus/${name})
+  endif()
+  if(NOT F_MAX_LEN)
+    set(F_MAX_LEN 2048)
+  endif()
+  set(_srcs)
+  foreach(_s ${F_MAIN} ${F_SOURCES})
     list(APPEND _srcs ${PROJECT_SOURCE_DIR}/${_s})
   endforeach()
   set(_bin ${ELASTIC_FUZZ_DIR}/${name}_fuzz)
@@ -66,13 +66,15 @@ function(elastic_add_fuzzer name)
     COMMENT "Building fuzz target ${name}_fuzz with clang++"
     VERBATIM)
   add_custom_target(${name}_fuzz ALL DEPENDS ${_bin})
+  file(APPEND ${ELASTIC_FUZZ_DIR}/targets.txt "${name} ${F_MAX_LEN} ${F_CORPUS}\n")
   add_test(NAME fuzz_${name}
-    COMMAND sh -c "mkdir -p work-${name} && exec \"$0\" -seed=1 -runs=${F_RUNS} -max_len=2048 work-${name} \"$1\""
-            ${_bin} ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name}
+    COMMAND sh -c "mkdir -p work-${name} && exec \"$0\" -seed=1 -runs=${F_RUNS} -max_len=${F_MAX_LEN} work-${name} \"$1\""
+            ${_bin} ${PROJECT_SOURCE_DIR}/${F_CORPUS}
     WORKING_DIRECTORY ${ELASTIC_FUZZ_DIR})
-  set_tests_properties(fuzz_${name} PROPERTIES LABELS fuzz TIMEOUT 600)
+  set_tests_properties(fuzz_${name} PROPERTIES LABELS unit TIMEOUT 300)
 endfunction()
 
+# common/, spank_plugin/, launcher/: option values, Slurm's environment, error files.
 elastic_add_fuzzer(parse RUNS 100000
   SOURCES common/parse.cc)
 elastic_add_fuzzer(device_list RUNS 50000
@@ -92,7 +94,7 @@ elastic_add_fuzzer(spank_options RUNS 50000
           common/bind_mode.cc common/node_range.cc common/module_list.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
-          spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/allocator.cc
+          spank_plugin/dispatch.cc spank_plugin/srun.cc
           common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
           common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc)
 elastic_add_fuzzer(error_file RUNS 20000
@@ -103,16 +105,31 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
   SOURCES launcher/file_timer_request.cc common/log_escape.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
-  SOURCES launcher/launch_config.cc common/parse.cc rendezvous/rendezvous_settings.cc
+  SOURCES launcher/launch_config.cc launcher/option_values.cc common/parse.cc rendezvous/rendezvous_settings.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
-          common/node_range.cc common/module_list.cc
-  OPTIONAL_SOURCES launcher/option_values.cc)
+          common/node_range.cc common/module_list.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
-set(_fuzz_topology ${PROJECT_SOURCE_DIR}/tests/topologies/nvidiaDGX2.xml)
-if(NOT EXISTS ${_fuzz_topology})
-  set(_fuzz_topology "")
-endif()
 elastic_add_fuzzer(gpu_lists RUNS 5000
   SOURCES hwloc_binding/gpus.cc hwloc_binding/topology.cc common/parse.cc common/device_list.cc
   LIBS -lhwloc
-  DEFINES "-DELASTIC_FUZZ_TOPOLOGY=\"${_fuzz_topology}\"")
+  DEFINES "-DELASTIC_FUZZ_TOPOLOGY=\"${PROJECT_SOURCE_DIR}/tests/topologies/nvidiaDGX2.xml\"")
+
+# store/: the TCPStore frame parser in both dialects (it needs only the standard library).
+elastic_add_fuzzer(store_parser RUNS 200000 MAX_LEN 512
+  MAIN store/fuzz/store_parser_fuzz.cc CORPUS store/fuzz/store_corpus
+  SOURCES store/store_protocol.cc)
+# store/: the whole server (connections, limits, state) driven over loopback;
+# about 10 ms per run, hence few runs. Its log goes to a quiet stub.
+elastic_add_fuzzer(store_server RUNS 1500 MAX_LEN 1024
+  MAIN store/fuzz/store_server_fuzz.cc CORPUS store/fuzz/store_server_corpus
+  SOURCES store/fuzz/quiet_log.cc store/store_server.cc store/store_state.cc store/store_protocol.cc
+          store/store_net.cc common/event_loop.cc common/clock.cc common/log_limit.cc
+          common/log_escape.cc common/net.cc common/parse.cc common/endpoint.cc)
+
+# rendezvous/: the frame parser and message decoder, what a host can send an
+# agent, and what any peer can send the host.
+foreach(_target frame client_message host_message)
+  elastic_add_fuzzer(rdzv_${_target} RUNS 20000 MAX_LEN 4096
+    MAIN rendezvous/${_target}_fuzz.cc CORPUS fuzz/corpus/rendezvous
+    SOURCES rendezvous/frame.cc rendezvous/messages.cc common/log_escape.cc)
+endforeach()

@@ -105,7 +105,7 @@ void ElasticAgent::OnSignal() {
     }
     bool terminating = std::find(config_.signals_to_handle.begin(), config_.signals_to_handle.end(),
                                  sig) != config_.signals_to_handle.end();
-    Log(terminating ? LogLevel::kWarning : LogLevel::kInfo, "got {}: {}", SignalName(sig),
+    Log(JobEvent(terminating ? LogLevel::kWarning : LogLevel::kInfo), "got {}: {}", SignalName(sig),
         terminating ? "stopping the workers" : "forwarding it to every worker");
     Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
   }
@@ -127,6 +127,14 @@ void ElasticAgent::OnJobControl(int sig) {
   Dispatch(Event{EventKind::kForward, SIGCONT, {}, {}});
 }
 
+// Job-level events (a worker failure and the restart it causes, the failure
+// summary, a signal Slurm sends every node) are told once, by the node of group
+// rank 0, like srun's own messages; the other nodes log them only at -v. Before
+// the first round every node counts as rank 0.
+LogLevel ElasticAgent::JobEvent(LogLevel level) const {
+  return round_.group_rank == 0 ? level : LogLevel::kDebug;
+}
+
 void ElasticAgent::SetCallbacks() {
   RendezvousHandler::Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) {
@@ -135,7 +143,7 @@ void ElasticAgent::SetCallbacks() {
     Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
   };
   cb.on_restart_required = [this](const std::string& reason) {
-    Log(LogLevel::kInfo, "the rendezvous asks for a restart: {}", reason);
+    Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };
   cb.on_job_failed = [this](const WorkerFailure& f) {
@@ -222,9 +230,10 @@ void ElasticAgent::Execute(const Action& action) {
     case ActionKind::kJoin:
       if (EndsInCrashLoop()) break;
       if (status_.has_failure) {
-        Log(LogLevel::kInfo, "restarting the workers after rank {} failed", status_.failure.global_rank);
+        Log(JobEvent(LogLevel::kInfo), "restarting the workers after rank {} failed",
+            status_.failure.global_rank);
       } else {
-        Log(LogLevel::kInfo, "restarting the workers");
+        Log(LogLevel::kDebug, "restarting the workers");
       }
       JoinRound();
       break;
@@ -398,8 +407,8 @@ void ElasticAgent::OnWorkerExit(Worker* w) {
     ReadErrorFile(w->error_file, &f.message, &f.traceback);
     if (w->hang) DescribeHang(w, &f);
     if (status_.state == WorkerState::kHealthy) {
-      Log(LogLevel::kWarning, "rank {} (local rank {}) failed: {}", f.global_rank, f.local_rank,
-          DescribeExit(f));
+      Log(JobEvent(LogLevel::kWarning), "rank {} (local rank {}) failed: {}", f.global_rank,
+          f.local_rank, DescribeExit(f));
     }
   }
   Log(LogLevel::kDebug, "rank {} exited: {}", f.global_rank, DescribeExit(f));
@@ -466,7 +475,7 @@ void ElasticAgent::Finish(int exit_code) {
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
-    LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
+    Log(JobEvent(LogLevel::kError), "{}", summary.substr(0, summary.size() - 1));
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "common/log.h"
 #include "launcher/child_process.h"
 #include "launcher/crash_loop.h"
 #include "launcher/file_timer_server.h"
@@ -76,6 +77,7 @@ class ElasticAgent {
   void OnSignal();
   void OnJobControl(int sig);  // SIGTSTP / SIGCONT
   void SetCallbacks();
+  LogLevel JobEvent(LogLevel level) const;
   void Dispatch(Event event);
   void Execute(const Action& action);
 

@@ -1,8 +1,9 @@
 // Chooses and builds the agent's rendezvous from the launch settings: a pure
 // function of RendezvousOptions (every fact from the environment, Slurm's and
 // PMIx's included, is already in them: launcher/launch_config.h, run.cc).
-// Standalone and single-node runs host a private rendezvous on loopback;
-// everything else uses the C10d-style host/client rendezvous (rendezvous/).
+// Always the C10d-style host/client rendezvous (rendezvous/): a standalone or
+// single-node run hosts it itself on loopback, so its workers still get the
+// agent's store.
 #pragma once
 
 #include <memory>

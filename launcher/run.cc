@@ -98,9 +98,10 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
     *exit_code = kUsageExit;
     return false;
   }
-  if (LogVerbose() || !plan->note.empty()) {
-    std::string table = PlanToTable(*plan);
-    Log(LogLevel::kInfo, "binding plan:\n{}", table);
+  // A note is printed by node rank 0 only (or where the rank is not known yet), as the
+  // agent's job-level events; every node prints its plan at -v.
+  if (LogVerbose() || (!plan->note.empty() && config.rdzv.node_rank <= 0)) {
+    Log(LogLevel::kInfo, "binding plan:\n{}", PlanToTable(*plan));
   }
   for (const WorkerBinding& w : plan->workers) {
     spec->cpus.push_back(w.cpus);

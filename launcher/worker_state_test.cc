@@ -199,7 +199,7 @@ class FakeRun {
         ++joins;
         if (!failed_) queue->push_back(Simple(E::kRoundReady));
         break;
-      case K::kReportFailure:  // like LocalRendezvous: count, or fail the job
+      case K::kReportFailure:  // like the rendezvous host: count, or fail the job
         if (restarts_ < max_restarts_) {
           ++restarts_;
         } else {

@@ -288,7 +288,7 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       return;
     case K::kWaiting:
       if (msg.text != last_waiting_)
-        Log(LogLevel::kInfo, "rendezvous: waiting at {}: {}", HostName(), EscapeForLog(msg.text));
+        Log(LogLevel::kDebug, "rendezvous: waiting at {}: {}", HostName(), EscapeForLog(msg.text));
       last_waiting_ = msg.text;
       if (round_timer_) ArmRoundDeadline();  // the host is still forming the round
       return;

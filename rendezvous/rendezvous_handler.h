@@ -1,8 +1,7 @@
 // RendezvousHandler: what the agent (launcher/) needs from a rendezvous.
-// Implementations: the single-node LocalRendezvous (launcher/, standalone) and
-// the C10d-style host/client rendezvous (rendezvous/). Event-driven: every
-// implementation runs on the agent's EventLoop and reports through Callbacks;
-// no call blocks.
+// Implemented by the C10d-style host/client rendezvous (c10d_rendezvous.h),
+// standalone runs included (the agent hosts a one-node rendezvous). Event-driven:
+// it runs on the agent's EventLoop and reports through Callbacks; no call blocks.
 //
 // Agent life cycle against this interface:
 //   Join(n) -> on_round(info) -> start workers with info

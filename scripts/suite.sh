@@ -65,7 +65,7 @@ run_suite torch build -L '^torch$' -E '^ship\.'
 run_suite cluster build -L '^cluster$' -E '^ship\.'
 run_suite ship build -R '^ship\.'
 if [ "$system" = bookworm ]; then
-  run_suite asan-unit+process build-asan -L '^(unit|process)$' -E '^ship\.packager_release_build$'
+  run_suite asan-unit+process build-asan -L '^(unit|process)$' -E '^ship\.packager_'
 fi
 echo "== $system: leftovers"
 if bash tests/check_leftovers.sh; then

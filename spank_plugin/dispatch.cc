@@ -54,16 +54,17 @@ int OptionCallback(OptionId id, const char* value, bool remote) {
   return -1;  // the caller prints err: srun fails before anything is allocated
 }
 
+// srun (before allocation) and sbatch/salloc (before submission: the job
+// exports the options to every srun in it) check the same: the options together.
 int InitPostOpt(SpankApi& api) {
   PluginState& state = State();
-  switch (state.context) {
-    case Context::kLocal:
-      return SrunInitPostOpt(api, state);
-    case Context::kAllocator:
-      return AllocatorInitPostOpt(api, state);
-    default:
-      return 0;
+  if (state.context != Context::kLocal && state.context != Context::kAllocator) return 0;
+  std::string err;
+  if (!ValidateCombination(state.options, state.config, &err)) {
+    api.Error(err);
+    return -1;
   }
+  return 0;
 }
 
 int LocalUserInit(SpankApi& api) {

@@ -1,7 +1,8 @@
 // The plugin's callbacks in Slurm-free form: plugin.cc (the .so's only
 // extern "C" file) wraps each in a catch-all and calls these; unit tests call
 // them with a FakeSpank. One dispatch on the context (dispatch.cc) hands off to
-// one file per context: srun.cc, allocator.cc, slurmstepd.cc.
+// one file per context: srun.cc, slurmstepd.cc (sbatch/salloc only check the
+// options, in dispatch.cc).
 #pragma once
 
 #include <string>
@@ -33,9 +34,7 @@ int LocalUserInit(SpankApi& api);
 int TaskInit(SpankApi& api, NodeDirectory& nodes);
 
 // Per-context handlers (one file each).
-int SrunInitPostOpt(SpankApi& api, PluginState& state);
 int SrunLocalUserInit(SpankApi& api, PluginState& state);
-int AllocatorInitPostOpt(SpankApi& api, PluginState& state);
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 
 // The installed elasticrun (set by the build).

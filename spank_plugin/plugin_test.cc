@@ -101,6 +101,24 @@ TEST_F(PluginTest, SrunWithoutElasticIgnoresEverything) {
   EXPECT_EQ(LocalUserInit(api), 0);
 }
 
+TEST_F(PluginTest, SrunChecksTheCombinationBeforeAllocation) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kNprocPerNode, "2", false), 0);
+  EXPECT_EQ(InitPostOpt(api), -1);
+  EXPECT_NE(api.errors.at(0).find("needs --elastic"), std::string::npos);
+}
+
+TEST_F(PluginTest, SrunRefusesMoreNodesThanTheMaximum) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "1:2", false), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  EXPECT_EQ(LocalUserInit(api), -1);
+  EXPECT_NE(api.errors.at(0).find("the step has 3 nodes but --elastic=1:2 allows at most 2"),
+            std::string::npos) << api.errors.at(0);
+}
+
 TEST_F(PluginTest, SbatchChecksTheCombination) {
   api.context = Context::kAllocator;
   ASSERT_EQ(Init(api, {}), 0);

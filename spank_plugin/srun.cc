@@ -1,8 +1,7 @@
 // srun (S_CTX_LOCAL): every check that can fail before the step starts, with a
 // message that names the option, the value and what is allowed.
-#include <fmt/format.h>
-
 #include "spank_plugin/plugin.h"
+#include "spank_plugin/task_env.h"
 
 namespace elastic::spank {
 
@@ -18,15 +17,6 @@ bool CmdlineHasMultiProg(const std::vector<std::string>& cmdline, const std::str
   return false;
 }
 
-int SrunInitPostOpt(SpankApi& api, PluginState& state) {
-  std::string err;
-  if (!ValidateCombination(state.options, state.config, &err)) {
-    api.Error(err);
-    return -1;
-  }
-  return 0;
-}
-
 int SrunLocalUserInit(SpankApi& api, PluginState& state) {
   if (!ElasticActive(state.options, state.config)) return 0;
   std::vector<std::string> argv;
@@ -36,21 +26,15 @@ int SrunLocalUserInit(SpankApi& api, PluginState& state) {
               "node): drop --multi-prog or add --elastic=off");
     return -1;
   }
+  // srun knows the whole step; each slurmstepd checks its node again (task_init).
   uint32_t nnodes = 0, ntasks = 0;
-  if (api.GetItem(Item::kNnodes, &nnodes) && api.GetItem(Item::kTotalTaskCount, &ntasks) &&
-      nnodes > 0 && ntasks != nnodes) {
-    api.Error(fmt::format(
-        "--elastic needs exactly one task per node (elasticrun starts the workers), but this step "
-        "has {} tasks on {} nodes: add --ntasks-per-node=1",
-        ntasks, nnodes));
-    return -1;
-  }
-  const auto& range = state.options.nnodes;
-  if (range && nnodes > static_cast<uint32_t>(range->second)) {
-    api.Error(fmt::format("the step has {} nodes but --elastic={}:{} allows at most {}: use -N {}-{}",
-                          nnodes, range->first, range->second, range->second, range->first,
-                          range->second));
-    return -1;
+  std::string err;
+  if (api.GetItem(Item::kNnodes, &nnodes) && nnodes > 0) {
+    if (!api.GetItem(Item::kTotalTaskCount, &ntasks)) ntasks = nnodes;
+    if (!ValidateStepLayout(WholeStepLayout(nnodes, ntasks), state.options, &err)) {
+      api.Error(err);
+      return -1;
+    }
   }
   return 0;
 }

@@ -111,17 +111,25 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
   return false;
 }
 
-bool ValidateStepLayout(const StepInfo& step, const ElasticOptions& options, std::string* err) {
-  if (step.local_tasks != 1) {
+StepLayout WholeStepLayout(uint32_t nnodes, uint32_t ntasks) {
+  return StepLayout{nnodes, ntasks, nnodes, fmt::format("{} nodes", nnodes)};
+}
+
+StepLayout NodeLayout(const StepInfo& step) {
+  return StepLayout{step.nnodes, step.local_tasks, 1, fmt::format("node {}", step.node_id)};
+}
+
+bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options, std::string* err) {
+  if (layout.tasks != layout.nodes_seen) {
     *err = fmt::format(
         "--elastic needs exactly one task per node (elasticrun starts the workers), but this step "
-        "has {} tasks on node {}: add --ntasks-per-node=1",
-        step.local_tasks, step.node_id);
+        "has {} tasks on {}: add --ntasks-per-node=1",
+        layout.tasks, layout.where);
     return false;
   }
-  if (options.nnodes && step.nnodes > static_cast<uint32_t>(options.nnodes->second)) {
+  if (options.nnodes && layout.nnodes > static_cast<uint32_t>(options.nnodes->second)) {
     *err = fmt::format("the step has {} nodes but --elastic={}:{} allows at most {}: use -N {}-{}",
-                       step.nnodes, options.nnodes->first, options.nnodes->second,
+                       layout.nnodes, options.nnodes->first, options.nnodes->second,
                        options.nnodes->second, options.nnodes->first, options.nnodes->second);
     return false;
   }

@@ -54,7 +54,18 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
 bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
                   NodeDirectory& nodes, EnvList* env, std::string* err);
 
-// Checks of the step's layout made on every node (task_init): one task per node.
-bool ValidateStepLayout(const StepInfo& step, const ElasticOptions& options, std::string* err);
+// The layout one check sees: srun the whole step (every task on every node), each
+// slurmstepd its own node (task_init: its tasks on its one node).
+struct StepLayout {
+  uint32_t nnodes = 0;      // the step's node count
+  uint32_t tasks = 0;       // tasks on the nodes seen
+  uint32_t nodes_seen = 0;  // nodes those tasks run on: nnodes (srun) or 1 (slurmstepd)
+  std::string where;        // "3 nodes" / "node 2", for the message
+};
+StepLayout WholeStepLayout(uint32_t nnodes, uint32_t ntasks);
+StepLayout NodeLayout(const StepInfo& step);
+
+// One task per node, and no more nodes than --elastic=MIN:MAX allows.
+bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options, std::string* err);
 
 }  // namespace elastic::spank

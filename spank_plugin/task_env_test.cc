@@ -235,18 +235,35 @@ TEST(ChooseRdzvHost, ReportsEverythingTriedWhenAllFail) {
   EXPECT_NE(err.find("SLURM_STEP_NODELIST"), std::string::npos);
 }
 
-TEST(ValidateStepLayout, OneTaskPerNode) {
-  StepInfo s = ThreeNodeStep(0);
-  ElasticOptions o;
+TEST(ValidateStepLayout, OneTaskPerNodeAndAtMostTheMaximumOfNodes) {
+  ElasticOptions any, up_to_2;
+  up_to_2.nnodes = std::make_pair(1, 2);
+  StepInfo node = ThreeNodeStep(2);
+  struct Row {
+    const char* name;
+    StepLayout layout;
+    const ElasticOptions* options;
+    const char* error;  // "" = valid
+  } rows[] = {
+      {"srun, one task per node", WholeStepLayout(3, 3), &any, ""},
+      {"srun, 12 tasks", WholeStepLayout(3, 12), &any,
+       "has 12 tasks on 3 nodes: add --ntasks-per-node=1"},
+      {"srun, too many nodes", WholeStepLayout(3, 3), &up_to_2,
+       "the step has 3 nodes but --elastic=1:2 allows at most 2: use -N 1-2"},
+      {"node, one task", NodeLayout(node), &any, ""},
+      {"node, too many nodes", NodeLayout(node), &up_to_2, "allows at most 2"},
+  };
+  for (const Row& row : rows) {
+    std::string err;
+    EXPECT_EQ(ValidateStepLayout(row.layout, *row.options, &err), *row.error == '\0') << row.name;
+    if (*row.error) {
+      EXPECT_NE(err.find(row.error), std::string::npos) << row.name << ": " << err;
+    }
+  }
+  node.local_tasks = 4;
   std::string err;
-  EXPECT_TRUE(ValidateStepLayout(s, o, &err));
-  s.local_tasks = 4;
-  EXPECT_FALSE(ValidateStepLayout(s, o, &err));
-  EXPECT_NE(err.find("add --ntasks-per-node=1"), std::string::npos) << err;
-  s.local_tasks = 1;
-  o.nnodes = std::make_pair(1, 2);
-  EXPECT_FALSE(ValidateStepLayout(s, o, &err));
-  EXPECT_NE(err.find("at most 2"), std::string::npos) << err;
+  EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, &err));
+  EXPECT_NE(err.find("has 4 tasks on node 2: add --ntasks-per-node=1"), std::string::npos) << err;
 }
 
 TEST(BuildTaskEnv, BadLayoutFromSlurmIsAnError) {

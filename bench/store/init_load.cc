@@ -32,7 +32,7 @@
 // out, as it would be the same for every server.
 //
 // The requests are encoded with store/store_protocol.h's Put* helpers and the
-// replies decoded with store/store_codec.h's Decode* (the benchmark's client
+// replies decoded with bench/store/store_codec.h's Decode* (the benchmark's client
 // codec): the only two dependencies on the store library.
 #include <poll.h>
 #include <signal.h>
@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "common/net.h"
-#include "store/store_codec.h"
+#include "bench/store/store_codec.h"
 #include "store/store_protocol.h"
 
 namespace {

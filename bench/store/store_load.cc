@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "store/store_client.h"
-#include "store/store_codec.h"
+#include "bench/store/store_client.h"
+#include "bench/store/store_codec.h"
 #include "store/store_net.h"
 #include "store/store_protocol.h"
 

@@ -45,6 +45,54 @@ class ProtocolTest(RendezvousTestCase):
         self.assert_nothing_left()
 
 
+class ConsoleTest(RendezvousTestCase):
+    """srun merges every node's stderr: a job-level event is one line, from node rank 0;
+    the other nodes tell it only at -v."""
+
+    def start_three(self, env, max_restarts, verbose_last=False):
+        agents = []
+        for i in range(3):
+            extra = ["--no-python", "--max-restarts=%d" % max_restarts, "--node-rank=%d" % i]
+            if verbose_last and i == 2:
+                extra.append("-v")
+            agents.append(self.start_agent(3, extra=extra, program=ENV_WORKER, env=env))
+            if i == 0:
+                self.wait_listening()  # node rank 0 hosts
+        return agents
+
+    @staticmethod
+    def console(agent):
+        return [l for l in agent.output().splitlines() if l.startswith("elasticrun: ")]
+
+    def test_a_restart_is_one_line_from_node_rank_0(self):
+        agents = self.start_three({"FAIL_RANK": "3"}, max_restarts=1, verbose_last=True)
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        first, second = self.console(agents[0]), self.console(agents[1])
+        restarts = [l for l in first if "restart" in l]
+        self.assertEqual(len(restarts), 1, self.dump())
+        self.assertIn("the rendezvous asks for a restart: worker 3 (local rank 1)", restarts[0])
+        self.assertEqual([l for l in first if "complete" in l and "round" in l],
+                         ["elasticrun: rendezvous: round 0 complete: 3 node(s), 6 worker(s)",
+                          "elasticrun: rendezvous: round 1 complete: 3 node(s), 6 worker(s)"],
+                         self.dump())
+        self.assertEqual(second, [], "node rank 1 (where rank 3 failed) tells nothing\n" + self.dump())
+        verbose = agents[2].output()
+        self.assertIn("the rendezvous asks for a restart: worker 3", verbose)
+        self.assertNotIn("binding plan", "\n".join(first + second))
+        self.assert_nothing_left()
+
+    def test_the_failure_summary_is_printed_once(self):
+        agents = self.start_three({"FAIL_RANK": "3", "FAIL_ROUNDS": "all"}, max_restarts=0)
+        for agent in agents:
+            self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
+        summaries = [i for i, a in enumerate(agents) for l in self.console(a)
+                     if "job failed: first failure: rank 3 (local rank 1)" in l]
+        self.assertEqual(summaries, [0], self.dump())
+        self.assertEqual(self.console(agents[1]) + self.console(agents[2]), [], self.dump())
+        self.assert_nothing_left()
+
+
 class TrainingTest(RendezvousTestCase):
     def test_three_agents_two_workers_each_all_reduce_with_contiguous_ranks(self):
         agents = [self.start_agent(3, program=TRAIN) for _ in range(3)]

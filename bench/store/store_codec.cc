@@ -1,4 +1,4 @@
-#include "store/store_codec.h"
+#include "bench/store/store_codec.h"
 
 #include <cstring>
 

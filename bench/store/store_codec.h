@@ -1,5 +1,5 @@
 // Non-blocking building blocks of the 1.13-dialect client side, for code that
-// drives its own sockets from an event loop (the agent's loop, the benchmark):
+// drives its own sockets from an event loop (the benchmark's load generator):
 // encode requests into a buffer, decode replies incrementally from a buffer.
 // Each Decode* returns the bytes consumed, or 0 if the reply is not complete.
 #pragma once

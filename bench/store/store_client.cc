@@ -1,11 +1,11 @@
-#include "store/store_client.h"
+#include "bench/store/store_client.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "store/store_codec.h"
+#include "bench/store/store_codec.h"
 #include "store/store_net.h"
 #include "store/store_protocol.h"
 

@@ -1,6 +1,7 @@
 // StoreClient: a blocking C++ client for the TCPStore wire protocol (1.13
-// dialect, which our server and PyTorch 1.13's server both speak), for our
-// agents and the benchmark load generator.
+// dialect, which our server and PyTorch 1.13's server both speak), for the
+// benchmark load generator (store_load.cc). Not part of the product: workers
+// talk to the store with PyTorch's own client.
 //
 // Keys are raw bytes: PyTorch's clients prefix theirs with "/" (a Python
 // `store.set("k", ...)` is key "/k" here), except the worker count "init/".

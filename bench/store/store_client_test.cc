@@ -1,10 +1,10 @@
-#include "store/store_client.h"
+#include "bench/store/store_client.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "store/store_codec.h"
+#include "bench/store/store_codec.h"
 #include "store/store_test_util.h"
 
 namespace elastic {
