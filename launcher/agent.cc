@@ -191,7 +191,7 @@ void ElasticAgent::Dispatch(Event event) {
     Event e = std::move(queue_.front());
     queue_.pop_front();
     WorkerState before = status_.state;
-    Transition t = Step(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms));
+    Transition t = StepWorkers(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms));
     status_ = std::move(t.status);
     if (before == WorkerState::kHealthy && status_.state == WorkerState::kUnhealthy) {
       first_failure_at_ = loop_.Now();

@@ -2,7 +2,7 @@
 // It runs on the caller's event loop (RunElasticrun owns it, and builds the
 // rendezvous on it first) and owns the rendezvous, the worker processes and their output,
 // turns what happens (pidfd readable, signalfd readable, timer, rendezvous
-// callback) into Events, and carries out the Actions that Step() returns.
+// callback) into Events, and carries out the Actions that StepWorkers() returns.
 //
 // Signals: the terminating ones (--signals-to-handle) and SIGUSR1/SIGUSR2 are
 // blocked from the start and read through a signalfd; workers exec with the

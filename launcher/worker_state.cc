@@ -7,7 +7,7 @@
 namespace elastic {
 namespace {
 
-// Builder that keeps Step()'s cases short.
+// Builder that keeps StepWorkers()'s cases short.
 class Stepper {
  public:
   Stepper(const GroupStatus& s, MonoClock::time_point now, Millis grace)
@@ -179,7 +179,7 @@ int FailureExitCode(const WorkerFailure& failure) {
   return 1;
 }
 
-Transition Step(const GroupStatus& status, const Event& event, MonoClock::time_point now,
+Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
                 Millis shutdown_timeout) {
   Stepper st(status, now, shutdown_timeout);
   GroupStatus& s = st.s();

@@ -1,7 +1,7 @@
 // The agent's supervision logic as a pure state machine over the local
-// WorkerGroup: Step(status, event, now) -> (status, actions). No I/O, no clock
+// WorkerGroup: StepWorkers(status, event, now) -> (status, actions). No I/O, no clock
 // reads: the shell (agent.cc) turns events (worker exits, rendezvous callbacks,
-// signals, timers) into Step() calls and carries out the returned actions.
+// signals, timers) into StepWorkers() calls and carries out the returned actions.
 //
 // States (torchelastic's WorkerState names) and transitions:
 //
@@ -113,7 +113,7 @@ bool IsFailure(const WorkerFailure& exit);
 // The agent's exit code for a worker failure: its exit code, or 128+signal.
 int FailureExitCode(const WorkerFailure& failure);
 
-Transition Step(const GroupStatus& status, const Event& event, MonoClock::time_point now,
+Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
                 Millis shutdown_timeout);
 
 }  // namespace elastic

@@ -56,7 +56,7 @@ class TransitionTable : public ::testing::TestWithParam<Row> {};
 
 TEST_P(TransitionTable, Step) {
   const Row& row = GetParam();
-  Transition t = Step(row.before, row.event, kT0, kGrace);
+  Transition t = StepWorkers(row.before, row.event, kT0, kGrace);
   EXPECT_EQ(WorkerStateName(t.status.state), std::string(WorkerStateName(row.after)));
   EXPECT_EQ(Kinds(t), row.actions);
   if (row.exit_code >= 0) {
@@ -121,16 +121,16 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(WorkerStateTest, StopTimeoutBeforeDeadlineDoesNothing) {
   GroupStatus s = Status(S::kUnhealthy, 2, 2, AfterStop::kRejoin);
   s.kill_at = kT0 + Millis(5000);
-  EXPECT_TRUE(Step(s, Simple(E::kStopTimeout), kT0 + Millis(4999), kGrace).actions.empty());
-  Transition t = Step(s, Simple(E::kStopTimeout), kT0 + Millis(5000), kGrace);
+  EXPECT_TRUE(StepWorkers(s, Simple(E::kStopTimeout), kT0 + Millis(4999), kGrace).actions.empty());
+  Transition t = StepWorkers(s, Simple(E::kStopTimeout), kT0 + Millis(5000), kGrace);
   ASSERT_EQ(Kinds(t), std::vector<K>{K::kSignalWorkers});
   EXPECT_EQ(t.actions[0].signal, SIGKILL);
   // SIGKILL goes out once.
-  EXPECT_TRUE(Step(t.status, Simple(E::kStopTimeout), kT0 + Millis(9000), kGrace).actions.empty());
+  EXPECT_TRUE(StepWorkers(t.status, Simple(E::kStopTimeout), kT0 + Millis(9000), kGrace).actions.empty());
 }
 
 TEST(WorkerStateTest, StopTimerDeadlineIsNowPlusGrace) {
-  Transition t = Step(Status(S::kHealthy, 2, 2), Exited(1), kT0 + Millis(700), Millis(2500));
+  Transition t = StepWorkers(Status(S::kHealthy, 2, 2), Exited(1), kT0 + Millis(700), Millis(2500));
   ASSERT_EQ(t.actions[2].kind, K::kArmStopTimer);
   EXPECT_EQ(t.actions[2].deadline, kT0 + Millis(3200));
   EXPECT_EQ(t.actions[1].signal, SIGTERM);
@@ -140,24 +140,24 @@ TEST(WorkerStateTest, FirstFailureIsKept) {
   GroupStatus s = Status(S::kHealthy, 3, 3);
   WorkerFailure first = Exit(7);
   first.global_rank = 2;
-  s = Step(s, Event{E::kWorkerExited, 0, first, {}}, kT0, kGrace).status;
-  s = Step(s, Exited(0, SIGTERM), kT0, kGrace).status;
+  s = StepWorkers(s, Event{E::kWorkerExited, 0, first, {}}, kT0, kGrace).status;
+  s = StepWorkers(s, Exited(0, SIGTERM), kT0, kGrace).status;
   EXPECT_EQ(s.failure.global_rank, 2);
   EXPECT_EQ(s.failure.exit_code, 7);
 }
 
 TEST(WorkerStateTest, SignalOverridesRejoinWhileStopping) {
   GroupStatus s = Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin);
-  s = Step(s, Simple(E::kTerminate, SIGTERM), kT0, kGrace).status;
-  Transition t = Step(s, Exited(0, SIGTERM), kT0, kGrace);
+  s = StepWorkers(s, Simple(E::kTerminate, SIGTERM), kT0, kGrace).status;
+  Transition t = StepWorkers(s, Exited(0, SIGTERM), kT0, kGrace);
   EXPECT_EQ(Kinds(t), (std::vector<K>{K::kEndAttempt, K::kExit}));
   EXPECT_EQ(t.actions.back().exit_code, 128 + SIGTERM);
 }
 
 TEST(WorkerStateTest, NothingAfterExit) {
   GroupStatus s = Status(S::kSucceeded, 1, 0);
-  s = Step(s, Simple(E::kDone), kT0, kGrace).status;
-  EXPECT_TRUE(Step(s, Simple(E::kTerminate, SIGTERM), kT0, kGrace).actions.empty());
+  s = StepWorkers(s, Simple(E::kDone), kT0, kGrace).status;
+  EXPECT_TRUE(StepWorkers(s, Simple(E::kTerminate, SIGTERM), kT0, kGrace).actions.empty());
 }
 
 TEST(WorkerStateTest, FailureExitCodes) {
@@ -177,7 +177,7 @@ class FakeRun {
     while (!queue.empty()) {
       Event next = queue.front();
       queue.erase(queue.begin());
-      Transition t = Step(status_, next, now_, kGrace);
+      Transition t = StepWorkers(status_, next, now_, kGrace);
       status_ = t.status;
       for (const Action& a : t.actions) Carry(a, &queue);
     }

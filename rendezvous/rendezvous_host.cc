@@ -265,9 +265,9 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
 // ---- the state machine ----
 
 void RendezvousHost::Feed(const RendezvousEvent& event) {
-  std::vector<RendezvousAction> actions;
-  Step(config_.settings, event, loop_.Now(), &state_, &actions);
-  for (const auto& action : actions) Carry(action);
+  RendezvousTransition t = StepRendezvous(config_.settings, std::move(state_), event, loop_.Now());
+  state_ = std::move(t.state);
+  for (const auto& action : t.actions) Carry(action);
   ScheduleDeadline();
 }
 

@@ -365,9 +365,10 @@ size_t QuorumRejoined(const RendezvousState& s) {
   return n;
 }
 
-void Step(const RendezvousSettings& settings, const RendezvousEvent& event, TimePoint now,
-          RendezvousState* state, Actions* actions) {
-  Ctx c{settings, now, *state, *actions};
+RendezvousTransition StepRendezvous(const RendezvousSettings& settings, RendezvousState state,
+                                    const RendezvousEvent& event, TimePoint now) {
+  RendezvousTransition t{std::move(state), {}};
+  Ctx c{settings, now, t.state, t.actions};
   std::visit(
       [&](const auto& ev) {
         using T = std::decay_t<decltype(ev)>;
@@ -396,6 +397,7 @@ void Step(const RendezvousSettings& settings, const RendezvousEvent& event, Time
         }
       },
       event);
+  return t;
 }
 
 std::optional<TimePoint> NextDeadline(const RendezvousState& s) {

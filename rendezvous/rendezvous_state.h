@@ -1,4 +1,4 @@
-// The host's rendezvous as a pure state machine: Step(settings, event, now, state)
+// The host's rendezvous as a pure state machine: StepRendezvous(settings, state, event, now)
 // -> actions. No I/O and no clock reads: the shell (rendezvous_host.cc) feeds it
 // events from the network and the monotonic clock and carries out the actions.
 //
@@ -124,9 +124,18 @@ RendezvousState TakeoverState(const RendezvousSettings& settings, TimePoint now,
 // Previous-round members among the participants of the round being formed.
 size_t QuorumRejoined(const RendezvousState& state);
 
-// Applies one event. Deterministic: same (settings, state, event, now) => same result.
-void Step(const RendezvousSettings& settings, const RendezvousEvent& event, TimePoint now,
-          RendezvousState* state, std::vector<RendezvousAction>* actions);
+// What one event does: the next state and the actions for the shell
+// (rendezvous_host.cc) to carry out, in order.
+struct RendezvousTransition {
+  RendezvousState state;
+  std::vector<RendezvousAction> actions;
+};
+
+// Applies one event. Pure and deterministic: same (settings, state, event, now)
+// => same transition. The state is taken by value so that the shell moves its
+// state in and the result back (no copy of the node table per event).
+RendezvousTransition StepRendezvous(const RendezvousSettings& settings, RendezvousState state,
+                                    const RendezvousEvent& event, TimePoint now);
 
 // Earliest time a Tick can change anything besides heartbeats (last call, join
 // timeout); nullopt when nothing is due. Heartbeats are checked by periodic ticks.

@@ -22,9 +22,9 @@ class RendezvousStateTest : public ::testing::Test {
     state = InitialState(settings, now);
   }
   std::vector<RendezvousAction> Do(const RendezvousEvent& ev) {
-    std::vector<RendezvousAction> actions;
-    Step(settings, ev, now, &state, &actions);
-    return actions;
+    RendezvousTransition t = StepRendezvous(settings, std::move(state), ev, now);
+    state = std::move(t.state);
+    return t.actions;
   }
   void Connect(NodeId id, int preferred_rank = -1, bool local = false) {
     Do(EvConnect{NodeDesc{id, "n" + std::to_string(id), "10.0.0." + std::to_string(id),
