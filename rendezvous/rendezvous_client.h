@@ -64,6 +64,13 @@ class RendezvousClient : public RendezvousHandler {
   const TrafficCounters* traffic() const { return conn_ ? &conn_->counters() : nullptr; }
 
  private:
+  // An agent's connection to its host, one way through:
+  //   kIdle -Start-> kConnecting -connected-> kAuthenticating -welcome-> kReady
+  //   kConnecting -refused/unreachable-> kConnecting (retry until join_timeout)
+  //   kAuthenticating -closed before a challenge-> kConnecting (retry)
+  //   any -done / fatal / host lost / unreachable candidate / Shutdown-> kFinished
+  // kFinished is final: every timer is cancelled and the owner's callback runs
+  // on a later turn of the loop (Finish).
   enum class Stage { kIdle, kConnecting, kAuthenticating, kReady, kFinished };
 
   void Connect();
