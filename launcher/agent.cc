@@ -475,7 +475,9 @@ void ElasticAgent::Finish(int exit_code) {
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
-    Log(JobEvent(LogLevel::kError), "{}", summary.substr(0, summary.size() - 1));
+    // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
+    LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
+    Log(level, "{}", summary.substr(0, summary.size() - 1));
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }

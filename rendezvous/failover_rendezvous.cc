@@ -222,6 +222,7 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
   if (r.restarts_used >= params_.settings.max_restarts) {
     WorkerFailure failure;
     failure.host = host_text_;
+    failure.host_lost = true;
     failure.message = fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", lost,
                                   r.restarts_used, params_.settings.max_restarts);
     if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);

@@ -51,6 +51,9 @@ struct WorkerFailure {
   int64_t time_unix_ms = 0;
   std::string message;         // from TORCHELASTIC_ERROR_FILE, if written
   std::string traceback;
+  // The job ended because the rendezvous host was lost (restarts exhausted):
+  // the node of group rank 0 may be gone, so every survivor tells it.
+  bool host_lost = false;
 };
 
 class RendezvousHandler {

@@ -17,7 +17,7 @@ from rdzv_test_util import RendezvousTestCase
 
 class FailoverTest(RendezvousTestCase):
     def start_agents(self, count, nnodes, conf="", env=None, nproc=2, max_restarts=3,
-                     host_env=None):
+                     host_env=None, extra=()):
         """`count` agents with node ranks 0..count-1 (0 hosts): the successor order."""
         conf = ",".join(filter(None, ["expected_nodes=%d" % count, conf]))
         agents = []
@@ -27,7 +27,7 @@ class FailoverTest(RendezvousTestCase):
                 full_env.update(host_env or {})
             agents.append(self.start_agent(nnodes, nproc=nproc, conf=conf, env=full_env,
                                            extra=["--max-restarts=%d" % max_restarts,
-                                                  "--node-rank=%d" % rank]))
+                                                  "--node-rank=%d" % rank] + list(extra)))
             if rank == 0:
                 self.wait_listening()
         return agents
@@ -96,7 +96,8 @@ class FailoverTest(RendezvousTestCase):
         # SIGTERM, so round 1 waits for the host's own agent; the host dies meanwhile.
         agents = self.start_agents(3, "2:3", conf="", env={"HOLD_ROUNDS": "0",
                                                             "FAIL_ONCE_RANK": "3"},
-                                   host_env={"IGNORE_TERM": "1"})
+                                   host_env={"IGNORE_TERM": "1"}, extra=["-v"])
+        # -v: on nodes other than group rank 0 the restart is told only at -v.
         for agent in agents[1:]:  # both survivors joined round 1; the host's agent has not
             self.wait_for(lambda a=agent: "restarting the workers" in a.output(),
                           "the restart on agent %d" % agent.proc.pid)
