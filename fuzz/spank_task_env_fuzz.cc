@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int port = ChooseRdzvPort(step, options, config, &source);
   if (port < 1 || port > 65535) std::abort();
   err.clear();
-  if (!ValidateStepLayout(NodeLayout(step), options, &err) && err.empty()) std::abort();
+  if (!ValidateStepLayout(NodeLayout(step), options, PluginConfig{}, &err) && err.empty()) std::abort();
   EnvList env;
   err.clear();
   if (!BuildTaskEnv(step, options, config, nodes, &env, &err)) {

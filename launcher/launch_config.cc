@@ -33,6 +33,7 @@ enum class Opt : size_t {
   kLogDir, kLocalRanksFilter, kNoPython, kModule, kRunPath, kSignalsToHandle,
   kShutdownTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
+  kNodeMultiple,
   kCount
 };
 
@@ -120,6 +121,10 @@ constexpr OptionDef kOptions[] = {
      "LOG_DIR/health_check.log)."},
     {Opt::kHealthCheckTimeout, "--health-check-timeout,--health_check_timeout", "health_check_timeout", "60", false,
      "Seconds a --health-check may run before it is killed and counts as failed."},
+    {Opt::kNodeMultiple, "--node-multiple,--node_multiple", "node_multiple", "1", false,
+     "Rounds form only with a multiple of K nodes (tensor/pipeline parallelism); nodes "
+     "beyond the largest multiple, or beyond MAX of --nnodes, stand by as spares and "
+     "take a lost node's place. 1..MAX; MIN..MAX must hold a multiple of K."},
 };
 
 constexpr bool RowsInOrder() {
@@ -378,6 +383,9 @@ bool Parser::ConvertRendezvous(std::string* err) {
   }
   if (!ParseIntNamed(What(Opt::kMaxRestarts), Text(Opt::kMaxRestarts), 0, 1000000, &n, err)) return false;
   r.max_restarts = static_cast<int>(n);
+  if (!ParseNodeMultiple(What(Opt::kNodeMultiple), Text(Opt::kNodeMultiple), nodes,
+                         &r.node_multiple, err))
+    return false;
   r.backend = Text(Opt::kRdzvBackend);
   if (r.backend.empty()) {
     *err = What(Opt::kRdzvBackend) + ": must not be empty";

@@ -64,6 +64,23 @@ TEST(LaunchConfigTest, CrashLoopSettings) {
   EXPECT_NE(bad.err.find("soon"), std::string::npos) << bad.err;
 }
 
+TEST(LaunchConfigTest, NodeMultiple) {
+  EXPECT_EQ(Parse({"train.py"}).config.rdzv.node_multiple, 1);
+  Parsed p = Parse({"--nnodes=2:4", "--node-multiple=2", "train.py"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.rdzv.node_multiple, 2);
+  Parsed e = Parse({"--nnodes=4:8", "train.py"}, {{"PET_NODE_MULTIPLE", "4"}});
+  ASSERT_EQ(e.outcome, ParseOutcome::kRun) << e.err;
+  EXPECT_EQ(e.config.rdzv.node_multiple, 4);
+  Parsed bad = Parse({"--nnodes=3:3", "--node_multiple", "2", "train.py"});
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("--node-multiple"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("3:3 nodes holds no multiple of 2"), std::string::npos) << bad.err;
+  bad = Parse({"--nnodes=2", "--node-multiple=0", "train.py"});
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("'0'"), std::string::npos) << bad.err;
+}
+
 TEST(LaunchConfigTest, DashedAndUnderscoredSpellings) {
   Parsed a = Parse({"--nproc-per-node=4", "--max-restarts", "3", "train.py"});
   Parsed b = Parse({"--nproc_per_node=4", "--max_restarts", "3", "train.py"});

@@ -11,6 +11,7 @@ bool BuildSettings(const RendezvousOptions& o, RendezvousSettings* s, std::strin
   s->min_nodes = o.min_nodes;
   s->max_nodes = o.max_nodes;
   s->max_restarts = o.max_restarts;
+  s->node_multiple = o.node_multiple;
   s->preferred_rank = o.node_rank;
   if (o.expected_nodes) s->expected_nodes = *o.expected_nodes;
   if (!o.token.empty()) s->token = o.token;

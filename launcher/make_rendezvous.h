@@ -32,6 +32,7 @@ struct RendezvousOptions {
   std::string local_addr;             // --local-addr
   std::string hostname;               // this node's name, for summaries and logs
   int max_restarts = 0;               // --max-restarts: job-wide budget of failure restarts
+  int node_multiple = 1;              // --node-multiple K: rounds of a multiple of K nodes
   std::string token;                  // ELASTIC_RDZV_TOKEN; --rdzv-conf token= wins
 };
 

@@ -214,6 +214,7 @@ int FailoverRendezvous::ListenPort(const std::string& local_addr) {
 
 void FailoverRendezvous::OnHostLost(const std::string& why) {
   std::string lost = fmt::format("lost the rendezvous host {}: {}", host_text_, why);
+  if (client_) FollowAsSpare(client_->standby());
   Retire();
   if (!last_round_ || last_round_->successors.empty() || last_round_->group_rank >=
       static_cast<int>(last_round_->successors.size()))
@@ -240,6 +241,20 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
     if (callbacks_.on_restart_required) callbacks_.on_restart_required(lost + "; failing over");
   }
   Post([this] { TryNext(); });
+}
+
+// A spare that stood by as a voter of a round later than any its workers ran walks
+// that round's successors like its members (never taking over itself: group_rank
+// -1) and joins the new host as a voter of it (member_of in its join).
+void FailoverRendezvous::FollowAsSpare(const std::optional<RoundInfo>& standby) {
+  if (!standby || standby->successors.empty()) return;
+  if (last_round_ && last_round_->round >= standby->round) return;
+  last_round_ = *standby;
+  last_round_->group_rank = -1;
+  host_rank_ = -1;
+  for (size_t i = 0; i < standby->successors.size(); ++i)
+    if (fmt::format("{}:{}", standby->successors[i].addr, standby->successors[i].port) == host_text_)
+      host_rank_ = static_cast<int>(i);
 }
 
 void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
@@ -288,8 +303,9 @@ void FailoverRendezvous::TakeOver() {
   carried.next_round = r.round + 1;
   carried.restarts_used = r.restarts_used + 1;
   carried.last_round = r.round;
-  carried.last_members = r.successors.size();
-  carried.awaited = r.successors.size() - excluded_.size();
+  // The round's spares vote too and follow the failover (FollowAsSpare): awaited as members are.
+  carried.last_members = r.successors.size() + static_cast<size_t>(r.spares);
+  carried.awaited = r.successors.size() - excluded_.size() + static_cast<size_t>(r.spares);
   config.carried = carried;
   config.local_member_of = static_cast<int64_t>(r.round);
   std::string err;

@@ -14,7 +14,9 @@
 //      when it first connected, so connections wait in its backlog until then)
 //      with the carried state (round numbers go on upward, the loss counts
 //      against --max-restarts, the majority rule of rendezvous_state.h).
-// A host's loss before any round, or past join_timeout of walking, is fatal.
+// A spare that stood by when the last round completed walks its successors the
+// same way (it never takes over) and joins the new host as a voter of that round.
+// A host's loss before any round (or standby), or past join_timeout of walking, is fatal.
 // A host stuck without a majority (it was cut off, or SIGSTOPped) probes the
 // other successors every heartbeat_timeout; one that completed a later round
 // (ShouldYield) is a newer regime: the stuck host gives up hosting (its clients
@@ -73,6 +75,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void OnRound(const RoundInfo& info);
   int ListenPort(const std::string& local_addr);
   void OnHostLost(const std::string& why);
+  void FollowAsSpare(const std::optional<RoundInfo>& standby);
   void OnUnreachable(int rank, const std::string& why);
   void TryNext();
   void TakeOver();

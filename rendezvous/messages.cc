@@ -198,11 +198,17 @@ json RoundToJson(const RoundInfo& r) {
           {"group_world_size", r.group_world_size}, {"rank_offset", r.rank_offset},
           {"world_size", r.world_size}, {"store_addr", r.store_addr},
           {"store_port", r.store_port}, {"use_agent_store", r.use_agent_store},
-          {"restarts_used", r.restarts_used}, {"successors", SuccessorsToJson(r.successors)}};
+          {"restarts_used", r.restarts_used}, {"successors", SuccessorsToJson(r.successors)},
+          {"spares", r.spares}};
+}
+
+json StandbyToJson(const RoundInfo& r) {
+  return {{"round", r.round}, {"successors", SuccessorsToJson(r.successors)}, {"spares", r.spares},
+          {"restarts_used", r.restarts_used}};
 }
 
 bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
-  int64_t round = 0, group_rank = 0, gws = 0, offset = 0, ws = 0, port = 0, used = 0;
+  int64_t round = 0, group_rank = 0, gws = 0, offset = 0, ws = 0, port = 0, used = 0, spares = 0;
   if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) ||
       !GetIntIn(j, "group_rank", 0, kMaxCount, &group_rank, err) ||
       !GetIntIn(j, "group_world_size", 1, kMaxCount, &gws, err) ||
@@ -210,6 +216,7 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
       !GetIntIn(j, "world_size", 1, kMaxCount, &ws, err) ||
       !GetIntIn(j, "store_port", 0, 65535, &port, err) ||
       !GetIntIn(j, "restarts_used", 0, kMaxCount, &used, err) ||
+      !GetIntOr(j, "spares", 0, 0, kMaxCount, &spares, err) ||
       !GetString(j, "store_addr", &r->store_addr, err) ||
       !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err) ||
       !SuccessorsFromJson(j, &r->successors, err))
@@ -227,8 +234,36 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
   r->world_size = static_cast<int>(ws);
   r->store_port = static_cast<int>(port);
   r->restarts_used = static_cast<int>(used);
+  r->spares = static_cast<int>(spares);
   return true;
 }
+
+namespace {
+
+// A waiting message's optional "standby": the round a spare stands by for, as a voter.
+bool DecodeWaiting(const json& j, HostMessage* out, std::string* err) {
+  out->standby.reset();
+  if (!GetTextOr(j, "message", &out->text, err)) return false;
+  auto it = j.find("standby");
+  if (it == j.end()) return true;
+  if (!it->is_object()) return Fail(err, "field 'standby' is not an object");
+  RoundInfo r;
+  int64_t round = 0, spares = 0, used = 0;
+  if (!GetIntIn(*it, "round", 0, INT64_MAX, &round, err) ||
+      !GetIntOr(*it, "spares", 0, 0, kMaxCount, &spares, err) ||
+      !GetIntOr(*it, "restarts_used", 0, 0, kMaxCount, &used, err) ||
+      !SuccessorsFromJson(*it, &r.successors, err))
+    return false;
+  r.round = static_cast<uint64_t>(round);
+  r.group_rank = -1;
+  r.group_world_size = static_cast<int>(r.successors.size());
+  r.spares = static_cast<int>(spares);
+  r.restarts_used = static_cast<int>(used);
+  out->standby = std::move(r);
+  return true;
+}
+
+}  // namespace
 
 json FailureToJson(const WorkerFailure& f) {
   return {{"global_rank", f.global_rank}, {"local_rank", f.local_rank}, {"host", f.host},
@@ -286,7 +321,7 @@ bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err) {
   else if (msg.type == "error") out->kind = K::kError, ok = GetTextOr(j, "message", &out->text, &why);
   else if (msg.type == "done") out->kind = K::kDone, ok = GetTextOr(j, "message", &out->text, &why);
   else if (msg.type == "fatal") out->kind = K::kFatal, ok = GetTextOr(j, "message", &out->text, &why);
-  else if (msg.type == "waiting") out->kind = K::kWaiting, ok = GetTextOr(j, "message", &out->text, &why);
+  else if (msg.type == "waiting") out->kind = K::kWaiting, ok = DecodeWaiting(j, out, &why);
   else return Fail(err, UnknownType(msg));
   if (!ok) return Fail(err, fmt::format("bad '{}' message: {}", msg.type, why));
   return true;

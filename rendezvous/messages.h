@@ -7,7 +7,10 @@
 //   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave
 //   host  -> agent  round {round info} | restart {round, reason} | job_failed {failure, message}
-//                   | done {message} | fatal {message} | waiting {message} | heartbeat | error
+//                   | done {message} | fatal {message} | waiting {message, standby?} | heartbeat
+//                   | error
+// A spare standing by when a round completed gets waiting {standby: {round, successors,
+// spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where
 // each member's agent listens should it take over (docs/design.md "Failover").
 // The failover fields (round, last_completed, listen_port, member_of, successors) are optional.
@@ -21,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +51,7 @@ bool GetString(const nlohmann::json& j, const char* key, std::string* out, std::
 bool GetInt(const nlohmann::json& j, const char* key, int64_t* out, std::string* err);
 
 nlohmann::json RoundToJson(const RoundInfo& info);
+nlohmann::json StandbyToJson(const RoundInfo& info);  // round, successors, spares
 bool RoundFromJson(const nlohmann::json& j, RoundInfo* info, std::string* err);
 nlohmann::json FailureToJson(const WorkerFailure& f);
 bool FailureFromJson(const nlohmann::json& j, WorkerFailure* f, std::string* err);
@@ -84,6 +89,7 @@ struct HostMessage {
   RestartMsg restart;
   JobFailedMsg job_failed;
   std::string text;  // error, done, fatal, waiting: their "message"
+  std::optional<RoundInfo> standby;  // waiting: the round this spare votes in (group_rank -1)
 };
 const char* HostMessageName(HostMessage::Kind kind);
 bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err);

@@ -95,6 +95,10 @@ TEST(MessagesTest, HostMessageDecoderRefusesBadFieldsNamingThem) {
       {R"({"type":"error","message":1})", "'message'"},
       {R"({"type":"fatal","message":[1]})", "'message'"},
       {R"({"type":"waiting","message":{}})", "'message'"},
+      {R"({"type":"waiting","message":"m","standby":3})", "'standby'"},
+      {R"({"type":"waiting","message":"m","standby":{"round":-1}})", "'round'"},
+      {R"({"type":"waiting","message":"m","standby":{"round":1,"spares":"1"}})", "'spares'"},
+      {R"({"type":"waiting","message":"m","standby":{"round":1,"successors":[7]}})", "'successors'"},
       {R"({"type":"done","message":false})", "'message'"},
       {R"({"type":"restart","round":"1"})", "'round'"},
       {R"({"type":"restart","round":1,"reason":2})", "'reason'"},
@@ -135,6 +139,37 @@ TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
     EXPECT_FALSE(DecodeAgentMessage(Raw(text), &out, &err)) << text;
     EXPECT_NE(err.find(field), std::string::npos) << text << " -> " << err;
   }
+}
+
+// A spare's standby (round, successors, spares, restarts) and a round's spare count
+// survive the round trip; a plain waiting message has no standby.
+TEST(MessagesTest, StandbyAndSparesRoundTrip) {
+  RoundInfo r;
+  r.round = 4;
+  r.restarts_used = 2;
+  r.spares = 1;
+  r.successors = {Successor{"n1", "10.0.0.1", 4001}, Successor{"n2", "10.0.0.2", 0}};
+  HostMessage out;
+  std::string err;
+  ASSERT_TRUE(DecodeHostMessage(Decode(EncodeMessage("waiting", {{"message", "full"},
+                                                                 {"standby", StandbyToJson(r)}})),
+                                &out, &err)) << err;
+  ASSERT_TRUE(out.standby.has_value());
+  EXPECT_EQ(out.text, "full");
+  EXPECT_EQ(out.standby->round, 4u);
+  EXPECT_EQ(out.standby->group_rank, -1);
+  EXPECT_EQ(out.standby->spares, 1);
+  EXPECT_EQ(out.standby->restarts_used, 2);
+  ASSERT_EQ(out.standby->successors.size(), 2u);
+  EXPECT_EQ(out.standby->successors[1].name, "n2");
+  ASSERT_TRUE(DecodeHostMessage(Decode(EncodeMessage("waiting", {{"message", "m"}})), &out, &err));
+  EXPECT_FALSE(out.standby.has_value());
+  r.group_world_size = 2;
+  r.world_size = 4;
+  r.store_addr = "10.0.0.1";
+  RoundInfo back;
+  ASSERT_TRUE(RoundFromJson(RoundToJson(r), &back, &err)) << err;
+  EXPECT_EQ(back.spares, 1);
 }
 
 TEST(MessagesTest, HelloDecodes) {

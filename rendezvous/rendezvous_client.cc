@@ -287,12 +287,14 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
     case K::kHeartbeat:
       return;
     case K::kWaiting:
+      if (msg.standby) OnStandBy(*msg.standby, msg.text);
       if (msg.text != last_waiting_)
         Log(LogLevel::kDebug, "rendezvous: waiting at {}: {}", HostName(), EscapeForLog(msg.text));
       last_waiting_ = msg.text;
       if (round_timer_) ArmRoundDeadline();  // the host is still forming the round
       return;
     case K::kRound:
+      standby_.reset();
       if (round_timer_) loop_.CancelTimer(round_timer_);
       round_timer_ = 0;
       running_round_ = msg.round.round;
@@ -335,6 +337,15 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       return Fatal(fmt::format("protocol error from the rendezvous host {}: '{}' after welcome",
                                HostName(), HostMessageName(msg.kind)));
   }
+}
+
+// One console line per round a spare stands by for (not an error: it waits for a
+// loss, or for the end of the job).
+void RendezvousClient::OnStandBy(const RoundInfo& round, const std::string& why) {
+  if (standby_ && standby_->round == round.round) return;
+  standby_ = round;
+  Log(LogLevel::kInfo, "rendezvous: this node stands by as a spare: {}; it joins the next round "
+      "if a node is lost", EscapeForLog(why));
 }
 
 // `done` ends the agent successfully after its workers of the last round

@@ -61,6 +61,9 @@ class RendezvousClient : public RendezvousHandler {
   std::string Describe() const override;
 
   AuthMethod auth_method() const { return auth_; }  // as the host's challenge asked
+  // The round this agent stands by for as a spare, since its last round (group_rank -1;
+  // no successors: a latecomer, not a voter).
+  const std::optional<RoundInfo>& standby() const { return standby_; }
   const TrafficCounters* traffic() const { return conn_ ? &conn_->counters() : nullptr; }
 
  private:
@@ -84,6 +87,7 @@ class RendezvousClient : public RendezvousHandler {
   void OnReady();
   void OnHostPush(const HostMessage& msg);
   void OnDone(const std::string& message);
+  void OnStandBy(const RoundInfo& round, const std::string& why);
   void SendJoin(int local_world_size);
   void ArmRoundDeadline();
   void OnAuthDeadline();
@@ -115,6 +119,7 @@ class RendezvousClient : public RendezvousHandler {
   std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
   std::string last_waiting_;                // printed once, not every tick
+  std::optional<RoundInfo> standby_;        // a spare's round (waiting {standby})
   bool challenged_ = false;                 // the challenge came (then: await welcome)
   MonoClock::time_point last_heard_{};
   EventLoop::TimerId retry_timer_ = 0;

@@ -39,6 +39,7 @@ struct RoundInfo {
   bool use_agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE
   int restarts_used = 0;       // failures counted against --max-restarts so far (job-wide)
   std::vector<Successor> successors;  // the round's members in group-rank order (failover)
+  int spares = 0;              // nodes standing by when it completed: voters, as its members
 };
 
 // The first failure of a worker, as reported in the end-of-run summary.

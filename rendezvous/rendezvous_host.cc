@@ -349,6 +349,11 @@ void RendezvousHost::SendToPeer(const RendezvousAction& action) {
     case RendezvousActionKind::kDisconnect:
       Log(LogLevel::kWarning, "rendezvous: dropping silent node {}", it->second.addr);
       return conn.CloseAfterFlush();
+    case RendezvousActionKind::kStandBy: {
+      // No successors: a latecomer, not a voter of the round (it cannot follow a failover).
+      return conn.Send("waiting", {{"message", action.message},
+                                   {"standby", StandbyToJson(action.round)}});
+    }
   }
 }
 
@@ -379,6 +384,10 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
         if (callbacks_.on_fatal) callbacks_.on_fatal(m);
       });
     case RendezvousActionKind::kDisconnect:
+      return;
+    case RendezvousActionKind::kStandBy:
+      Log(LogLevel::kInfo, "rendezvous: this node stands by as a spare: {}; it joins the next "
+          "round if a node is lost", action.message);
       return;
   }
 }

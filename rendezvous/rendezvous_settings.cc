@@ -134,9 +134,13 @@ bool ValidateRendezvousSettings(const RendezvousSettings& s, std::string* err) {
   };
   if (s.min_nodes < 1 || s.max_nodes < s.min_nodes)
     return fail(fmt::format("--nnodes: need 1 <= MIN <= MAX, got {}:{}", s.min_nodes, s.max_nodes));
-  if (s.expected_nodes > s.max_nodes)
-    return fail(fmt::format("--rdzv-conf expected_nodes={} exceeds --nnodes MAX={}",
-                            s.expected_nodes, s.max_nodes));
+  // expected_nodes above MAX is allowed: the extra nodes stand by as spares.
+  if (s.node_multiple < 1 || s.node_multiple > s.max_nodes)
+    return fail(fmt::format("--node-multiple={}: must be 1..MAX ({} of --nnodes {}:{})",
+                            s.node_multiple, s.max_nodes, s.min_nodes, s.max_nodes));
+  if (s.max_nodes / s.node_multiple * s.node_multiple < s.min_nodes)
+    return fail(fmt::format("--node-multiple={}: no multiple of {} within --nnodes {}:{}",
+                            s.node_multiple, s.node_multiple, s.min_nodes, s.max_nodes));
   if (s.heartbeat_interval_ms <= 0 || s.heartbeat_timeout_ms <= s.heartbeat_interval_ms)
     return fail(fmt::format("--rdzv-conf: heartbeat_timeout ({} ms) must exceed "
                             "heartbeat_interval ({} ms) > 0",

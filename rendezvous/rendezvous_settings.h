@@ -15,7 +15,9 @@ enum class HostMode { kAuto, kHost, kClient };  // is_host unset / 1 / 0
 struct RendezvousSettings {
   int min_nodes = 1;                   // --nnodes MIN
   int max_nodes = 1;                   // --nnodes MAX
-  int expected_nodes = 0;              // close the first round when this many joined (0: unknown)
+  int expected_nodes = 0;              // close the first round when this many joined (0: unknown);
+                                       // above max_nodes, the extra nodes stand by as spares
+  int node_multiple = 1;               // --node-multiple K: rounds of a multiple of K nodes only
   int64_t join_timeout_ms = 600'000;   // fatal if fewer than min_nodes joined by then
   int64_t last_call_timeout_ms = 30'000;  // extra wait for never-seen nodes after min joined
   int64_t close_timeout_ms = 30'000;   // host: how long to flush terminal messages before exiting

@@ -70,12 +70,42 @@ TEST(RendezvousSettingsTest, ValidationRejectsInconsistentSettings) {
   s.max_nodes = 2;
   EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
   s.max_nodes = 4;
-  s.expected_nodes = 5;
-  EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
+  s.expected_nodes = 5;  // more nodes than MAX: one stands by as a spare
+  EXPECT_TRUE(ValidateRendezvousSettings(s, &err)) << err;
   s.expected_nodes = 4;
   s.heartbeat_timeout_ms = s.heartbeat_interval_ms;
   EXPECT_FALSE(ValidateRendezvousSettings(s, &err));
   EXPECT_NE(err.find("heartbeat_timeout"), std::string::npos);
+}
+
+TEST(RendezvousSettingsTest, NodeMultipleMustFitMinMax) {
+  struct Row {
+    const char* name;
+    int min, max, multiple;
+    bool ok;
+    const char* error;  // part of the message when refused
+  };
+  const Row rows[] = {
+      {"no multiple: any size", 1, 4, 1, true, ""},
+      {"pairs within 2:4", 2, 4, 2, true, ""},
+      {"3:3 holds a multiple of 3", 3, 3, 3, true, ""},
+      {"1:3 holds 2", 1, 3, 2, true, ""},
+      {"zero", 1, 4, 0, false, "--node-multiple=0: must be 1..MAX (4"},
+      {"above MAX", 2, 4, 8, false, "--node-multiple=8: must be 1..MAX (4"},
+      {"3:3 holds no multiple of 2", 3, 3, 2, false, "no multiple of 2 within --nnodes 3:3"},
+      {"5:7 holds no multiple of 4", 5, 7, 4, false, "no multiple of 4 within --nnodes 5:7"},
+  };
+  for (const Row& r : rows) {
+    RendezvousSettings s;
+    s.min_nodes = r.min;
+    s.max_nodes = r.max;
+    s.node_multiple = r.multiple;
+    std::string err;
+    EXPECT_EQ(ValidateRendezvousSettings(s, &err), r.ok) << r.name;
+    if (!r.ok) {
+      EXPECT_NE(err.find(r.error), std::string::npos) << r.name << ": " << err;
+    }
+  }
 }
 
 TEST(RendezvousSettingsTest, HelpListsEveryKey) {

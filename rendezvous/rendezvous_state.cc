@@ -82,13 +82,32 @@ std::vector<Successor> Successors(const RendezvousState& s) {
   return out;
 }
 
+// A spare of the running round: a voter of it (successors set) when it stood by
+// at completion, else a latecomer that only waits (it cannot follow a failover).
+void EmitStandBy(Ctx& c, NodeId id, bool voter) {
+  RendezvousAction a{RendezvousActionKind::kStandBy, id, {}, {}, {}};
+  a.round.round = c.s.round;
+  a.round.group_rank = -1;
+  a.round.group_world_size = static_cast<int>(c.s.members.size());
+  a.round.restarts_used = c.s.restarts_used;
+  if (voter) {
+    a.round.successors = Successors(c.s);
+    a.round.spares = static_cast<int>(c.s.wait_list.size());
+  }
+  a.message = fmt::format("round {} is full ({} node(s){})", c.s.round, c.s.members.size(),
+                          c.settings.node_multiple > 1
+                              ? fmt::format(", a multiple of {}", c.settings.node_multiple)
+                              : std::string());
+  c.out.push_back(std::move(a));
+}
+
 void CompleteRound(Ctx& c) {
   std::vector<NodeRecord*> joined;
   for (auto& [id, rec] : c.s.nodes)
     if (rec.joined) joined.push_back(&rec);
   std::sort(joined.begin(), joined.end(),
             [](const NodeRecord* a, const NodeRecord* b) { return RankBefore(*a, *b); });
-  size_t size = std::min(joined.size(), static_cast<size_t>(c.settings.max_nodes));
+  size_t size = RoundSize(c.settings, joined.size());
   c.s.members.clear();
   c.s.wait_list.clear();
   int world_size = 0;
@@ -114,17 +133,22 @@ void CompleteRound(Ctx& c) {
     a.round.world_size = world_size;
     a.round.restarts_used = c.s.restarts_used;
     a.round.successors = successors;
+    a.round.spares = static_cast<int>(c.s.wait_list.size());
     c.out.push_back(std::move(a));
     offset += rec.local_world_size;
   }
+  for (NodeId id : c.s.wait_list) EmitStandBy(c, id, /*voter=*/true);
   c.s.num_joined = 0;
   c.s.pending_rejoin.clear();
   c.s.last_call_deadline.reset();
   c.s.any_round_completed = true;
   c.s.phase = RendezvousPhase::kRunning;
+  // The spares vote as members do: a successor counts them the same way (RoundInfo::spares),
+  // so every host of this run weighs a majority against the same voters.
   c.s.quorum = std::set<NodeId>(c.s.members.begin(), c.s.members.end());
+  c.s.quorum.insert(c.s.wait_list.begin(), c.s.wait_list.end());
   c.s.quorum_round = static_cast<int64_t>(c.s.round);
-  c.s.quorum_size = c.s.members.size();
+  c.s.quorum_size = c.s.quorum.size();
   c.s.quorum_awaited = 0;
 }
 
@@ -134,10 +158,13 @@ void MaybeComplete(Ctx& c) {
   const auto& st = c.settings;
   size_t n = c.s.num_joined;
   if (n == 0) return;
-  bool at_max = n >= static_cast<size_t>(st.max_nodes);
-  bool at_expected = !c.s.any_round_completed && st.expected_nodes > 0 &&
-                     n >= static_cast<size_t>(st.expected_nodes);
-  bool enough = n >= static_cast<size_t>(st.min_nodes);
+  // The first round under Slurm waits for the step's nodes even past max, so that
+  // the spares are the highest node ranks and stand by as voters from the start.
+  bool first_round = !c.s.any_round_completed && st.expected_nodes > 0;
+  bool at_expected = first_round && n >= static_cast<size_t>(st.expected_nodes);
+  bool at_max = n >= LargestRound(st) && (!first_round || at_expected);
+  bool enough = n >= SmallestRound(st);
+  at_expected = at_expected && enough;
   bool survivors_back = c.s.any_round_completed && c.s.pending_rejoin.empty() &&
                         QuorumRejoined(c.s) >= c.s.quorum_awaited && enough;
   bool last_call_over = enough && c.s.last_call_deadline && c.now >= *c.s.last_call_deadline;
@@ -190,11 +217,15 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
   // Everyone who may still take part: the round's members, survivors yet to
   // rejoin, participants and the wait list (disjoint sets by construction).
   size_t alive = SurvivorsAfterLoss(c.s);
-  if (alive >= static_cast<size_t>(c.settings.min_nodes)) return;
+  size_t smallest = SmallestRound(c.settings);
+  if (alive >= smallest) return;
+  std::string limit = c.settings.node_multiple > 1
+                          ? fmt::format("the smallest allowed round of {} (--nnodes MIN {}, "
+                                        "--node-multiple {})", smallest, c.settings.min_nodes,
+                                        c.settings.node_multiple)
+                          : fmt::format("the minimum of {} (--nnodes)", c.settings.min_nodes);
   Close(c, RendezvousActionKind::kFatal,
-        fmt::format("{}; {} node(s) left, below the minimum of {} (--nnodes)", why, alive,
-                    c.settings.min_nodes),
-        nullptr);
+        fmt::format("{}; {} node(s) left, below {}", why, alive, limit), nullptr);
 }
 
 void OnLeave(Ctx& c, const EvLeave& ev) {
@@ -211,7 +242,7 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
   switch (c.s.phase) {
     case RendezvousPhase::kJoining:
       // Back below min: the last call starts afresh when min is reached again.
-      if (c.s.num_joined < static_cast<size_t>(c.settings.min_nodes)) c.s.last_call_deadline.reset();
+      if (c.s.num_joined < SmallestRound(c.settings)) c.s.last_call_deadline.reset();
       if (c.s.any_round_completed) BelowMinCheck(c, why);
       if (c.s.phase == RendezvousPhase::kJoining && was_pending) MaybeComplete(c);
       return;
@@ -254,7 +285,12 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
       if (!member && std::find(c.s.wait_list.begin(), c.s.wait_list.end(), ev.node) ==
                          c.s.wait_list.end())
         c.s.wait_list.push_back(ev.node);
-      if (!member && c.s.members.size() >= static_cast<size_t>(c.settings.max_nodes)) return;
+      // Growth only when the round can get bigger (a multiple of node_multiple, within max).
+      if (!member && RoundSize(c.settings, c.s.members.size() + c.s.wait_list.size()) <=
+                         c.s.members.size()) {
+        EmitStandBy(c, ev.node, /*voter=*/false);
+        return;
+      }
       // Growth (a new node while below max) or a member starting over: not a failure.
       std::string reason = member ? fmt::format("node {} rejoined", rec.desc.name)
                                   : fmt::format("node {} joined; growing the job", rec.desc.name);
@@ -315,7 +351,7 @@ void OnTick(Ctx& c) {
                                        c.settings.heartbeat_timeout_ms / 1000.0)});
   }
   if (c.s.phase != RendezvousPhase::kJoining) return;
-  if (c.now >= c.s.join_deadline && c.s.num_joined >= static_cast<size_t>(c.settings.min_nodes) &&
+  if (c.now >= c.s.join_deadline && c.s.num_joined >= SmallestRound(c.settings) &&
       !QuorumMet(c.s)) {
     Close(c, RendezvousActionKind::kFatal,
           fmt::format("no strict majority of round {}'s {} node(s) came back within join_timeout "
@@ -326,8 +362,7 @@ void OnTick(Ctx& c) {
           nullptr);
     return;
   }
-  if (c.now >= c.s.join_deadline &&
-      c.s.num_joined < static_cast<size_t>(c.settings.min_nodes)) {
+  if (c.now >= c.s.join_deadline && c.s.num_joined < SmallestRound(c.settings)) {
     Close(c, RendezvousActionKind::kFatal,
           fmt::format("rendezvous timed out after {} s: {}", c.settings.join_timeout_ms / 1000.0,
                       DescribeWaiting(c.settings, c.s)),
@@ -338,6 +373,22 @@ void OnTick(Ctx& c) {
 }
 
 }  // namespace
+
+size_t SmallestRound(const RendezvousSettings& st) {
+  size_t k = static_cast<size_t>(std::max(st.node_multiple, 1));
+  return (static_cast<size_t>(std::max(st.min_nodes, 1)) + k - 1) / k * k;
+}
+
+size_t LargestRound(const RendezvousSettings& st) {
+  size_t k = static_cast<size_t>(std::max(st.node_multiple, 1));
+  return static_cast<size_t>(std::max(st.max_nodes, 0)) / k * k;
+}
+
+size_t RoundSize(const RendezvousSettings& st, size_t joined) {
+  size_t k = static_cast<size_t>(std::max(st.node_multiple, 1));
+  size_t size = std::min(joined, LargestRound(st)) / k * k;
+  return size >= SmallestRound(st) ? size : 0;
+}
 
 RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now) {
   RendezvousState s;

@@ -3,6 +3,10 @@
 // events from the network and the monotonic clock and carries out the actions.
 //
 // Phases and their transitions:
+// Allowed sizes and spares: a round has a multiple of node_multiple nodes within
+// MIN..MAX (RoundSize); the joined nodes beyond it stand by as spares (the wait
+// list) and fill the next round after a loss. Spares present when a round
+// completes are voters of that round for the majority rule, like its members.
 //   kJoining   -> kRunning   round complete (max reached, expected_nodes reached, every
 //                            survivor of the previous round rejoined, or last call over),
 //                            and after a first round only with a strict majority of the
@@ -73,9 +77,9 @@ struct RendezvousState {
   // next one forms only when a strict majority of that round's members rejoined.
   // Members count by node id (this host saw them) or, after a takeover, by the
   // round they say they ran (quorum_round).
-  std::set<NodeId> quorum;            // members of the last completed round
+  std::set<NodeId> quorum;            // voters of the last completed round: members and spares
   int64_t quorum_round = -1;          // its number (-1: no round yet, no rule)
-  size_t quorum_size = 0;             // its member count
+  size_t quorum_size = 0;             // its voter count
   size_t quorum_awaited = 0;          // after a takeover: members expected back (no ids known)
 };
 
@@ -84,7 +88,7 @@ struct CarriedRound {
   uint64_t next_round = 0;    // the first round it forms (past every round run)
   int restarts_used = 0;      // the host's loss counted
   uint64_t last_round = 0;    // the round that was lost: its members form the quorum
-  size_t last_members = 0;
+  size_t last_members = 0;    // its voters: members and spares (RoundInfo::spares)
   size_t awaited = 0;         // of them, the ones not known to be gone (itself included)
 };
 
@@ -107,15 +111,22 @@ enum class RendezvousActionKind {
   kDone,             // node: job finished (for a remote node: its success is acknowledged)
   kFatal,            // node: cannot continue (message)
   kDisconnect,       // node: close its connection (heartbeat timeout); a leave follows
+  kStandBy,          // node: stands by as a spare of `round` (successors set: a voter of it)
 };
 
 struct RendezvousAction {
   RendezvousActionKind kind;
   NodeId node = 0;
-  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell)
+  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell), kStandBy
   std::string message;
   WorkerFailure failure;
 };
+
+// The allowed round sizes: multiples of node_multiple within min_nodes..max_nodes.
+// RoundSize: the largest allowed size with `joined` nodes (0: none yet).
+size_t SmallestRound(const RendezvousSettings& settings);
+size_t LargestRound(const RendezvousSettings& settings);
+size_t RoundSize(const RendezvousSettings& settings, size_t joined);
 
 RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now);
 // A successor's state when it takes over: forming carried.next_round under the majority rule.

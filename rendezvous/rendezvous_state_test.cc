@@ -185,6 +185,167 @@ TEST_F(RendezvousStateTest, TakeoverWaitsForEverySurvivorThenTheLastCall) {
   EXPECT_EQ(Rounds(Do(EvTick{})).size(), 3u);  // it never came: go on with 3 of 5
 }
 
+// ---- spares and allowed sizes (docs/user.md "Spares and allowed sizes") ----
+
+// A round has a multiple of node_multiple nodes within MIN..MAX; the other nodes
+// of the step stand by (the highest node ranks) and fill the next round after a loss.
+TEST_F(RendezvousStateTest, SparesAndAllowedSizes) {
+  struct Row {
+    const char* name;
+    int min, max, multiple, nodes;  // nodes: the step's (expected_nodes), all of them join
+    size_t members;                 // of the first round; the rest stand by
+    NodeId lost;                    // a member lost in it (0: none)
+    size_t next_members;            // of the round after the loss (0: the job ends)
+  };
+  const Row rows[] = {
+      {"4 nodes for 3:3: a spare takes the lost node's place", 3, 3, 1, 4, 3, 2, 3},
+      {"3 nodes for 2:2: the spare's vote makes the majority", 2, 2, 1, 3, 2, 1, 2},
+      {"pairs of 3 nodes: 2 train, 1 stands by, then fills in", 1, 3, 2, 3, 2, 2, 2},
+      {"pairs of 4 in 2:4, one lost: a pair trains, one stands by", 2, 4, 2, 4, 4, 3, 2},
+      {"pairs of 5 nodes in 2:6: 4 train", 2, 6, 2, 5, 4, 0, 0},
+      {"triples of 3 in 3:6, one lost: below the smallest round", 3, 6, 3, 3, 3, 1, 0},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = r.min;
+    settings.max_nodes = r.max;
+    settings.node_multiple = r.multiple;
+    settings.expected_nodes = r.nodes;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    state = InitialState(settings, now);
+    std::vector<RendezvousAction> last;
+    for (int i = 1; i <= r.nodes; ++i) {
+      last = ConnectJoin(static_cast<NodeId>(i), 2, i - 1);
+      if (i < r.nodes) {
+        EXPECT_TRUE(Rounds(last).empty()) << r.name << ": waits for the step's nodes";
+      }
+    }
+    auto rounds = Rounds(last);
+    ASSERT_EQ(rounds.size(), r.members) << r.name;
+    std::vector<NodeId> spares;
+    for (NodeId id = r.members + 1; id <= static_cast<NodeId>(r.nodes); ++id) spares.push_back(id);
+    EXPECT_EQ(state.wait_list, spares) << r.name;
+    EXPECT_EQ(Targets(last, RendezvousActionKind::kStandBy), spares) << r.name;
+    for (auto& [id, info] : rounds) {
+      EXPECT_EQ(info.world_size, static_cast<int>(2 * r.members)) << r.name;
+      EXPECT_EQ(info.spares, static_cast<int>(spares.size())) << r.name;
+    }
+    if (!r.lost) continue;
+    auto loss = Do(EvLeave{r.lost, "connection closed"});
+    if (r.next_members == 0) {
+      EXPECT_FALSE(Targets(loss, RendezvousActionKind::kFatal).empty()) << r.name;
+      EXPECT_EQ(state.phase, RendezvousPhase::kClosed) << r.name;
+      continue;
+    }
+    for (NodeId id = 1; id <= r.members; ++id)
+      if (id != r.lost) last = Do(EvJoin{id, 2});
+    rounds = Rounds(last);
+    ASSERT_EQ(rounds.size(), r.next_members) << r.name << ": no last call, the spares are there";
+    for (auto& [id, info] : rounds)
+      EXPECT_EQ(info.world_size, static_cast<int>(2 * r.next_members)) << r.name;
+  }
+}
+
+TEST_F(RendezvousStateTest, AllowedRoundSizes) {
+  struct Row {
+    const char* name;
+    int min, max, multiple;
+    size_t joined, size;
+  };
+  const Row rows[] = {
+      {"any size up to max", 1, 3, 1, 5, 3},
+      {"below min: none", 2, 3, 1, 1, 0},
+      {"pairs: 3 joined, 2 train", 1, 4, 2, 3, 2},
+      {"pairs: 1 joined, none", 1, 4, 2, 1, 0},
+      {"pairs within 3:6: 3 joined, none (4 is the smallest)", 3, 6, 2, 3, 0},
+      {"triples up to 8: 9 joined, 6 train", 3, 8, 3, 9, 6},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = r.min;
+    settings.max_nodes = r.max;
+    settings.node_multiple = r.multiple;
+    EXPECT_EQ(RoundSize(settings, r.joined), r.size) << r.name;
+  }
+}
+
+// Nodes that arrive while a full round runs wait, but did not stand by when it
+// formed: they are no voters of it (no successors: they cannot follow a failover).
+TEST_F(RendezvousStateTest, LateSpareStandsByWithoutAVote) {
+  settings.heartbeat_timeout_ms = 3'600'000;
+  RunRound(3);
+  auto actions = ConnectJoin(4);
+  ASSERT_EQ(Targets(actions, RendezvousActionKind::kStandBy), (std::vector<NodeId>{4}));
+  EXPECT_TRUE(actions[0].round.successors.empty());
+  EXPECT_EQ(state.quorum_size, 3u);
+}
+
+TEST_F(RendezvousStateTest, SparesOfACompletedRoundAreVotersWithItsSuccessors) {
+  settings.max_nodes = 2;
+  settings.expected_nodes = 3;
+  settings.heartbeat_timeout_ms = 3'600'000;
+  ConnectJoin(1, 2, 0);
+  ConnectJoin(2, 2, 1);
+  auto actions = ConnectJoin(3, 2, 2);
+  ASSERT_EQ(Targets(actions, RendezvousActionKind::kStandBy), (std::vector<NodeId>{3}));
+  const RendezvousAction& standby = actions.back();
+  EXPECT_EQ(standby.round.successors.size(), 2u);
+  EXPECT_EQ(standby.round.spares, 1);
+  EXPECT_NE(standby.message.find("round 0 is full (2 node(s))"), std::string::npos) << standby.message;
+  EXPECT_EQ(state.quorum_size, 3u);
+  // Both members lost at once: the spare alone is no majority of the 3 voters.
+  Do(EvLeave{1, "no heartbeat"});
+  settings.min_nodes = 1;
+  Do(EvLeave{2, "no heartbeat"});
+  EXPECT_TRUE(Rounds(Do(EvTick{})).empty());
+  EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
+}
+
+TEST_F(RendezvousStateTest, GrowthWaitsForAWholeMultiple) {
+  settings.min_nodes = 2;
+  settings.max_nodes = 4;
+  settings.node_multiple = 2;
+  settings.heartbeat_timeout_ms = 3'600'000;
+  RunRound(2);
+  auto third = ConnectJoin(3);
+  EXPECT_TRUE(Targets(third, RendezvousActionKind::kRestartRequired).empty());
+  EXPECT_EQ(Targets(third, RendezvousActionKind::kStandBy), (std::vector<NodeId>{3}));
+  auto fourth = ConnectJoin(4);
+  EXPECT_EQ(Targets(fourth, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 2}));
+  Do(EvJoin{1, 2});
+  EXPECT_EQ(Rounds(Do(EvJoin{2, 2})).size(), 4u);
+  EXPECT_EQ(state.restarts_used, 0);  // growth is no failure
+}
+
+// After the host's loss a successor weighs the majority against the same voters:
+// the lost round's members and its spares (RoundInfo::spares), who say the round.
+TEST_F(RendezvousStateTest, TakeoverCountsTheLostRoundsSparesAsVoters) {
+  struct Row {
+    const char* name;
+    std::vector<int64_t> member_of;  // of each joiner, the successor itself first
+    bool completes;
+  };
+  const Row rows[] = {
+      {"the survivor and the spare of round 0: 2 of 3", {0, 0}, true},
+      {"the survivor alone: 1 of 3", {0}, false},
+      {"the survivor and a stranger: 1 of 3", {0, -1}, false},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = 2;
+    settings.max_nodes = 2;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    state = TakeoverState(settings, now, CarriedRound{1, 1, 0, 3, 2});  // 2 members + 1 spare
+    std::vector<RendezvousAction> actions;
+    for (size_t i = 0; i < r.member_of.size(); ++i) {
+      NodeId id = i + 1;
+      Connect(id);
+      actions = Do(EvJoin{id, 2, r.member_of[i]});
+    }
+    Advance(settings.last_call_timeout_ms);
+    auto tick = Do(EvTick{});
+    actions.insert(actions.end(), tick.begin(), tick.end());
+    EXPECT_EQ(!Rounds(actions).empty(), r.completes) << r.name;
+  }
+}
+
 TEST_F(RendezvousStateTest, FirstJoinBelowMinWaits) {
   EXPECT_TRUE(ConnectJoin(1).empty());
   EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
@@ -300,7 +461,8 @@ TEST_F(RendezvousStateTest, LateJoinerIsPushedToRunningMembersAndGrowthIsNotCoun
 TEST_F(RendezvousStateTest, LateJoinerAtMaxStaysOnTheWaitList) {
   RunRound(3);
   auto actions = ConnectJoin(4);
-  EXPECT_TRUE(actions.empty());
+  ASSERT_EQ(actions.size(), 1u);  // no restart: only "stand by"
+  EXPECT_EQ(actions[0].kind, RendezvousActionKind::kStandBy);
   EXPECT_EQ(state.wait_list, (std::vector<NodeId>{4}));
   EXPECT_EQ(state.phase, RendezvousPhase::kRunning);
 }

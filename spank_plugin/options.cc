@@ -140,6 +140,14 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->health_check = value;
       break;
+    case OptionId::kNodeMultiple: {
+      // Against MIN:MAX once the step's node count is known (ValidateStepLayout).
+      long long k = 0;
+      ok = NonEmptyValue(id, value, &error) &&
+           ParseIntNamed("--elastic-node-multiple", value, 1, kMaxNodes, &k, &error);
+      if (ok) options->node_multiple = static_cast<int>(k);
+      break;
+    }
   }
   if (!ok) {
     if (err) *err = error;
@@ -162,7 +170,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, preload, health_check, default)", arg);
+                         "max_restarts, port, bind, python, preload, health_check, node_multiple, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -210,6 +218,10 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.health_check = value;
+    } else if (key == "node_multiple") {
+      long long k = 0;
+      if (!ParseIntNamed(what, value, 1, kMaxNodes, &k, err)) return false;
+      result.node_multiple = static_cast<int>(k);
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
@@ -218,7 +230,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, preload, health_check, default)", key);
+                         "port, bind, python, preload, health_check, node_multiple, default)", key);
       return false;
     }
   }

@@ -15,7 +15,8 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_LT(std::string(spec.name).size(), 75u);
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
-  EXPECT_EQ(names.size(), 13u);
+  EXPECT_EQ(names.size(), kOptionTable.size());
+  EXPECT_EQ(names.size(), 14u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -139,6 +140,21 @@ TEST(ApplyOption, ConfBindIdPython) {
   EXPECT_TRUE(o.no_python);
 }
 
+TEST(ApplyOption, NodeMultipleIsAPositiveCount) {
+  ElasticOptions o;
+  std::string err;
+  for (const char* bad : {"0", "-2", "two", "", "1.5", "100001"}) {
+    EXPECT_FALSE(ApplyOption(OptionId::kNodeMultiple, bad, &o, &err)) << bad;
+    EXPECT_NE(err.find("--elastic-node-multiple"), std::string::npos) << err;
+    EXPECT_FALSE(o.node_multiple) << bad;
+  }
+  ASSERT_TRUE(ApplyOption(OptionId::kNodeMultiple, "4", &o, &err)) << err;
+  EXPECT_EQ(o.node_multiple, 4);
+  PluginConfig c;
+  EXPECT_FALSE(ParsePluginArgs({"node_multiple=0"}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: node_multiple: '0'"), std::string::npos) << err;
+}
+
 TEST(PluginArgs, DefaultsAndEveryKey) {
   PluginConfig c;
   std::string err;
@@ -147,7 +163,7 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_FALSE(c.default_on);
   ASSERT_TRUE(ParsePluginArgs({"launcher=/opt/e/elasticrun", "max_restarts=2", "port=20000-20099",
                                "bind=numa", "python=/usr/bin/python3", "health_check=/etc/slurm/hc.sh",
-                               "default=on"},
+                               "node_multiple=4", "default=on"},
                               "/usr/bin/elasticrun", &c, &err))
       << err;
   EXPECT_EQ(c.launcher, "/opt/e/elasticrun");
@@ -156,6 +172,7 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(c.port_hi, 20099);
   EXPECT_EQ(*c.bind, BindMode::kNuma);
   EXPECT_EQ(*c.health_check, "/etc/slurm/hc.sh");
+  EXPECT_EQ(c.node_multiple, 4);
   EXPECT_TRUE(c.default_on);
   EXPECT_FALSE(ParsePluginArgs({"health_check="}, "/x", &c, &err));
   EXPECT_NE(err.find("plugstack.conf: health_check: needs a value"), std::string::npos) << err;
@@ -218,6 +235,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kNoPython, nullptr},        {OptionId::kPython, "/usr/bin/python3"},
       {OptionId::kPreload, "torch,numpy"},
       {OptionId::kHealthCheck, "/home/u/check.sh --gpus"},
+      {OptionId::kNodeMultiple, "2"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -230,6 +248,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     d += " nopy=" + std::to_string(o.no_python) + " py=" + o.python.value_or("-");
     d += " preload=" + o.preload.value_or("-");
     d += " hc=" + o.health_check.value_or("-");
+    d += " k=" + std::to_string(o.node_multiple.value_or(-1));
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

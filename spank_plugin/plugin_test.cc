@@ -109,13 +109,17 @@ TEST_F(PluginTest, SrunChecksTheCombinationBeforeAllocation) {
   EXPECT_NE(api.errors.at(0).find("needs --elastic"), std::string::npos);
 }
 
-TEST_F(PluginTest, SrunRefusesMoreNodesThanTheMaximum) {
+TEST_F(PluginTest, SrunAcceptsSparesAndRefusesANodeMultipleOutsideMinMax) {
   api.context = Context::kLocal;
   ASSERT_EQ(Init(api, {}), 0);
   ASSERT_EQ(OptionCallback(OptionId::kElastic, "1:2", false), 0);
   ASSERT_EQ(InitPostOpt(api), 0);
+  EXPECT_EQ(LocalUserInit(api), 0);  // 3 nodes for at most 2: one stands by as a spare
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "3:3", false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kNodeMultiple, "2", false), 0);
   EXPECT_EQ(LocalUserInit(api), -1);
-  EXPECT_NE(api.errors.at(0).find("the step has 3 nodes but --elastic=1:2 allows at most 2"),
+  EXPECT_NE(api.errors.at(0).find("--elastic-node-multiple=2 with --elastic=3:3: 3:3 nodes holds "
+                                  "no multiple of 2"),
             std::string::npos) << api.errors.at(0);
 }
 

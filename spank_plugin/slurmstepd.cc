@@ -106,7 +106,7 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   EnvList env;
   std::vector<std::string> argv;
   if (!ValidateCombination(state.options, state.config, &err) || !ReadStepInfo(api, &step, &err) ||
-      !ValidateStepLayout(NodeLayout(step), state.options, &err)) {
+      !ValidateStepLayout(NodeLayout(step), state.options, state.config, &err)) {
     api.Error(err);
     return -1;
   }

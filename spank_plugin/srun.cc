@@ -31,7 +31,7 @@ int SrunLocalUserInit(SpankApi& api, PluginState& state) {
   std::string err;
   if (api.GetItem(Item::kNnodes, &nnodes) && nnodes > 0) {
     if (!api.GetItem(Item::kTotalTaskCount, &ntasks)) ntasks = nnodes;
-    if (!ValidateStepLayout(WholeStepLayout(nnodes, ntasks), state.options, &err)) {
+    if (!ValidateStepLayout(WholeStepLayout(nnodes, ntasks), state.options, state.config, &err)) {
       api.Error(err);
       return -1;
     }

@@ -119,7 +119,8 @@ StepLayout NodeLayout(const StepInfo& step) {
   return StepLayout{step.nnodes, step.local_tasks, 1, fmt::format("node {}", step.node_id)};
 }
 
-bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options, std::string* err) {
+bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
+                        const PluginConfig& config, std::string* err) {
   if (layout.tasks != layout.nodes_seen) {
     *err = fmt::format(
         "--elastic needs exactly one task per node (elasticrun starts the workers), but this step "
@@ -127,13 +128,23 @@ bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
         layout.tasks, layout.where);
     return false;
   }
-  if (options.nnodes && layout.nnodes > static_cast<uint32_t>(options.nnodes->second)) {
-    *err = fmt::format("the step has {} nodes but --elastic={}:{} allows at most {}: use -N {}-{}",
-                       layout.nnodes, options.nnodes->first, options.nnodes->second,
-                       options.nnodes->second, options.nnodes->first, options.nnodes->second);
-    return false;
-  }
-  return true;
+  // More nodes than MAX is allowed: the extra ones stand by as spares.
+  return ValidateNodeMultiple(layout, options, config, err);
+}
+
+bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& options,
+                          const PluginConfig& config, std::string* err) {
+  std::optional<int> k = options.node_multiple ? options.node_multiple : config.node_multiple;
+  if (!k) return true;
+  int nodes = static_cast<int>(layout.nnodes);
+  NodeRange range = options.nnodes ? NodeRange{options.nnodes->first, options.nnodes->second}
+                                   : NodeRange{nodes, nodes};
+  std::string what = options.node_multiple
+                         ? fmt::format("--elastic-node-multiple={} with --elastic={}", *k,
+                                       FormatNodeRange(range))
+                         : fmt::format("plugstack.conf node_multiple={} with --elastic={}", *k,
+                                       FormatNodeRange(range));
+  return CheckNodeMultiple(what, *k, range, err);
 }
 
 bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
@@ -154,6 +165,11 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
     int gpus = 0;
     if (!CountStepGpus(step, &gpus, err)) return false;
     out.emplace_back("PET_NPROC_PER_NODE", std::to_string(gpus > 0 ? gpus : 1));
+  }
+  if (options.node_multiple) {
+    out.emplace_back("PET_NODE_MULTIPLE", std::to_string(*options.node_multiple));
+  } else if (config.node_multiple) {
+    out.emplace_back("PET_NODE_MULTIPLE", std::to_string(*config.node_multiple));
   }
   if (options.max_restarts) {
     out.emplace_back("PET_MAX_RESTARTS", std::to_string(*options.max_restarts));

@@ -65,7 +65,12 @@ struct StepLayout {
 StepLayout WholeStepLayout(uint32_t nnodes, uint32_t ntasks);
 StepLayout NodeLayout(const StepInfo& step);
 
-// One task per node, and no more nodes than --elastic=MIN:MAX allows.
-bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options, std::string* err);
+// One task per node, and a node multiple (--elastic-node-multiple, plugstack
+// node_multiple) that MIN:MAX (or the step's node count) holds. More nodes than
+// MAX are allowed: the extra ones stand by as spares.
+bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
+                        const PluginConfig& config, std::string* err);
+bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& options,
+                          const PluginConfig& config, std::string* err);
 
 }  // namespace elastic::spank

@@ -112,12 +112,13 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.nproc_per_node = NprocSpec{NprocSpec::Kind::kCpu, 0};
   o.rdzv_id = "train1";
   o.health_check = "/home/u/check.sh --gpus";
+  o.node_multiple = 3;
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
   std::string err;
   ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3", "preload=numpy",
-                               "health_check=/etc/slurm/hc.sh"}, "/x", &c, &err));
+                               "health_check=/etc/slurm/hc.sh", "node_multiple=2"}, "/x", &c, &err));
   EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
   auto m = AsMap(env);
@@ -130,6 +131,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
   EXPECT_EQ(m["PET_RDZV_ID"], "train1");
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/home/u/check.sh --gpus");
+  EXPECT_EQ(m["PET_NODE_MULTIPLE"], "3");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -140,6 +142,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_PYTHON"], "/usr/bin/python3");
   EXPECT_EQ(m["PET_PRELOAD"], "numpy");
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/etc/slurm/hc.sh");
+  EXPECT_EQ(m["PET_NODE_MULTIPLE"], "2");
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {
@@ -235,34 +238,53 @@ TEST(ChooseRdzvHost, ReportsEverythingTriedWhenAllFail) {
   EXPECT_NE(err.find("SLURM_STEP_NODELIST"), std::string::npos);
 }
 
-TEST(ValidateStepLayout, OneTaskPerNodeAndAtMostTheMaximumOfNodes) {
-  ElasticOptions any, up_to_2;
+TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
+  ElasticOptions any, up_to_2, pairs_of_2_3, pairs, triples_3_3;
   up_to_2.nnodes = std::make_pair(1, 2);
+  pairs_of_2_3.nnodes = std::make_pair(2, 3);
+  pairs_of_2_3.node_multiple = 2;
+  pairs.node_multiple = 2;
+  triples_3_3.nnodes = std::make_pair(3, 3);
+  triples_3_3.node_multiple = 2;
+  PluginConfig none, site_pairs;
+  site_pairs.node_multiple = 2;
   StepInfo node = ThreeNodeStep(2);
   struct Row {
     const char* name;
     StepLayout layout;
     const ElasticOptions* options;
+    const PluginConfig* config;
     const char* error;  // "" = valid
   } rows[] = {
-      {"srun, one task per node", WholeStepLayout(3, 3), &any, ""},
-      {"srun, 12 tasks", WholeStepLayout(3, 12), &any,
+      {"srun, one task per node", WholeStepLayout(3, 3), &any, &none, ""},
+      {"srun, 12 tasks", WholeStepLayout(3, 12), &any, &none,
        "has 12 tasks on 3 nodes: add --ntasks-per-node=1"},
-      {"srun, too many nodes", WholeStepLayout(3, 3), &up_to_2,
-       "the step has 3 nodes but --elastic=1:2 allows at most 2: use -N 1-2"},
-      {"node, one task", NodeLayout(node), &any, ""},
-      {"node, too many nodes", NodeLayout(node), &up_to_2, "allows at most 2"},
+      {"srun, more nodes than MAX: spares", WholeStepLayout(3, 3), &up_to_2, &none, ""},
+      {"node, one task", NodeLayout(node), &any, &none, ""},
+      {"pairs within 2:3", WholeStepLayout(3, 3), &pairs_of_2_3, &none, ""},
+      {"pairs of the step's 3 nodes", WholeStepLayout(3, 3), &pairs, &none,
+       "--elastic-node-multiple=2 with --elastic=3:3: 3:3 nodes holds no multiple of 2"},
+      {"pairs of 4 nodes", WholeStepLayout(4, 4), &pairs, &none, ""},
+      {"no pair within 3:3", WholeStepLayout(4, 4), &triples_3_3, &none,
+       "--elastic-node-multiple=2 with --elastic=3:3: 3:3 nodes holds no multiple of 2"},
+      {"the site's pairs, no MIN:MAX", WholeStepLayout(3, 3), &any, &site_pairs,
+       "plugstack.conf node_multiple=2 with --elastic=3:3: 3:3 nodes holds no multiple of 2"},
   };
   for (const Row& row : rows) {
     std::string err;
-    EXPECT_EQ(ValidateStepLayout(row.layout, *row.options, &err), *row.error == '\0') << row.name;
+    EXPECT_EQ(ValidateStepLayout(row.layout, *row.options, *row.config, &err), *row.error == '\0')
+        << row.name << ": " << err;
     if (*row.error) {
       EXPECT_NE(err.find(row.error), std::string::npos) << row.name << ": " << err;
     }
   }
-  node.local_tasks = 4;
+  ElasticOptions up_to_2_by_4 = up_to_2;
+  up_to_2_by_4.node_multiple = 4;
   std::string err;
-  EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, &err));
+  EXPECT_FALSE(ValidateStepLayout(WholeStepLayout(3, 3), up_to_2_by_4, none, &err));
+  EXPECT_EQ(err, "--elastic-node-multiple=4 with --elastic=1:2: 4 is more than MAX of 1:2 nodes (1..2)");
+  node.local_tasks = 4;
+  EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, none, &err));
   EXPECT_NE(err.find("has 4 tasks on node 2: add --ntasks-per-node=1"), std::string::npos) << err;
 }
 

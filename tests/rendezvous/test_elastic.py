@@ -218,6 +218,53 @@ class ElasticityTest(RendezvousTestCase):
         self.assert_nothing_left()
 
 
+class SparesTest(RendezvousTestCase):
+    """More agents than MAX, or than the largest multiple of --node-multiple: the others
+    stand by as spares and take a lost node's place (docs/user.md "Spares and allowed sizes")."""
+
+    def start_ranked(self, nnodes, count, conf, extra=(), hold_rounds=1):
+        agents = []
+        for i in range(count):
+            agents.append(self.start_agent(nnodes, conf=conf, env={"HOLD_ROUNDS": str(hold_rounds)},
+                                           extra=["--max-restarts=3", "--node-rank=%d" % i, *extra]))
+            if i == 0:
+                self.wait_listening()
+        return agents
+
+    def assert_stood_by(self, agent):
+        self.assertRegex(agent.output(), r"elasticrun: rendezvous: this node stands by as a spare: "
+                                         r"round 0 is full \(2 node\(s\)", self.dump())
+        self.assertNotIn("error", agent.output().lower(), self.dump())
+
+    def test_a_spare_takes_the_place_of_a_lost_node_at_the_same_world_size(self):
+        conf = "expected_nodes=3,heartbeat_interval=0.5,heartbeat_timeout=3"
+        agents = self.start_ranked("2:2", 3, conf)
+        for agent in agents[:2]:
+            self.wait_workers(agent, 0, 2)
+        self.wait_for(lambda: "stands by as a spare" in agents[2].output(), "the spare's line")
+        self.assert_stood_by(agents[2])
+        os.kill(agents[1].agent_pid(), signal.SIGKILL)
+        for agent in (agents[0], agents[2]):
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            round1 = [w for w in agent.workers() if w[2] == "1"]
+            self.assertEqual(len(round1), 2, self.dump())
+            self.assertTrue(all(w[1] == "4" and w[6] == "OK" for w in round1), self.dump())
+        self.assertEqual([w[3] for w in agents[2].workers()], ["1", "1"], "the spare is group rank 1")
+        self.assert_nothing_left()
+
+    def test_node_multiple_2_of_3_agents_trains_on_2_and_the_spare_exits_0(self):
+        agents = self.start_ranked("1:3", 3, "expected_nodes=3", extra=["--node-multiple=2"],
+                                   hold_rounds=0)
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        for agent in agents[:2]:
+            self.assertEqual([(w[1], w[2], w[6]) for w in agent.workers()], [("4", "0", "OK")] * 2,
+                             self.dump())
+        self.assertEqual(agents[2].workers(), [], self.dump())
+        self.assert_stood_by(agents[2])
+        self.assert_nothing_left()
+
+
 class AuthTest(RendezvousTestCase):
     def test_agent_with_a_wrong_token_is_refused_and_the_host_keeps_waiting(self):
         host = self.start_agent(2, conf="token=right-token")

@@ -63,6 +63,18 @@ class FailoverTest(RendezvousTestCase):
         self.assertEqual(self.wait_exit(agents[0]), 128 + signal.SIGKILL)
         self.assert_nothing_left()
 
+    def test_host_loss_with_a_spare_the_spare_follows_and_the_world_size_stays(self):
+        # 2:2 on 3 agents: node 2 stands by (a voter of round 0); the host is lost, node 1
+        # takes over and needs a majority of the 3 voters: the spare follows it.
+        agents = self.start_agents(3, "2:2", env={"HOLD_ROUNDS": "1"})
+        for agent in agents[:2]:
+            self.wait_workers(agent, 0, 2)
+        self.wait_for(lambda: "stands by as a spare" in agents[2].output(), "the spare's line")
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.assert_trained(agents[1:], 1, 4)
+        self.assertEqual({w[3] for w in agents[2].workers()}, {"1"}, self.dump())
+        self.assert_nothing_left()
+
     def test_sigkill_of_the_host_process_group_fails_over(self):
         agents = self.start_agents(3, "2:3", env={"HOLD_ROUNDS": "1"})
         for agent in agents:

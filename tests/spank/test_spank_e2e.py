@@ -230,6 +230,44 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
         del rc  # Slurm's srun exits 0 here; the report above is elasticrun's
 
+    def test_a_spare_takes_the_place_of_a_lost_node_at_the_same_world_size(self):
+        # 3 nodes for --elastic=2:2: n3 stands by; n2 is lost, n1 and n3 train on at world size 4.
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:2", "--gpus-per-node=2",
+                                       "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
+                                       "--seconds=15"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 4 and
+                                        "stands by as a spare" in t, RUN_TIMEOUT), bg.text())
+            self.cluster.kill_node("n2")
+            bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            self.restore_node("n2")
+        text = bg.text()
+        self.assertEqual(len(re.findall(r"this node stands by as a spare: round 0 is full \(2 node\(s\)\)",
+                                        text)), 1, text)
+        first = [e for e in records(text, "ENV") if e["restart"] == "0"]
+        self.assertEqual({e["host"] for e in first}, {"n1", "n2"}, text)
+        again = [e for e in records(text, "ENV") if e["restart"] == "1"]
+        self.assertEqual({(e["host"], e["group_rank"]) for e in again}, {("n1", "0"), ("n3", "1")}, text)
+        done = records(text, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(4)), text)
+        self.assertEqual({(d["world"], d["restart"]) for d in done}, {("4", "1")}, text)
+        self.assert_nothing_left()
+
+    def test_node_multiple_2_of_3_nodes_trains_on_2_and_keeps_a_spare(self):
+        r = self.srun(["-N3", "--elastic=2:3", "--elastic-node-multiple=2", "--gpus-per-node=2",
+                       "/usr/bin/python3", WORKER])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        env = records(r.stdout, "ENV")
+        self.assertEqual(sorted((e["host"], e["world"]) for e in env), [("n1", "4")] * 2 + [("n2", "4")] * 2,
+                         r.stdout)
+        self.assertIn("round 0 complete: 2 node(s), 4 worker(s)", r.stderr)
+        self.assertEqual(len(re.findall(r"this node stands by as a spare: round 0 is full "
+                                        r"\(2 node\(s\), a multiple of 2\)", r.stderr)), 1, r.stderr)
+        self.assertEqual(len(records(r.stdout, "SUM")), 4, r.stdout)
+
     def test_loss_of_the_first_node_fails_over_and_the_job_finishes_on_two(self):
         # n1 hosts the rendezvous and the workers' store: its loss used to end the job.
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",

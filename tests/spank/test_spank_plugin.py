@@ -253,10 +253,11 @@ class TestSpankPlugin(ClusterTestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("add --ntasks-per-node=1", r.stderr)
 
-    def test_more_nodes_than_max_is_refused(self):
-        r = self.cluster.srun(["-N3", "--elastic=1:2", "true"], timeout=30)
+    def test_node_multiple_outside_min_max_is_refused(self):
+        r = self.cluster.srun(["-N3", "--elastic=3:3", "--elastic-node-multiple=2", "true"], timeout=30)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("allows at most 2", r.stderr)
+        self.assertIn("--elastic-node-multiple=2 with --elastic=3:3: 3:3 nodes holds no multiple of 2",
+                      r.stderr)
 
     def test_multi_prog_is_refused(self):
         conf = self.cluster.dir / "jobs" / "multi.conf"
