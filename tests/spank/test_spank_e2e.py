@@ -234,7 +234,7 @@ class TestSpankEndToEnd(ClusterTestCase):
         # 3 nodes for --elastic=2:2: n3 stands by; n2 is lost, n1 and n3 train on at world size 4.
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:2", "--gpus-per-node=2",
                                        "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
-                                       "--seconds=15"])
+                                       "--seconds=12"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 4 and
                                         "stands by as a spare" in t, RUN_TIMEOUT), bg.text())
