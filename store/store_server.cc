@@ -640,11 +640,13 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Connection& c = *it->second;
-  std::string line = fmt::format("store: disconnecting {} (connection {}): {}", c.peer, id, EscapeForLog(reason));
-  if (warn) {
-    Warn(client_log_, line);
-  } else {
-    Log(LogLevel::kDebug, "{}", line);
+  if (warn || LogVerbose()) {  // formatted only when it is printed: 16K ranks close at once
+    std::string line = fmt::format("store: disconnecting {} (connection {}): {}", c.peer, id, EscapeForLog(reason));
+    if (warn) {
+      Warn(client_log_, line);
+    } else {
+      Log(LogLevel::kDebug, "{}", line);
+    }
   }
   input_bytes_ -= c.in.size();
   output_bytes_ -= c.counted_out;

@@ -284,7 +284,10 @@ struct Child {
         Rank& r = ranks[evs[i].data.u64];
         if (r.step == Step::kDone) continue;
         if (r.step == Step::kConnect) {
-          if (int e = ConnectError(r.fd.get())) {
+          // A failed connect reports EPOLLERR or EPOLLHUP: only then ask SO_ERROR.
+          int e = (evs[i].events & (EPOLLERR | EPOLLHUP)) ? ConnectError(r.fd.get()) : 0;
+          if (e != 0 || (evs[i].events & (EPOLLERR | EPOLLHUP))) {
+            if (e == 0) e = ECONNRESET;
             handshake_over(r);
             run.Fail(r, fmt::format("connect: {}", std::strerror(e)));
             ++done;
