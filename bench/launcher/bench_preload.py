@@ -14,6 +14,7 @@ Debian 13: scripts/in-root.sh trixie env ELASTIC_TORCH_NO_LIBUV=1 bench/launcher
 """
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -62,7 +63,9 @@ def run(cmd, nproc):
         first, second = stamps(d, "ingroup.0."), stamps(d, "ingroup.1.")
         crashes = stamps(d, "crash")
         if len(first) == nproc and crashes and len(second) != nproc:
-            errors = [l.strip() for l in proc.stderr.decode().splitlines() if "Error" in l]
+            # The workers' own exception, not torchrun's ChildFailedError wrapper around it.
+            errors = [l.strip() for l in proc.stderr.decode().splitlines()
+                      if re.match(r"\s*[\w.]+(Error|Exception): ", l) and "ChildFailedError" not in l]
             return (max(first) - t0) / 1e9, None, (errors[-1] if errors else "exit %d" % proc.returncode)[:160]
         if proc.returncode != 0 or len(first) != nproc or len(second) != nproc:
             raise RuntimeError("run failed (exit %d, %d+%d in group): %s" % (
