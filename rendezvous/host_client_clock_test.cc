@@ -40,21 +40,11 @@ class HostClientClockTest : public ::testing::Test {
   }
   void StartHost() {
     std::string err;
-    auto host = MakeLoopbackHost(loop, settings, &err);
-    ASSERT_TRUE(host) << err;
-    host_ = host.get();
-    agents[0].handler = std::move(host);
-    agents[0].Wire();
+    host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
+    ASSERT_TRUE(host_) << err;
   }
-  void StartClient(int i, RendezvousSettings client_settings) {
-    ClientConfig config;
-    config.settings = client_settings;
-    config.run_id = "job";
-    config.node_name = "client" + std::to_string(i);
-    config.host = "127.0.0.1";
-    config.port = port;
-    agents[i].handler = std::make_unique<RendezvousClient>(loop, config);
-    agents[i].Wire();
+  void StartClient(int i, const RendezvousSettings& client_settings) {
+    agents[i].Take(MakeLoopbackClient(loop, client_settings, i, port));
   }
   // A client whose own timers never fire in these tests: it sends no heartbeat.
   RendezvousSettings SilentClient() const {

@@ -31,22 +31,13 @@ class HostClientTest : public ::testing::Test {
   }
   void StartHost() {
     std::string err;
-    auto host = MakeLoopbackHost(loop, settings, &err);
-    ASSERT_TRUE(host) << err;
-    host_ = host.get();
-    agents[0].handler = std::move(host);
-    agents[0].Wire();
+    host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
+    ASSERT_TRUE(host_) << err;
   }
   void StartClient(int i, const std::string& token = "t0ken") {
-    ClientConfig config;
-    config.settings = settings;
-    config.settings.token = token;
-    config.run_id = "job";
-    config.node_name = "client" + std::to_string(i);
-    config.host = "127.0.0.1";
-    config.port = host_->port();
-    agents[i].handler = std::make_unique<RendezvousClient>(loop, config);
-    agents[i].Wire();
+    RendezvousSettings s = settings;
+    s.token = token;
+    agents[i].Take(MakeLoopbackClient(loop, s, i, host_->port()));
   }
   int Connect() {
     SocketAddress addr;

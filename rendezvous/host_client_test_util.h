@@ -9,6 +9,7 @@
 
 #include "common/event_loop.h"
 #include "common/net.h"
+#include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_host.h"
 
@@ -23,6 +24,10 @@ struct TestAgent {
   bool job_failed = false;
   WorkerFailure failure;
 
+  void Take(std::unique_ptr<RendezvousHandler> h) {
+    handler = std::move(h);
+    Wire();
+  }
   void Wire() {
     RendezvousHandler::Callbacks cb;
     cb.on_round = [this](const RoundInfo& r) { rounds.push_back(r); };
@@ -54,6 +59,28 @@ inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(EventLoop& loop,
   config.bind_addr = "127.0.0.1";
   config.auth = AuthMethod::kToken;
   return RendezvousHost::Create(loop, config, std::move(listener), err);
+}
+
+// That host, handed to *agent (its rendezvous); null with *err if it cannot listen.
+inline RendezvousHost* StartLoopbackHost(EventLoop& loop, const RendezvousSettings& settings,
+                                         TestAgent* agent, std::string* err) {
+  auto host = MakeLoopbackHost(loop, settings, err);
+  RendezvousHost* raw = host.get();
+  if (host) agent->Take(std::move(host));
+  return raw;
+}
+
+// A client of that run, node "client<i>", of the host on 127.0.0.1:port.
+inline std::unique_ptr<RendezvousClient> MakeLoopbackClient(EventLoop& loop,
+                                                            const RendezvousSettings& settings,
+                                                            int i, int port) {
+  ClientConfig config;
+  config.settings = settings;
+  config.run_id = "job";
+  config.node_name = "client" + std::to_string(i);
+  config.host = "127.0.0.1";
+  config.port = port;
+  return std::make_unique<RendezvousClient>(loop, config);
 }
 
 }  // namespace elastic

@@ -368,6 +368,14 @@ WorkerFailure Failure(int global_rank, int exit_code = 1) {
   return f;
 }
 
+// The host's own agent (node 1, local) and one remote node run a round.
+void LocalAndRemoteRunning(RendezvousStateTest& t) {
+  t.settings.expected_nodes = 2;
+  t.Connect(1, -1, /*local=*/true);
+  t.Do(EvJoin{1, 2});
+  t.ConnectJoin(2);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Rules, RendezvousTransitionTable,
     ::testing::Values(
@@ -456,10 +464,7 @@ INSTANTIATE_TEST_SUITE_P(
             EvTick{}, {{A::kDisconnect, {2}}, {A::kRestartRequired, {1, 3}}}, P::kJoining},
         Row{"LocalNodeNeverTimesOut",
             [](auto& t) {
-              t.settings.expected_nodes = 2;
-              t.Connect(1, -1, /*local=*/true);
-              t.Do(EvJoin{1, 2});
-              t.ConnectJoin(2);
+              LocalAndRemoteRunning(t);
               t.Advance(60'000);
               t.Do(EvHeartbeat{2});
             },
@@ -510,20 +515,11 @@ INSTANTIATE_TEST_SUITE_P(
             },
             EvWorkerFailed{2, 0, WorkerFailure{}}, {{A::kJobFailed, {1, 2, 3}}}, P::kClosed},
         // -- the end --
-        Row{"RemoteSuccessIsAcknowledged",
-            [](auto& t) {
-              t.settings.expected_nodes = 2;
-              t.Connect(1, -1, /*local=*/true);
-              t.Do(EvJoin{1, 2});
-              t.ConnectJoin(2);
-            },
+        Row{"RemoteSuccessIsAcknowledged", LocalAndRemoteRunning,
             EvSucceeded{2, 0}, {{A::kDone, {2}}}, P::kFinishing},
         Row{"DoneComesWhenAllSucceeded",
             [](auto& t) {
-              t.settings.expected_nodes = 2;
-              t.Connect(1, -1, /*local=*/true);
-              t.Do(EvJoin{1, 2});
-              t.ConnectJoin(2);
+              LocalAndRemoteRunning(t);
               t.Do(EvSucceeded{2, 0});
             },
             EvSucceeded{1, 0}, {{A::kDone, {1, 2}}}, P::kClosed},
