@@ -187,5 +187,22 @@ TEST_F(HostClientClockTest, ClientSendsAHeartbeatEveryIntervalWithoutBursts) {
   EXPECT_TRUE(agents[1].fatal.empty()) << agents[1].fatal;
 }
 
+// No name lookup on the loop: a client is handed its host's address resolved
+// (CreateC10dRendezvous does it before the agent's loop runs) or a numeric
+// one. A name alone, even one that resolves, is not looked up.
+TEST_F(HostClientClockTest, ClientGivenANameWithoutItsAddressDoesNotLookItUp) {
+  ClientConfig config;
+  config.settings = settings;
+  config.run_id = "job";
+  config.node_name = "client1";
+  config.host = "localhost";
+  config.port = 1;
+  agents[1].Take(std::make_unique<RendezvousClient>(loop, config));
+  agents[1].handler->Join(2);
+  Settle();
+  EXPECT_NE(agents[1].fatal.find("'localhost' is not a numeric address"), std::string::npos)
+      << agents[1].fatal;
+}
+
 }  // namespace
 }  // namespace elastic
