@@ -23,21 +23,22 @@ int64_t MillisSince(MonoClock::time_point t0, MonoClock::time_point t) {
   return std::chrono::duration_cast<Millis>(t - t0).count();
 }
 
+// Two nodes at most, token auth, heartbeats every 1 s and a node silent for
+// 3 s lost; the deadlines a test does not look at stay far off (join_timeout
+// and the last call keep their defaults: 600 s, 30 s).
+RendezvousSettings ClockTestSettings() {
+  RendezvousSettings s;
+  s.token = "t0ken";
+  s.min_nodes = 1;
+  s.max_nodes = s.expected_nodes = 2;
+  for (int64_t* ms : {&s.auth_timeout_ms, &s.close_timeout_ms}) *ms = 600'000;
+  s.heartbeat_interval_ms = 1'000;
+  s.heartbeat_timeout_ms = 3'000;
+  return s;
+}
+
 class HostClientClockTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    settings.min_nodes = 1;
-    settings.max_nodes = 2;
-    settings.expected_nodes = 2;
-    settings.token = "t0ken";
-    settings.join_timeout_ms = 600'000;
-    settings.last_call_timeout_ms = 30'000;
-    settings.auth_timeout_ms = 600'000;
-    settings.close_timeout_ms = 600'000;
-    settings.heartbeat_interval_ms = 1'000;
-    settings.heartbeat_timeout_ms = 3'000;
-    t0 = clock.Now();
-  }
   void StartHost() {
     std::string err;
     host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
@@ -71,8 +72,8 @@ class HostClientClockTest : public ::testing::Test {
 
   FakeClock clock;
   EventLoop loop{clock};
-  MonoClock::time_point t0;
-  RendezvousSettings settings;
+  MonoClock::time_point t0 = clock.Now();
+  RendezvousSettings settings = ClockTestSettings();
   std::map<int, TestAgent> agents;
   RendezvousHost* host_ = nullptr;
   int port = 0;
