@@ -146,16 +146,16 @@ void ElasticAgent::SetCallbacks() {
     Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };
-  cb.on_job_failed = [this](const WorkerFailure& f) {
-    Dispatch(Event{EventKind::kJobFailed, 0, f, {}});
+  cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& end) {
+    Dispatch(Event{EventKind::kJobFailed, 0, f, {}, end});
   };
   cb.on_done = [this] {
     if (status_.state == WorkerState::kInit)
       Log(LogLevel::kInfo, "the job finished while this node stood by (no round needed its workers)");
     Dispatch(Event{EventKind::kDone, 0, {}, {}});
   };
-  cb.on_fatal = [this](const std::string& message) {
-    Dispatch(Event{EventKind::kFatal, 0, {}, message});
+  cb.on_fatal = [this](const JobEnd& end, const std::string& message) {
+    Dispatch(Event{EventKind::kFatal, 0, {}, message, end});
   };
   rendezvous_->SetCallbacks(std::move(cb));
 }
@@ -481,6 +481,7 @@ void ElasticAgent::Finish(int exit_code) {
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }
+  if (MaybeRequeue()) return;  // stops the loop once scontrol is done
   Log(LogLevel::kDebug, "exit {}", exit_code);
   loop_.Stop();
 }

@@ -90,3 +90,41 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
 }
 
 }  // namespace elastic
+
+namespace elastic {
+
+bool ElasticAgent::MaybeRequeue() {
+  const JobEnd* end = status_.after_stop == AfterStop::kFail    ? &status_.fail_end
+                      : status_.after_stop == AfterStop::kFatal ? &status_.fatal_end
+                                                                : nullptr;
+  if (!end || config_.requeue <= 0) return false;
+  SlurmJobInfo job;
+  std::string err;
+  if (!ReadSlurmJobInfo(env_, &job, &err)) {
+    Log(LogLevel::kWarning, "--requeue: not requeueing: {}", err);
+    return false;
+  }
+  RequeueDecision d = DecideRequeue(config_.requeue, *end, job);
+  if (d.verdict != RequeueVerdict::kRequeue) {
+    if (!d.message.empty()) Log(LogLevel::kWarning, "{}", d.message);
+    return false;
+  }
+  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.requeue);
+  ScontrolSpec spec;
+  spec.log_path = spec_.log_dir + "/requeue.log";
+  EnvMap env = env_;
+  env.erase("ELASTIC_RDZV_TOKEN");  // the agents' secret
+  spec.env = EnvToStrings(env);
+  spec.child_mask = original_mask_;
+  spec.default_signals = handled_list_;
+  requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));
+  requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = spec_.log_dir + "/requeue.log"](
+                                     bool ok, const std::string& what) {
+    if (!ok) Log(LogLevel::kError, "scontrol requeue {} failed: {} (output in {})", id, what, log);
+    Log(LogLevel::kDebug, "exit {}", exit_code_);
+    loop_.Stop();
+  });
+  return true;
+}
+
+}  // namespace elastic

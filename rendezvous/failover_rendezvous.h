@@ -13,7 +13,8 @@
 //      the agent takes over: a RendezvousHost on its own listening socket (bound
 //      when it first connected, so connections wait in its backlog until then)
 //      with the carried state (round numbers go on upward, the loss counts
-//      against --max-restarts, the majority rule of rendezvous_state.h).
+//      against --max-restarts on top of every restart the lost host counted:
+//      CarriedRestarts, the majority rule of rendezvous_state.h).
 // A host's loss before any round, or past join_timeout of walking, is fatal.
 // A host stuck without a majority (it was cut off, or SIGSTOPped) probes the
 // other successors every heartbeat_timeout; one that completed a later round
@@ -30,6 +31,7 @@
 #include "common/event_loop.h"
 #include "common/unique_fd.h"
 #include "rendezvous/auth.h"
+#include "rendezvous/failover_rules.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_host.h"
@@ -77,7 +79,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void TryNext();
   void TakeOver();
   void Retire();
-  void Fatal(const std::string& message);
+  void Fatal(const std::string& message, const JobEnd& end);
   void Post(std::function<void()> fn);
 
   EventLoop& loop_;
@@ -94,6 +96,7 @@ class FailoverRendezvous : public RendezvousHandler {
   bool cannot_listen_ = false;          // tried once and failed: never a successor
   AuthMethod auth_ = AuthMethod::kNone;  // what the host asked for: a successor asks the same
   std::optional<RoundInfo> last_round_;  // the last round this agent's workers ran
+  RestartsKnown restarts_;               // the job-wide restarts used, as far as known
   bool running_ = false;                 // ... and still run (no Join since)
   std::optional<int> join_;              // the agent's Join, not answered by a round yet
   bool failing_over_ = false;

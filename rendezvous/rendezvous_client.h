@@ -61,6 +61,9 @@ class RendezvousClient : public RendezvousHandler {
   std::string Describe() const override;
 
   AuthMethod auth_method() const { return auth_; }  // as the host's challenge asked
+  // The job-wide restarts used, as the host last told (a round, or a restart that
+  // it counted while the next round forms); -1 before any.
+  int restarts_used() const { return restarts_used_; }
   const TrafficCounters* traffic() const { return conn_ ? &conn_->counters() : nullptr; }
 
  private:
@@ -89,7 +92,7 @@ class RendezvousClient : public RendezvousHandler {
   void OnAuthDeadline();
   void OnClosed(const std::string& reason);
   void OnHeartbeatTimer();
-  void Fatal(const std::string& message);
+  void Fatal(const std::string& message, EndReason reason = EndReason::kError);
   void HostLost(const std::string& why);
   void Unreachable(const std::string& why);
   void OnCandidateDeadline();
@@ -112,6 +115,7 @@ class RendezvousClient : public RendezvousHandler {
   std::optional<uint64_t> succeeded_round_; // ReportSucceeded() for this round
   bool awaiting_round_ = false;             // Join() called, no round since: maybe wait-listed
   uint64_t last_round_ = 0;
+  int restarts_used_ = -1;                  // restarts_used()
   std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
   std::string last_waiting_;                // printed once, not every tick

@@ -112,9 +112,11 @@ enum class RendezvousActionKind {
 struct RendezvousAction {
   RendezvousActionKind kind;
   NodeId node = 0;
-  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell)
+  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell); for the others
+                    // round.round and round.restarts_used as they stand
   std::string message;
   WorkerFailure failure;
+  EndReason end_reason = EndReason::kUnknown;  // kJobFailed, kDone, kFatal: why the job ended
 };
 
 RendezvousState InitialState(const RendezvousSettings& settings, TimePoint now);

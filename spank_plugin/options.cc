@@ -140,6 +140,13 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->health_check = value;
       break;
+    case OptionId::kRequeue: {
+      long long n = 0;
+      ok = NonEmptyValue(id, value, &error) &&
+           ParseIntNamed("--elastic-requeue", value, 0, 1000000, &n, &error);
+      if (ok) options->requeue = static_cast<int>(n);
+      break;
+    }
   }
   if (!ok) {
     if (err) *err = error;
@@ -162,7 +169,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, preload, health_check, default)", arg);
+                         "max_restarts, port, bind, python, preload, health_check, requeue, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -210,6 +217,10 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.health_check = value;
+    } else if (key == "requeue") {
+      long long n = 0;
+      if (!ParseIntNamed(what, value, 0, 1000000, &n, err)) return false;
+      result.requeue = static_cast<int>(n);
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
@@ -218,7 +229,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, preload, health_check, default)", key);
+                         "port, bind, python, preload, health_check, requeue, default)", key);
       return false;
     }
   }

@@ -30,6 +30,7 @@ enum class OptionId {
   kPython,
   kPreload,
   kHealthCheck,
+  kRequeue,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -42,7 +43,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 13> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 14> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -79,6 +80,10 @@ inline constexpr std::array<OptionSpec, 13> kOptionTable = {{
      "[elastic] Run PROG on each node before it joins a round; a failing node stays out "
      "(elasticrun --health-check)",
      1, OptionId::kHealthCheck},
+    {"elastic-requeue", "N",
+     "[elastic] In a batch job: when too few nodes are left to go on, ask Slurm to requeue the "
+     "job, at most N times (elasticrun --requeue; default 0, or the site's)",
+     1, OptionId::kRequeue},
 }};
 
 // --elastic's value.
@@ -101,6 +106,7 @@ struct ElasticOptions {
   std::optional<std::string> python;
   std::optional<std::string> preload;          // MODULE[,MODULE...]
   std::optional<std::string> health_check;
+  std::optional<int> requeue;                  // --elastic-requeue=N
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
@@ -120,6 +126,7 @@ struct PluginConfig {
   std::optional<std::string> python;    // python=PATH
   std::optional<std::string> preload;   // preload=MODULES
   std::optional<std::string> health_check;  // health_check=PROG
+  std::optional<int> requeue;               // requeue=N
   bool default_on = false;              // default=on|off
 };
 
