@@ -441,6 +441,7 @@ void ElasticAgent::ReapOrphans() {
   }
   for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
+  if (requeuer_ && requeuer_->pid() > 0) workers.push_back(requeuer_->pid());  // and scontrol
   ReapExited(workers);
 }
 
@@ -473,8 +474,8 @@ void ElasticAgent::EndAttempt() {
 void ElasticAgent::Finish(int exit_code) {
   exit_code_ = exit_code;
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
-    std::string summary =
-        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
+    int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
+    std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
     Log(level, "{}", summary.substr(0, summary.size() - 1));

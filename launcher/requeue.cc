@@ -77,6 +77,7 @@ class ScontrolRequeuer : public JobRequeuer {
     };
     if (!check_->Start(finish, &err)) loop_.Post([done, err] { done(false, "cannot start: " + err); });
   }
+  pid_t pid() const override { return check_ ? check_->pid() : -1; }
 
  private:
   EventLoop& loop_;

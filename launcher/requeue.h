@@ -9,6 +9,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <functional>
@@ -52,11 +53,13 @@ bool EndMayRequeue(EndReason reason);
 RequeueDecision DecideRequeue(int max_requeues, const JobEnd& end, const SlurmJobInfo& job);
 
 // Asks Slurm to requeue a job. done(ok, what) is called once, from the loop;
-// `what` describes a failure.
+// `what` describes a failure. pid(): the process it runs (-1: none), which its
+// owner must not reap (the agent reaps orphans: agent.h).
 class JobRequeuer {
  public:
   virtual ~JobRequeuer() = default;
   virtual void Requeue(const std::string& job_id, std::function<void(bool ok, std::string what)> done) = 0;
+  virtual pid_t pid() const = 0;
 };
 
 // The real one: `scontrol requeue JOB` through /bin/sh (scontrol from PATH), with

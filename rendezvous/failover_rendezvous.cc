@@ -233,7 +233,8 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
     // No host is left to speak for the job: the survivor that would have taken over does.
     if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
     bool first = NextCandidate(r.successors.size(), excluded_) == r.group_rank;
-    if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure, JobEnd{EndReason::kNodesLost, first});
+    if (callbacks_.on_job_failed)
+      callbacks_.on_job_failed(failure, JobEnd{EndReason::kNodesLost, first, used});
     return;
   }
   if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);

@@ -81,6 +81,9 @@ struct JobEnd {
   // This node acts for the whole job at its end (it asks Slurm to requeue, once):
   // the host, or after the host's loss the survivor that would have taken over.
   bool acts_for_job = false;
+  // The job-wide restarts used at the end, when this side knows better than the
+  // last round did (the host's own agent; a survivor of the host's loss); -1: not told.
+  int restarts_used = -1;
 };
 
 class RendezvousHandler {

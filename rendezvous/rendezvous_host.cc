@@ -357,7 +357,7 @@ void RendezvousHost::SendToPeer(const RendezvousAction& action) {
 
 // The host's own agent acts for the job at its end (it requeues, once).
 static JobEnd LocalEnd(const RendezvousAction& action) {
-  return JobEnd{action.end_reason, /*acts_for_job=*/true};
+  return JobEnd{action.end_reason, /*acts_for_job=*/true, action.round.restarts_used};
 }
 
 void RendezvousHost::CarryLocal(const RendezvousAction& action) {
