@@ -190,7 +190,7 @@ class TestSpankEndToEnd(ClusterTestCase):
         # (round 1), on n2 again (round 2). No node failed 3 times; the job ends anyway,
         # and every worker of every round saw the same TORCHELASTIC_RESTART_COUNT.
         r = self.srun(["-N3", "--elastic=3", "--gpus-per-node=1", "--elastic-max-restarts=2",
-                       "/usr/bin/python3", WORKER, "--fail-plan=0:1,1:2,2:1"])
+                       "/usr/bin/python3", WORKER, "--fail-plan=0:1,1:2,2:1", "--default-signals"])
         text = r.stdout + r.stderr
         self.assertNotEqual(r.returncode, 0, text)
         env = records(r.stdout, "ENV")
@@ -198,7 +198,8 @@ class TestSpankEndToEnd(ClusterTestCase):
                          [(str(c), f"n{n}") for c in range(3) for n in (1, 2, 3)], text)
         for e in env:
             self.assertEqual(int(e["rank"]), int(e["group_rank"]), e)  # one worker per node
-        self.assertIn("restarts exhausted (2 of --max-restarts=2 used)", text)
+        self.assertIn("restarts used: 2 of 2", text)  # the failure summary
+        self.assertEqual(len(re.findall(r"the rendezvous asks for a restart", text)), 2, text)
         self.assert_nothing_left()
 
     def test_restarts_exhausted_names_rank_and_host(self):
