@@ -74,7 +74,7 @@ class FailoverTest(RendezvousTestCase):
         self.assert_nothing_left()
 
     def test_silent_host_is_replaced_and_never_trains_a_round_of_its_own(self):
-        conf = "heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=20"
+        conf = "heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=15"
         agents = self.start_agents(3, "1:3", conf=conf, env={"HOLD_ROUNDS": "1"})
         for agent in agents:
             self.wait_workers(agent, 0, 2)

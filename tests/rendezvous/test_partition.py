@@ -12,7 +12,7 @@ import unittest
 
 from rdzv_test_util import ELASTICRUN, PYTHON, WORKER, Agent, RendezvousTestCase
 
-CONF = "munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=25,last_call_timeout=3"
+CONF = "munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=15,last_call_timeout=3"
 
 
 def ip(*args):
@@ -121,7 +121,7 @@ class PartitionTest(RendezvousTestCase):
 
     def test_former_host_rejoins_as_a_latecomer_when_the_cut_heals(self):
         agents = self.start_netns_agents(3, "1:3", hold_rounds=2,
-                                         conf=CONF.replace("join_timeout=25", "join_timeout=90"))
+                                         conf=CONF.replace("join_timeout=15", "join_timeout=90"))
         self.cut_off([0])
         for agent in agents[1:]:
             self.wait_workers(agent, 1, 1)  # the others went on without it

@@ -273,7 +273,7 @@ class TestSpankEndToEnd(ClusterTestCase):
 
     def test_node_loss_with_no_kill(self):
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
-                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=40"])
+                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=12"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
             self.cluster.kill_node("n3")
@@ -293,7 +293,7 @@ class TestSpankEndToEnd(ClusterTestCase):
         # n1 hosts the rendezvous and the workers' store: its loss used to end the job.
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
                                        "--elastic-max-restarts=3", "/usr/bin/python3", WORKER,
-                                       "--seconds=30"])
+                                       "--seconds=12"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
             started = time.monotonic()
@@ -321,11 +321,14 @@ class TestSpankEndToEnd(ClusterTestCase):
 
     def test_cut_off_first_node_never_trains_alone_and_the_others_go_on(self):
         # --elastic=1:3: MIN alone would let n1 (the host) go on by itself; the majority
-        # rule does not. n2 and n3 fail over and finish at world size 8.
-        conf = "--elastic-rdzv-conf=heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=40"
+        # rule does not. n2 and n3 fail over and finish at world size 8. The workers
+        # keep SIGTERM's default action: blocked in a barrier with the cut-off n1 they
+        # would otherwise take --shutdown-timeout (30 s) to stop, longer than the new
+        # host's join_timeout.
+        conf = "--elastic-rdzv-conf=heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=20"
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=1:3", "--gpus-per-node=4",
                                        "--elastic-max-restarts=3", conf, "/usr/bin/python3", WORKER,
-                                       "--seconds=20"])
+                                       "--seconds=10", "--default-signals"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
             self.cluster.cut_node("n1")
