@@ -18,7 +18,7 @@ bool ElasticAgent::EndsInCrashLoop() {
   Log(LogLevel::kError,
       "crash loop: the workers failed within {} s of their start in {} rounds in a row "
       "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting (exit {}: do not requeue)",
-      config_.crash_loop_window_ms / 1000.0, crash_loop_.quick_failures, static_cast<int>(kExitDoNotRequeue));
+      config_.crash_loop_window_ms / 1000.0, crash_loop_.quick_failures, ExitCodeFor(EndReason::kCrashLoop));
   if (status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
@@ -27,7 +27,7 @@ bool ElasticAgent::EndsInCrashLoop() {
   rendezvous_->Shutdown();
   status_.state = WorkerState::kFailed;
   status_.exited = true;
-  exit_code_ = kExitDoNotRequeue;
+  exit_code_ = ExitCodeFor(EndReason::kCrashLoop);  // do not requeue
   loop_.Stop();
   return true;
 }
