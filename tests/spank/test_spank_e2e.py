@@ -223,10 +223,15 @@ class TestSpankEndToEnd(ClusterTestCase):
         hurry.start()
         rc, job, out = self.cluster.sbatch(script, args=["--requeue", "--open-mode=append"],
                                            timeout=RUN_TIMEOUT)
+        # sbatch --wait returns at the requeue with Slurm 24.11+ (at the job's end with
+        # 22.05): wait for the second run's end, then read the whole output.
+        show = self.wait_job_end(job)
         self.requeue_watch_done = True
         hurry.join(30)
         print(f"sbatch --requeue, requeued once: {time.monotonic() - start:.1f} s", file=sys.stderr)
-        show = self.cluster.run(["scontrol", "show", "job", str(job)], timeout=30).stdout
+        m = re.search(r"StdOut=(\S+)", show)
+        out = Path(m.group(1)).read_text() if m else out
+        rc = 0 if "ExitCode=0:0" in show else 1
         self.assertIn("Restarts=1", show, show + out)
         # Both runs append to the output: the first asked once, the second did not.
         self.assertEqual(re.findall(r"RUN slurm_restart=(\d)", out), ["0", "1"], out)
@@ -235,6 +240,18 @@ class TestSpankEndToEnd(ClusterTestCase):
                       out)
         self.assertNotEqual(rc, 0, out)
         self.assert_nothing_left()
+
+    def wait_job_end(self, job):
+        """`scontrol show job` once the job has ended after its requeue."""
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while time.monotonic() < deadline:
+            show = self.cluster.run(["scontrol", "show", "job", str(job)], timeout=30).stdout
+            state = re.search(r"JobState=(\S+)", show)
+            if "Restarts=1" in show and state and state.group(1) in (
+                    "COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"):
+                return show
+            time.sleep(0.5)
+        self.fail(f"job {job} did not end after its requeue:\n{show}")
 
     def start_requeued_job_now(self):
         """Slurm holds a requeued job back for about 2 minutes (its EligibleTime): once it
