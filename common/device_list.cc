@@ -67,4 +67,12 @@ bool ParseDeviceList(DeviceListKind kind, std::string_view what, std::string_vie
   return true;
 }
 
+GpuList ParseGpuList(DeviceListKind kind, const std::string& name, const std::string& text) {
+  GpuList list;
+  list.name = name;
+  list.text = text;
+  list.ok = ParseDeviceList(kind, name, text, &list.devices, &list.error);
+  return list;
+}
+
 }  // namespace elastic

@@ -37,4 +37,17 @@ inline constexpr size_t kMaxDevices = 4096;  // entries of one list (no node has
 bool ParseDeviceList(DeviceListKind kind, std::string_view what, std::string_view text,
                      DeviceList* out, std::string* err);
 
+// One GPU variable of this node's environment, parsed once: what elasticrun
+// counts (--nproc-per-node=gpu) and the binding maps onto the topology
+// (hwloc_binding/binding.h BindingRequest). A list that does not parse is an
+// error only where it is used.
+struct GpuList {
+  std::string name;   // "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"
+  std::string text;   // as set: quoted in messages
+  bool ok = false;    // parsed; else `error` names the variable and the bad entry
+  DeviceList devices;
+  std::string error;
+};
+GpuList ParseGpuList(DeviceListKind kind, const std::string& name, const std::string& text);
+
 }  // namespace elastic

@@ -76,7 +76,24 @@ void EventLoop::Remove(int fd) {
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }
 
-void EventLoop::Post(TimerCallback cb) { posted_.push_back(std::move(cb)); }
+void EventLoop::Post(TimerCallback cb) {
+  posted_.emplace(next_post_++, PostedEntry{kNoOwner, std::move(cb)});
+}
+
+Posted::Posted(EventLoop& loop) : loop_(loop), owner_(loop.next_post_owner_++) {}
+
+void Posted::Post(std::function<void()> cb) {
+  loop_.posted_.emplace(loop_.next_post_++, EventLoop::PostedEntry{owner_, std::move(cb)});
+}
+
+void Posted::Cancel() {
+  std::erase_if(loop_.posted_, [this](const auto& entry) { return entry.second.owner == owner_; });
+}
+
+bool Posted::pending() const {
+  return std::any_of(loop_.posted_.begin(), loop_.posted_.end(),
+                     [this](const auto& entry) { return entry.second.owner == owner_; });
+}
 
 Timer EventLoop::After(Millis delay, TimerCallback cb) {
   return Timer(this, Schedule(delay, Millis(0), std::move(cb)));
@@ -116,6 +133,11 @@ void EventLoop::CancelTimer(TimerId id) {
   timers_.erase(it);
 }
 
+std::optional<MonoClock::time_point> EventLoop::NextTimerDue() const {
+  if (timer_queue_.empty()) return std::nullopt;
+  return timer_queue_.begin()->first;
+}
+
 int EventLoop::TimeoutMillis(Millis max_wait) const {
   long long timeout = max_wait.count() < 0 ? -1 : max_wait.count();
   if (!posted_.empty()) return 0;
@@ -153,10 +175,14 @@ void EventLoop::RunDueTimers() {
 }
 
 void EventLoop::RunPosted() {
-  // Only what was posted before this phase: a callback that posts again runs next turn.
-  std::deque<TimerCallback> now;
-  now.swap(posted_);
-  for (auto& cb : now) cb();
+  // Only what was posted before this phase: a callback that posts again runs
+  // next turn. One at a time, so a callback may cancel those after it.
+  uint64_t end = next_post_;
+  while (!posted_.empty() && posted_.begin()->first < end) {
+    TimerCallback cb = std::move(posted_.begin()->second.cb);
+    posted_.erase(posted_.begin());
+    cb();
+  }
 }
 
 bool EventLoop::RunOnce(Millis max_wait) {

@@ -12,18 +12,21 @@
 // - Callbacks may add/remove fds and timers (including their own) while running.
 // - Post() is how an object hands a result to its owner without running the
 //   owner's code inside its own frame: the owner may then destroy it freely.
+//   An object whose posted callbacks capture `this` posts them through a
+//   Posted member instead: destroying it drops those not yet run, so no
+//   callback outlives its owner (and no liveness flag is needed).
 // - A Timer handle cancels its timer when destroyed or reset; the loop must
-//   outlive the handles it gave out.
+//   outlive the handles (Timer, Posted) it gave out.
 // - Not thread-safe: one loop per thread (our agents are single-threaded).
 #pragma once
 
 #include <sys/epoll.h>
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -56,6 +59,26 @@ class Timer {
   uint64_t id_ = 0;
 };
 
+// Callbacks posted on behalf of one owner, usually a member of it: destroying
+// the handle (or Cancel()) drops those not yet run. They run like Post()'s, in
+// the order posted. Not movable: it names its owner's posts for its lifetime.
+class Posted {
+ public:
+  explicit Posted(EventLoop& loop);
+  Posted(const Posted&) = delete;
+  Posted& operator=(const Posted&) = delete;
+  ~Posted() { Cancel(); }
+
+  void Post(std::function<void()> cb);
+  void Cancel();
+  // True while a callback posted through this handle has not run yet.
+  bool pending() const;
+
+ private:
+  EventLoop& loop_;
+  uint64_t owner_;
+};
+
 class EventLoop {
  public:
   using FdCallback = std::function<void(uint32_t epoll_events)>;
@@ -77,7 +100,8 @@ class EventLoop {
   MonoClock::time_point Now() const { return clock_.Now(); }
 
   // Runs `cb` on this loop's next turn, after that turn's fd events and
-  // timers, in the order posted.
+  // timers, in the order posted. `cb` must not outlive what it captures:
+  // an owner that may be destroyed first posts through a Posted member.
   void Post(TimerCallback cb);
 
   // A one-shot timer `delay` from now, cancelled with its handle.
@@ -91,6 +115,9 @@ class EventLoop {
   TimerId AddTimer(Millis delay, TimerCallback cb);
   void CancelTimer(TimerId id);
   bool TimerArmed(TimerId id) const { return timers_.count(id) != 0; }
+  // When the earliest timer is due (none: nullopt). Tests step a FakeClock
+  // from one timer to the next with it.
+  std::optional<MonoClock::time_point> NextTimerDue() const;
 
   // Waits until at least one event or timer fired, or `max_wait` passed
   // (negative: no limit besides timers). Runs the due callbacks.
@@ -105,6 +132,12 @@ class EventLoop {
   struct Handler {
     uint32_t generation;
     FdCallback cb;
+  };
+  friend class Posted;
+  static constexpr uint64_t kNoOwner = 0;
+  struct PostedEntry {
+    uint64_t owner;  // a Posted handle's, or kNoOwner
+    TimerCallback cb;
   };
   struct TimerEntry {
     MonoClock::time_point due;
@@ -124,7 +157,10 @@ class EventLoop {
   TimerId next_timer_ = 1;
   std::map<TimerId, TimerEntry> timers_;
   std::multimap<MonoClock::time_point, TimerId> timer_queue_;
-  std::deque<TimerCallback> posted_;
+  // Posted callbacks by sequence number: in the order posted, any one cancellable.
+  std::map<uint64_t, PostedEntry> posted_;
+  uint64_t next_post_ = 1;
+  uint64_t next_post_owner_ = kNoOwner + 1;
   bool stopped_ = false;
 };
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace elastic {
@@ -216,6 +218,36 @@ TEST(EventLoopFakeClockTest, PostedCallbacksRunAfterTheTimersOfTheSameTurn) {
   loop.Post([&] { order.push_back("posted"); });
   loop.RunOnce(Millis(0));
   EXPECT_EQ(order, (std::vector<std::string>{"timer", "posted"}));
+}
+
+TEST(EventLoopTest, PostedHandleDropsItsCallbacksWhenDestroyed) {
+  EventLoop loop;
+  std::vector<std::string> order;
+  auto owner = std::make_unique<Posted>(loop);
+  loop.Post([&] { order.push_back("plain 1"); });
+  owner->Post([&] { order.push_back("owned"); });
+  loop.Post([&] { order.push_back("plain 2"); });
+  EXPECT_TRUE(owner->pending());
+  owner.reset();  // its owner is gone: what it posted must not run
+  loop.RunOnce(Millis(-1));
+  EXPECT_EQ(order, (std::vector<std::string>{"plain 1", "plain 2"}));
+}
+
+TEST(EventLoopTest, PostedHandleKeepsPostOrderAndCanBeCancelledFromACallback) {
+  EventLoop loop;
+  std::vector<std::string> order;
+  Posted a(loop), b(loop);
+  a.Post([&] { order.push_back("a1"); });
+  b.Post([&] {
+    order.push_back("b1");
+    a.Cancel();  // a2, posted after b1, no longer runs
+  });
+  a.Post([&] { order.push_back("a2"); });
+  b.Post([&] { order.push_back("b2"); });
+  loop.RunOnce(Millis(-1));
+  EXPECT_EQ(order, (std::vector<std::string>{"a1", "b1", "b2"}));
+  EXPECT_FALSE(a.pending());
+  EXPECT_FALSE(b.pending());
 }
 
 }  // namespace

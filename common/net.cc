@@ -20,18 +20,20 @@ void SetNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-}  // namespace
-
-bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::string* err) {
+bool Resolve(const std::string& host, int port, int flags, SocketAddress* out, std::string* err) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = host.empty() ? AI_PASSIVE : 0;
+  hints.ai_flags = flags | (host.empty() ? AI_PASSIVE : 0);
   addrinfo* res = nullptr;
   std::string service = std::to_string(port);
   int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &res);
   if (rc != 0) {
-    if (err) *err = fmt::format("cannot resolve '{}': {}", host, gai_strerror(rc));
+    if (err && (flags & AI_NUMERICHOST) && rc == EAI_NONAME)
+      *err = fmt::format("'{}' is not a numeric address (names are resolved before the event "
+                         "loop runs, never on it)", host);
+    else if (err)
+      *err = fmt::format("cannot resolve '{}': {}", host, gai_strerror(rc));
     return false;
   }
   // Prefer IPv4: the store address handed to workers must be reachable from every node.
@@ -45,6 +47,16 @@ bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::
   out->len = pick->ai_addrlen;
   freeaddrinfo(res);
   return true;
+}
+
+}  // namespace
+
+bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::string* err) {
+  return Resolve(host, port, 0, out, err);
+}
+
+bool ResolveNumericAddress(const std::string& host, int port, SocketAddress* out, std::string* err) {
+  return Resolve(host, port, AI_NUMERICHOST | AI_NUMERICSERV, out, err);
 }
 
 UniqueFd ListenOn(const SocketAddress& addr, int* bind_errno, std::string* err) {

@@ -17,7 +17,12 @@ struct SocketAddress {
   socklen_t len = 0;
 };
 
+// getaddrinfo: may block on DNS, so never from an event-loop callback (resolve
+// before the loop runs, as CreateC10dRendezvous does for the endpoint).
 bool ResolveAddress(const std::string& host, int port, SocketAddress* out, std::string* err);
+// An IPv4/IPv6 literal only (AI_NUMERICHOST): no lookup, safe on the loop; a
+// name fails with an error saying so.
+bool ResolveNumericAddress(const std::string& host, int port, SocketAddress* out, std::string* err);
 // Binds and listens. *bind_errno is the errno of a failed bind or listen (EADDRINUSE...).
 UniqueFd ListenOn(const SocketAddress& addr, int* bind_errno, std::string* err);
 // Starts a non-blocking connect; completion is signalled by EPOLLOUT (check ConnectError).

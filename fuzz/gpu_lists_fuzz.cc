@@ -46,8 +46,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<Gpu>& all = NodeGpus();
   std::vector<Gpu> gpus = all;
   std::string err;
-  std::string cvd = fuzz::Field(f, 0) == "-" ? "" : fuzz::Field(f, 0);
-  if (SelectVisibleGpus(cvd, fuzz::Field(f, 1), &gpus, &err)) {
+  std::string cvd_text = fuzz::Field(f, 0) == "-" ? "" : fuzz::Field(f, 0);
+  GpuList cvd = ParseGpuList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES", cvd_text);
+  GpuList step = ParseGpuList(DeviceListKind::kSlurm, "SLURM_STEP_GPUS", fuzz::Field(f, 1));
+  if (SelectVisibleGpus(&cvd, &step, &gpus, &err)) {
     std::set<std::string> seen, node;
     for (const Gpu& g : all) node.insert(g.busid);
     for (const Gpu& g : gpus) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/bind_mode.h"  // BindMode, MemBind: parsed there (one parser for plugin and launcher)
+#include "common/device_list.h"  // GpuList: the GPU variables, parsed there
 
 namespace elastic {
 
@@ -16,8 +17,11 @@ struct BindingRequest {
   std::string topology_file;            // --topology, else $HWLOC_XMLFILE, else this machine
   std::string cpus_allowed;             // --cpus-allowed LIST (simulate a restriction)
   std::string gpu_vendor;               // "", "nvidia", "amd" ("": NVIDIA if the node has any, else AMD)
-  std::string cuda_visible_devices;     // $CUDA_VISIBLE_DEVICES, "" if unset (indexes in bus id order, GPU-<uuid>, NoDevFiles, -1)
-  std::string slurm_step_gpus;          // $SLURM_STEP_GPUS (or SLURM_JOB_GPUS), "" if unset
+  // The node's GPU variables, parsed by the caller (common/device_list.h);
+  // unset or set to "": every GPU. A list that did not parse is an error here
+  // only where GPUs are mapped (not on a node whose topology shows none).
+  std::optional<GpuList> cuda_visible_devices;  // indexes in bus id order, GPU-<uuid>, NoDevFiles, -1
+  std::optional<GpuList> slurm_step_gpus;       // SLURM_STEP_GPUS, else SLURM_JOB_GPUS
   int nproc = 1;                        // local workers
 };
 

@@ -67,27 +67,16 @@ bool FindByUuid(const std::string& entry, const std::vector<Gpu>& gpus, size_t* 
   return false;
 }
 
-// Slurm's index list: "0,1,3" (ranges "0-3" too): common/device_list.h.
-bool ParseIndexList(const std::string& what, const std::string& text, std::vector<long long>* out,
-                    std::string* err) {
-  DeviceList list;
-  if (!ParseDeviceList(DeviceListKind::kSlurm, what, text, &list, err)) return false;
-  for (const DeviceEntry& e : list.entries) out->push_back(e.index);
-  return true;
-}
-
 struct CudaEntry {
   bool is_index = true;
   long long index = 0;   // when is_index
   size_t gpu = 0;        // when matched by UUID
 };
 
-// CUDA_VISIBLE_DEVICES as the CUDA runtime reads it (common/device_list.h),
-// UUIDs matched against the topology's GPUs; MIG instances are refused.
-bool ParseCudaVisible(const std::string& text, const std::vector<Gpu>& gpus,
-                      std::vector<CudaEntry>* out, std::string* err) {
-  DeviceList list;
-  if (!ParseDeviceList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES", text, &list, err)) return false;
+// CUDA_VISIBLE_DEVICES' entries (parsed: common/device_list.h), UUIDs matched
+// against the topology's GPUs; MIG instances are refused.
+bool CudaEntries(const DeviceList& list, const std::vector<Gpu>& gpus,
+                 std::vector<CudaEntry>* out, std::string* err) {
   for (const DeviceEntry& e : list.entries) {
     CudaEntry parsed;
     if (e.kind == DeviceEntry::Kind::kMigUuid) {
@@ -107,6 +96,11 @@ bool ParseCudaVisible(const std::string& text, const std::vector<Gpu>& gpus,
   }
   return true;
 }
+
+// Set and not "" (an empty variable means what an unset one does).
+const GpuList* Given(const GpuList* list) { return list && !list->text.empty() ? list : nullptr; }
+
+std::string Quoted(const GpuList& list) { return list.name + "=" + list.text; }
 
 bool IndexToGpu(const std::string& what, long long index, const std::vector<Gpu>& gpus,
                 size_t* out, std::string* err) {
@@ -154,17 +148,25 @@ bool SelectVendor(const std::string& vendor, std::vector<Gpu>* gpus, std::string
   return true;
 }
 
-bool SelectVisibleGpus(const std::string& cuda_visible_devices, const std::string& slurm_step_gpus,
+const GpuList* VisibleGpuList(const GpuList* cuda_visible_devices, const GpuList* slurm_step_gpus) {
+  if (const GpuList* cvd = Given(cuda_visible_devices)) return cvd;
+  return Given(slurm_step_gpus);
+}
+
+bool SelectVisibleGpus(const GpuList* cuda_visible_devices, const GpuList* slurm_step_gpus,
                        std::vector<Gpu>* gpus, std::string* err) {
+  const GpuList* cvd = Given(cuda_visible_devices);
+  const GpuList* slurm = Given(slurm_step_gpus);
   std::vector<long long> step;
-  if (!slurm_step_gpus.empty() &&
-      !ParseIndexList("SLURM_STEP_GPUS", slurm_step_gpus, &step, err)) {
-    return false;
+  if (slurm) {
+    if (!slurm->ok) return *err = slurm->error, false;
+    for (const DeviceEntry& e : slurm->devices.entries) step.push_back(e.index);
   }
   std::vector<size_t> chosen;
-  if (!cuda_visible_devices.empty()) {
+  if (cvd) {
+    if (!cvd->ok) return *err = cvd->error, false;
     std::vector<CudaEntry> entries;
-    if (!ParseCudaVisible(cuda_visible_devices, *gpus, &entries, err)) return false;
+    if (!CudaEntries(cvd->devices, *gpus, &entries, err)) return false;
     // ConstrainDevices renumbers CUDA_VISIBLE_DEVICES from 0 within the step's GPUs.
     std::set<long long> step_set(step.begin(), step.end());
     bool relative = !step.empty() && std::any_of(entries.begin(), entries.end(), [&](const CudaEntry& e) {
@@ -179,22 +181,20 @@ bool SelectVisibleGpus(const std::string& cuda_visible_devices, const std::strin
           if (static_cast<size_t>(index) >= step_sorted.size()) {
             *err = fmt::format(
                 "CUDA_VISIBLE_DEVICES='{}' names GPU {}, which is neither one of "
-                "SLURM_STEP_GPUS='{}' nor an index into them",
-                cuda_visible_devices, index, slurm_step_gpus);
+                "{}='{}' nor an index into them",
+                cvd->text, index, slurm->name, slurm->text);
             return false;
           }
           index = step_sorted[static_cast<size_t>(index)];
         }
-        if (!IndexToGpu("CUDA_VISIBLE_DEVICES=" + cuda_visible_devices, index, *gpus, &gpu, err)) {
-          return false;
-        }
+        if (!IndexToGpu(Quoted(*cvd), index, *gpus, &gpu, err)) return false;
       }
       chosen.push_back(gpu);
     }
-  } else if (!slurm_step_gpus.empty()) {
+  } else if (slurm) {
     for (long long index : step) {
       size_t gpu = 0;
-      if (!IndexToGpu("SLURM_STEP_GPUS=" + slurm_step_gpus, index, *gpus, &gpu, err)) return false;
+      if (!IndexToGpu(Quoted(*slurm), index, *gpus, &gpu, err)) return false;
       chosen.push_back(gpu);
     }
   } else {
@@ -202,9 +202,7 @@ bool SelectVisibleGpus(const std::string& cuda_visible_devices, const std::strin
   }
   std::set<size_t> unique(chosen.begin(), chosen.end());
   if (unique.size() != chosen.size()) {
-    *err = fmt::format("{} lists the same GPU twice",
-                       cuda_visible_devices.empty() ? "SLURM_STEP_GPUS=" + slurm_step_gpus
-                                                    : "CUDA_VISIBLE_DEVICES=" + cuda_visible_devices);
+    *err = fmt::format("{} lists the same GPU twice", Quoted(cvd ? *cvd : *slurm));
     return false;
   }
   std::vector<Gpu> visible;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_list.h"
 #include "hwloc_binding/topology.h"
 
 namespace elastic {
@@ -40,7 +41,11 @@ bool SelectVendor(const std::string& vendor, std::vector<Gpu>* gpus, std::string
 // inside the step's device cgroup while SLURM_STEP_GPUS keeps the node's
 // indexes: when CUDA_VISIBLE_DEVICES is not a subset of SLURM_STEP_GPUS, its
 // entries index the (sorted) SLURM_STEP_GPUS list instead.
-bool SelectVisibleGpus(const std::string& cuda_visible_devices, const std::string& slurm_step_gpus,
+// Either list may be null (unset); one with empty text counts as unset.
+bool SelectVisibleGpus(const GpuList* cuda_visible_devices, const GpuList* slurm_step_gpus,
                        std::vector<Gpu>* gpus, std::string* err);
+// The list that says which GPUs are visible (CUDA_VISIBLE_DEVICES before the
+// Slurm one), null when neither is set: what messages quote.
+const GpuList* VisibleGpuList(const GpuList* cuda_visible_devices, const GpuList* slurm_step_gpus);
 
 }  // namespace elastic

@@ -33,8 +33,11 @@ class VisibleGpusTest : public ::testing::Test {
                          const std::string& file = "g4dnmetal.xml") {
     BindingRequest request;
     request.topology_file = TopologyPath(file);
-    request.cuda_visible_devices = cuda;
-    request.slurm_step_gpus = step;
+    // As elasticrun hands them over: parsed once (common/device_list.h).
+    if (!cuda.empty())
+      request.cuda_visible_devices = ParseGpuList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES", cuda);
+    if (!step.empty())
+      request.slurm_step_gpus = ParseGpuList(DeviceListKind::kSlurm, "SLURM_STEP_GPUS", step);
     request.nproc = nproc;
     return request;
   }

@@ -198,17 +198,17 @@ bool LoadGpus(const BindingRequest& request, const Topology** topology, std::vec
   if (!*topology) return false;
   *gpus = FindGpus(**topology);
   if (!SelectVendor(request.gpu_vendor, gpus, err)) return false;
+  const GpuList* cvd = request.cuda_visible_devices ? &*request.cuda_visible_devices : nullptr;
+  const GpuList* step = request.slurm_step_gpus ? &*request.slurm_step_gpus : nullptr;
   if (gpus->empty()) {
-    if (!request.cuda_visible_devices.empty() || !request.slurm_step_gpus.empty()) {
-      *note = fmt::format("{} shows no {}GPU; ignoring {}", (*topology)->source(),
+    if (const GpuList* visible = VisibleGpuList(cvd, step)) {
+      *note = fmt::format("{} shows no {}GPU; ignoring {}={}", (*topology)->source(),
                           request.gpu_vendor.empty() ? "" : request.gpu_vendor + " ",
-                          request.cuda_visible_devices.empty()
-                              ? "SLURM_STEP_GPUS=" + request.slurm_step_gpus
-                              : "CUDA_VISIBLE_DEVICES=" + request.cuda_visible_devices);
+                          visible->name, visible->text);
     }
     return true;
   }
-  return SelectVisibleGpus(request.cuda_visible_devices, request.slurm_step_gpus, gpus, err);
+  return SelectVisibleGpus(cvd, step, gpus, err);
 }
 
 // auto: gpu when there is a GPU per worker, else numa (with a note when GPUs

@@ -477,14 +477,6 @@ ParseOutcome ParseLaunchConfig(int argc, const char* const* argv, const EnvMap& 
   return parser.Parse(argc, argv, out, err);
 }
 
-GpuList ParseGpuList(DeviceListKind kind, const std::string& name, const std::string& text) {
-  GpuList list;
-  list.name = name;
-  list.text = text;
-  list.ok = ParseDeviceList(kind, name, text, &list.devices, &list.error);
-  return list;
-}
-
 EnvMap CurrentEnv() {
   EnvMap env;
   for (char** e = environ; e && *e; ++e) {

@@ -34,16 +34,6 @@ struct StdSpec {
   }
 };
 
-// One GPU variable of this node's environment, parsed once (common/device_list.h).
-struct GpuList {
-  std::string name;   // "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS"
-  std::string text;   // as set (the binding maps it onto the topology, quoting it)
-  bool ok = false;    // parsed; else `error` names the variable and the bad entry
-  DeviceList devices;
-  std::string error;
-};
-GpuList ParseGpuList(DeviceListKind kind, const std::string& name, const std::string& text);
-
 // Unset members: the variable is unset.
 struct GpuLists {
   std::optional<GpuList> cuda_visible_devices;  // CUDA_VISIBLE_DEVICES

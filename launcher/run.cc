@@ -68,8 +68,8 @@ BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env)
   r.topology_file = config.topology.empty() ? Get(env, "HWLOC_XMLFILE") : config.topology;
   r.cpus_allowed = config.cpus_allowed;
   r.gpu_vendor = config.gpu_vendor;
-  if (config.gpus.cuda_visible_devices) r.cuda_visible_devices = config.gpus.cuda_visible_devices->text;
-  if (config.gpus.step_gpus) r.slurm_step_gpus = config.gpus.step_gpus->text;
+  r.cuda_visible_devices = config.gpus.cuda_visible_devices;  // parsed once (launch_config.cc)
+  r.slurm_step_gpus = config.gpus.step_gpus;
   r.nproc = config.nproc;
   return r;
 }

@@ -97,7 +97,8 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
       return nullptr;
     }
   }
-  return std::make_unique<FailoverRendezvous>(loop, Failover(p), host, port);
+  // Resolved here, before the agent's loop runs: the client never looks names up.
+  return std::make_unique<FailoverRendezvous>(loop, Failover(p), host, port, addr);
 }
 
 }  // namespace elastic

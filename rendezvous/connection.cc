@@ -12,10 +12,10 @@
 namespace elastic {
 
 RendezvousConnection::RendezvousConnection(EventLoop& loop, UniqueFd fd, uint32_t max_frame_bytes, Callbacks callbacks)
-    : loop_(loop), fd_(std::move(fd)), reader_(max_frame_bytes), callbacks_(std::move(callbacks)) {}
+    : loop_(loop), fd_(std::move(fd)), reader_(max_frame_bytes), callbacks_(std::move(callbacks)),
+      deferred_(loop) {}
 
 RendezvousConnection::~RendezvousConnection() {
-  *alive_ = false;
   if (fd_) loop_.Remove(fd_.get());
 }
 
@@ -77,10 +77,7 @@ void RendezvousConnection::SendFrame(const std::string& encoded) {
     std::string tag, err;
     std::string_view payload = std::string_view(encoded).substr(4);
     if (!Tag(keys_->send, sent_frames_++, payload, &tag, &err)) {
-      auto alive = alive_;
-      loop_.AddTimer(Millis(0), [this, alive, err] {
-        if (*alive && fd_) Fail("cannot authenticate a frame: " + err);
-      });
+      deferred_.Post([this, err] { Fail("cannot authenticate a frame: " + err); });
       return;
     }
     tagged = EncodeFrame(std::string(payload) + tag);
@@ -92,10 +89,7 @@ void RendezvousConnection::SendFrame(const std::string& encoded) {
   std::string reason;
   if (!WriteQueued(&reason)) {
     // Report the failure from the loop, not from inside the caller's Send().
-    auto alive = alive_;
-    loop_.AddTimer(Millis(0), [this, alive, reason] {
-      if (*alive && fd_) Fail(reason);
-    });
+    deferred_.Post([this, reason] { Fail(reason); });
     return;
   }
   UpdateInterest();
@@ -109,17 +103,13 @@ void RendezvousConnection::CloseAfterFlush() {
   if (!fd_) return;
   closing_ = true;
   if (flushed()) {
-    auto alive = alive_;
-    loop_.AddTimer(Millis(0), [this, alive] {
-      if (*alive && fd_) Fail("closed");
-    });
+    deferred_.Post([this] { Fail("closed"); });
     return;
   }
   UpdateInterest();
 }
 
 void RendezvousConnection::OnEvents(uint32_t events) {
-  auto alive = alive_;
   std::string reason;
   if (events & EPOLLOUT) {
     if (!WriteQueued(&reason)) return Fail(reason);
@@ -128,14 +118,13 @@ void RendezvousConnection::OnEvents(uint32_t events) {
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
     if (!ReadAvailable(&reason)) {
-      if (*alive && fd_) Fail(reason);
+      if (fd_) Fail(reason);
       return;
     }
   }
 }
 
 bool RendezvousConnection::ReadAvailable(std::string* reason) {
-  auto alive = alive_;
   char buf[65536];
   while (true) {
     ssize_t n = recv(fd_.get(), buf, sizeof(buf), 0);
@@ -157,9 +146,9 @@ bool RendezvousConnection::ReadAvailable(std::string* reason) {
       Message msg;
       if (!DecodeMessage(payload, &msg, &err)) return *reason = "protocol error: " + err, false;
       counters_.messages_in += 1;
-      auto on_message = callbacks_.on_message;  // the callback may destroy *this
-      if (on_message) on_message(msg);
-      if (!*alive || !fd_ || closing_) return true;
+      auto on_message = callbacks_.on_message;  // the callback may replace callbacks_
+      if (on_message) on_message(msg);          // but never destroys *this (connection.h)
+      if (!fd_ || closing_) return true;
     }
     // A short read drained the socket: skip the recv that would only say EAGAIN
     // (epoll is level-triggered and reports anything that arrives later).

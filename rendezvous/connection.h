@@ -2,7 +2,11 @@
 // buffers writes (EPOLLOUT only while something is queued) and hands decoded
 // messages to its owner. on_close fires at most once: peer closed, I/O error,
 // protocol error, or CloseAfterFlush() finished; after it the connection is inert.
-// Callbacks may destroy the RendezvousConnection.
+// on_close may destroy the RendezvousConnection; on_message may not (it may
+// Send, CloseAfterFlush, or post the destruction: the owners do, through
+// their Posted handle), so reading stops only when the connection closes.
+// Failures found inside a caller's Send() are reported from a later turn
+// of the loop (through a Posted handle: they never outlive the connection).
 //
 // Frame authentication (docs/security.md): once AuthenticateFrames() was called
 // (by both sides, right after the handshake), every frame's payload ends in a
@@ -83,7 +87,7 @@ class RendezvousConnection {
   bool closing_ = false;
   bool want_write_ = false;
   TrafficCounters counters_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Posted deferred_;  // failures reported from the loop, dropped with the connection
 };
 
 }  // namespace elastic

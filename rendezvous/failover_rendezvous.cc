@@ -10,20 +10,17 @@ namespace elastic {
 
 FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params,
                                        std::unique_ptr<RendezvousHost> host)
-    : loop_(loop), params_(std::move(params)) {
+    : loop_(loop), params_(std::move(params)), posted_(loop) {
   UseHost(std::move(host));
 }
 
 FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params, std::string host,
-                                       int port)
-    : loop_(loop), params_(std::move(params)) {
-  UseClient(std::move(host), port, std::nullopt);
+                                       int port, std::optional<SocketAddress> address)
+    : loop_(loop), params_(std::move(params)), posted_(loop) {
+  UseClient(std::move(host), port, std::nullopt, address);
 }
 
-FailoverRendezvous::~FailoverRendezvous() {
-  *alive_ = false;
-  if (probe_timer_) loop_.CancelTimer(probe_timer_);
-}
+FailoverRendezvous::~FailoverRendezvous() = default;
 
 std::string FailoverRendezvous::Describe() const {
   return inner_ ? inner_->Describe() + "; fails over to the next node if the host is lost"
@@ -80,18 +77,15 @@ void FailoverRendezvous::UseHost(std::unique_ptr<RendezvousHost> host) {
   host->SetCallbacks(InnerCallbacks());
   inner_ = std::move(host);
   if (join_) inner_->Join(*join_);
-  if (!probe_timer_)
-    probe_timer_ = loop_.AddTimer(Millis(params_.settings.heartbeat_timeout_ms),
-                                  [this] { OnProbeTimer(); });
+  if (!probe_timer_.armed())
+    probe_timer_ = loop_.Every(Millis(params_.settings.heartbeat_timeout_ms),
+                               [this] { OnProbeTimer(); });
 }
 
 // ---- a stuck host looks for a newer one ----
 
 void FailoverRendezvous::OnProbeTimer() {
-  probe_timer_ = 0;
-  if (shut_down_ || !host_) return;
-  probe_timer_ = loop_.AddTimer(Millis(params_.settings.heartbeat_timeout_ms),
-                                [this] { OnProbeTimer(); });
+  if (shut_down_ || !host_) return probe_timer_.Cancel();
   const RendezvousState& s = host_->state();
   bool stuck = s.phase == RendezvousPhase::kJoining && s.quorum_round >= 0 &&
                !HasMajority(QuorumRejoined(s), s.quorum_size);
@@ -125,8 +119,9 @@ void FailoverRendezvous::Yield() {
   inner_ = std::move(probe_);
 }
 
-void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int> candidate_rank) {
-  auto client = MakeClient(host, port, candidate_rank);
+void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int> candidate_rank,
+                                   std::optional<SocketAddress> address) {
+  auto client = MakeClient(host, port, candidate_rank, /*probe=*/false, address);
   host_text_ = fmt::format("{}:{}", host, port);
   host_rank_ = candidate_rank.value_or(-1);
   client_ = client.get();
@@ -136,13 +131,15 @@ void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int
 }
 
 std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
-    const std::string& host, int port, std::optional<int> candidate_rank, bool probe) {
+    const std::string& host, int port, std::optional<int> candidate_rank, bool probe,
+    std::optional<SocketAddress> address) {
   ClientConfig config;
   config.settings = params_.settings;
   config.run_id = params_.run_id;
   config.node_name = params_.node_name;
   config.host = host;
   config.port = port;
+  config.address = address;  // unset on the loop: successors are numeric addresses
   config.listen_port = [this](const std::string& local_addr) { return ListenPort(local_addr); };
   config.on_host_lost = [this](const std::string& why) { OnHostLost(why); };
   if (last_round_) config.last_round_run = last_round_->round;
@@ -155,7 +152,7 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
   if (probe) {
     config.on_unreachable = [this](const std::string& why) {
       Log(LogLevel::kDebug, "rendezvous: {} is no newer host: {}", probe_text_, why);
-      Post([this] { probe_.reset(); });
+      posted_.Post([this] { probe_.reset(); });
     };
     config.candidate_timeout_ms = params_.settings.heartbeat_interval_ms;
     config.only_ahead_of = host_->state().quorum_round;
@@ -170,7 +167,7 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
   Callbacks cb;
   cb.on_fatal = [this](const JobEnd&, const std::string& why) {
     Log(LogLevel::kDebug, "rendezvous: probe of {} ended: {}", probe_text_, why);
-    Post([this] { probe_.reset(); });
+    posted_.Post([this] { probe_.reset(); });
   };
   client->SetCallbacks(cb);
   return client;
@@ -201,7 +198,7 @@ int FailoverRendezvous::ListenPort(const std::string& local_addr) {
   SocketAddress addr;
   std::string err;
   int bind_errno = 0;
-  if (ResolveAddress(local_addr, 0, &addr, &err)) listener_ = ListenOn(addr, &bind_errno, &err);
+  if (ResolveNumericAddress(local_addr, 0, &addr, &err)) listener_ = ListenOn(addr, &bind_errno, &err);
   if (!listener_) {
     Log(LogLevel::kWarning, "rendezvous: cannot listen on {} for a takeover ({}): this node will "
         "not become the host if the host is lost", local_addr, err);
@@ -248,7 +245,7 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
     running_ = false;
     if (callbacks_.on_restart_required) callbacks_.on_restart_required(lost + "; failing over");
   }
-  Post([this] { TryNext(); });
+  posted_.Post([this] { TryNext(); });
 }
 
 void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
@@ -262,7 +259,7 @@ void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
                              "join_timeout ({} s)", last_round_->round,
                              params_.settings.join_timeout_ms / 1000.0),
                  JobEnd{EndReason::kHostLost, false});
-  Post([this] { TryNext(); });
+  posted_.Post([this] { TryNext(); });
 }
 
 void FailoverRendezvous::TryNext() {
@@ -321,18 +318,11 @@ void FailoverRendezvous::Retire() {
   retired_.push_back(std::move(inner_));
   client_ = nullptr;
   host_ = nullptr;
-  Post([this] { retired_.clear(); });
+  posted_.Post([this] { retired_.clear(); });
 }
 
 void FailoverRendezvous::Fatal(const std::string& message, const JobEnd& end) {
   if (callbacks_.on_fatal) callbacks_.on_fatal(end, message);
-}
-
-void FailoverRendezvous::Post(std::function<void()> fn) {
-  auto alive = alive_;
-  loop_.AddTimer(Millis(0), [alive, fn = std::move(fn)] {
-    if (*alive) fn();
-  });
 }
 
 }  // namespace elastic

@@ -49,8 +49,10 @@ class FailoverRendezvous : public RendezvousHandler {
  public:
   // This agent hosts from the start.
   FailoverRendezvous(EventLoop& loop, FailoverParams params, std::unique_ptr<RendezvousHost> host);
-  // This agent joins the host at host:port.
-  FailoverRendezvous(EventLoop& loop, FailoverParams params, std::string host, int port);
+  // This agent joins the host at host:port, resolved (before the loop runs) to
+  // `address`; unset, host must be a numeric address (rendezvous_client.h).
+  FailoverRendezvous(EventLoop& loop, FailoverParams params, std::string host, int port,
+                     std::optional<SocketAddress> address = std::nullopt);
   ~FailoverRendezvous() override;
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
@@ -63,10 +65,12 @@ class FailoverRendezvous : public RendezvousHandler {
   bool hosting() const { return host_ != nullptr; }
 
  private:
-  void UseClient(std::string host, int port, std::optional<int> candidate_rank);
+  void UseClient(std::string host, int port, std::optional<int> candidate_rank,
+                 std::optional<SocketAddress> address = std::nullopt);
   std::unique_ptr<RendezvousClient> MakeClient(const std::string& host, int port,
                                                std::optional<int> candidate_rank,
-                                               bool probe = false);
+                                               bool probe = false,
+                                               std::optional<SocketAddress> address = std::nullopt);
   void OnProbeTimer();
   void Probe();
   void Yield();
@@ -80,7 +84,6 @@ class FailoverRendezvous : public RendezvousHandler {
   void TakeOver();
   void Retire();
   void Fatal(const std::string& message, const JobEnd& end);
-  void Post(std::function<void()> fn);
 
   EventLoop& loop_;
   FailoverParams params_;
@@ -103,11 +106,13 @@ class FailoverRendezvous : public RendezvousHandler {
   std::set<int> excluded_;               // successors lost or found unreachable
   MonoClock::time_point failover_deadline_{};
   bool shut_down_ = false;
-  EventLoop::TimerId probe_timer_ = 0;          // while hosting: look for a newer host
+  Timer probe_timer_;                           // while hosting: look for a newer host
   std::unique_ptr<RendezvousClient> probe_;     // the probe under way
   std::string probe_text_;
   int next_probe_ = 0;                          // successor rank to probe next
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // What runs from the loop rather than inside the inner rendezvous' callbacks
+  // (retiring it, the next successor): dropped if this is destroyed first.
+  Posted posted_;
 };
 
 }  // namespace elastic

@@ -10,39 +10,14 @@
 #include "rendezvous/frame.h"
 #include "common/net.h"
 #include "rendezvous/failover_rendezvous.h"
+#include "rendezvous/host_client_test_util.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 
 namespace elastic {
 namespace {
 
-struct Agent {
-  std::unique_ptr<RendezvousHandler> handler;
-  std::vector<RoundInfo> rounds;
-  std::vector<std::string> restarts;
-  std::string fatal;
-  bool done = false;
-  bool job_failed = false;
-  WorkerFailure failure;
-  JobEnd end;  // of on_fatal or on_job_failed
-
-  void Wire() {
-    RendezvousHandler::Callbacks cb;
-    cb.on_round = [this](const RoundInfo& r) { rounds.push_back(r); };
-    cb.on_restart_required = [this](const std::string& why) { restarts.push_back(why); };
-    cb.on_done = [this] { done = true; };
-    cb.on_fatal = [this](const JobEnd& e, const std::string& m) {
-      end = e;
-      fatal = m;
-    };
-    cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& e) {
-      job_failed = true;
-      failure = f;
-      end = e;
-    };
-    handler->SetCallbacks(cb);
-  }
-};
+using Agent = TestAgent;
 
 class HostClientTest : public ::testing::Test {
  protected:
@@ -55,35 +30,14 @@ class HostClientTest : public ::testing::Test {
     settings.close_timeout_ms = 60'000;
   }
   void StartHost() {
-    SocketAddress addr;
     std::string err;
-    ASSERT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
-    int bind_errno = 0;
-    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
-    ASSERT_TRUE(listener) << err;
-    HostConfig config;
-    config.settings = settings;
-    config.run_id = "job";
-    config.node_name = "host";
-    config.store_addr = "127.0.0.1";
-    config.bind_addr = "127.0.0.1";
-    config.auth = AuthMethod::kToken;
-    auto host = RendezvousHost::Create(loop, config, std::move(listener), &err);
-    ASSERT_TRUE(host) << err;
-    host_ = host.get();
-    agents[0].handler = std::move(host);
-    agents[0].Wire();
+    host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
+    ASSERT_TRUE(host_) << err;
   }
   void StartClient(int i, const std::string& token = "t0ken") {
-    ClientConfig config;
-    config.settings = settings;
-    config.settings.token = token;
-    config.run_id = "job";
-    config.node_name = "client" + std::to_string(i);
-    config.host = "127.0.0.1";
-    config.port = host_->port();
-    agents[i].handler = std::make_unique<RendezvousClient>(loop, config);
-    agents[i].Wire();
+    RendezvousSettings s = settings;
+    s.token = token;
+    agents[i].Take(MakeLoopbackClient(loop, s, i, host_->port()));
   }
   int Connect() {
     SocketAddress addr;
@@ -413,22 +367,10 @@ TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {
 class FailoverTest : public HostClientTest {
  protected:
   void StartFailoverThree() {
-    SocketAddress addr;
-    std::string err;
-    ASSERT_TRUE(ResolveAddress("127.0.0.1", 0, &addr, &err));
-    int bind_errno = 0;
-    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
-    ASSERT_TRUE(listener) << err;
     // Node ranks 0, 1, 2: the successor order.
     settings.preferred_rank = 0;
-    HostConfig config;
-    config.settings = settings;
-    config.run_id = "job";
-    config.node_name = "host";
-    config.store_addr = "127.0.0.1";
-    config.bind_addr = "127.0.0.1";
-    config.auth = AuthMethod::kToken;
-    auto host = RendezvousHost::Create(loop, config, std::move(listener), &err);
+    std::string err;
+    auto host = MakeLoopbackHost(loop, settings, &err);
     ASSERT_TRUE(host) << err;
     int port = host->port();
     FailoverParams params{settings, "job", "host"};

@@ -15,12 +15,15 @@
 namespace elastic {
 
 RendezvousClient::RendezvousClient(EventLoop& loop, ClientConfig config)
-    : loop_(loop), config_(std::move(config)) {}
+    : loop_(loop), config_(std::move(config)), finish_(loop) {
+  // Off the loop: the address comes resolved, or is a literal (no lookup).
+  if (config_.address)
+    addr_ = *config_.address;
+  else if (!ResolveNumericAddress(config_.host, config_.port, &addr_, &resolve_error_))
+    resolve_error_ = fmt::format("cannot reach the rendezvous host {}: {}", HostName(), resolve_error_);
+}
 
 RendezvousClient::~RendezvousClient() {
-  *alive_ = false;
-  for (auto id : {retry_timer_, heartbeat_timer_, auth_timer_, round_timer_, candidate_timer_})
-    if (id) loop_.CancelTimer(id);
   if (connecting_fd_) loop_.Remove(connecting_fd_.get());
 }
 
@@ -44,8 +47,8 @@ void RendezvousClient::Join(int local_world_size) {
     connect_deadline_ = loop_.Now() + Millis(config_.settings.join_timeout_ms);
     retry_delay_ = Millis(config_.settings.connect_retry_ms);
     if (config_.on_unreachable)
-      candidate_timer_ = loop_.AddTimer(Millis(config_.candidate_timeout_ms),
-                                        [this] { OnCandidateDeadline(); });
+      candidate_timer_ = loop_.After(Millis(config_.candidate_timeout_ms),
+                                     [this] { OnCandidateDeadline(); });
     Connect();
   }
 }
@@ -62,8 +65,7 @@ void RendezvousClient::ReportSucceeded() {
 
 void RendezvousClient::Shutdown() {
   callbacks_ = {};
-  if (retry_timer_) loop_.CancelTimer(retry_timer_);
-  retry_timer_ = 0;
+  retry_timer_.Cancel();
   if (conn_ && stage_ == Stage::kReady) {
     conn_->Send("leave");
     conn_->CloseAfterFlush();
@@ -80,8 +82,9 @@ void RendezvousClient::Send(std::string_view type, nlohmann::json body) {
 void RendezvousClient::Connect() {
   if (stage_ == Stage::kFinished) return;  // shut down while waiting to retry
   stage_ = Stage::kConnecting;
+  if (!resolve_error_.empty())
+    return config_.on_unreachable ? Unreachable(resolve_error_) : Fatal(resolve_error_);
   std::string err;
-  if (!ResolveAddress(config_.host, config_.port, &addr_, &err)) return RetryConnect(err);
   connecting_fd_ = StartConnect(addr_, &err);
   if (!connecting_fd_) return RetryConnect(err);
   if (!loop_.Add(connecting_fd_.get(), EPOLLOUT, [this](uint32_t) { OnConnectEvent(); }, &err))
@@ -111,8 +114,7 @@ void RendezvousClient::OnConnectEvent() {
   last_heard_ = loop_.Now();
   // A candidate host may still be noticing the loss: its challenge has candidate_timeout.
   if (!config_.on_unreachable)
-    auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms),
-                                 [this] { OnAuthDeadline(); });
+    auth_timer_ = loop_.After(Millis(config_.settings.auth_timeout_ms), [this] { OnAuthDeadline(); });
 }
 
 void RendezvousClient::RetryConnect(const std::string& why) {
@@ -125,10 +127,7 @@ void RendezvousClient::RetryConnect(const std::string& why) {
   Log(LogLevel::kDebug, "rendezvous: host {} not reachable yet ({}); retrying", HostName(), why);
   auto delay = std::min(retry_delay_, std::chrono::duration_cast<Millis>(connect_deadline_ - now));
   retry_delay_ = std::min(retry_delay_ * 2, Millis(1000));
-  retry_timer_ = loop_.AddTimer(delay, [this] {
-    retry_timer_ = 0;
-    Connect();
-  });
+  retry_timer_ = loop_.After(delay, [this] { Connect(); });
 }
 
 // ---- messages ----
@@ -166,11 +165,9 @@ bool RendezvousClient::RequiredAuth(AuthMethod* method, std::string* why) const 
 
 void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   challenged_ = true;
-  if (candidate_timer_) loop_.CancelTimer(candidate_timer_);
-  candidate_timer_ = 0;
-  if (!auth_timer_)
-    auth_timer_ = loop_.AddTimer(Millis(config_.settings.auth_timeout_ms),
-                                 [this] { OnAuthDeadline(); });
+  candidate_timer_.Cancel();
+  if (!auth_timer_.armed())
+    auth_timer_ = loop_.After(Millis(config_.settings.auth_timeout_ms), [this] { OnAuthDeadline(); });
   if (c.version != kRendezvousProtocolVersion)
     return Fatal(fmt::format("the rendezvous host {} speaks protocol version {}, this agent {}: "
                              "use the same slurm-elastic on every node", HostName(), c.version,
@@ -244,18 +241,16 @@ void RendezvousClient::OnWelcome(const WelcomeMsg& welcome) {
 
 void RendezvousClient::OnReady() {
   stage_ = Stage::kReady;
-  if (auth_timer_) loop_.CancelTimer(auth_timer_);
-  auth_timer_ = 0;
+  auth_timer_.Cancel();
   conn_->SetMaxFrameBytes(config_.settings.max_frame_bytes);
-  heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
-                                    [this] { OnHeartbeatTimer(); });
+  heartbeat_timer_ = loop_.Every(Millis(config_.settings.heartbeat_interval_ms),
+                                 [this] { OnHeartbeatTimer(); });
   if (pending_join_) SendJoin(*pending_join_);
   pending_join_.reset();
   if (config_.on_welcomed) config_.on_welcomed();
 }
 
 void RendezvousClient::OnAuthDeadline() {
-  auth_timer_ = 0;
   if (stage_ != Stage::kAuthenticating) return;
   Fatal(fmt::format("no {} from the rendezvous host {} within auth_timeout ({} s)",
                     challenged_ ? "welcome" : "challenge", HostName(),
@@ -271,11 +266,9 @@ void RendezvousClient::SendJoin(int local_world_size) {
 // The host completes a round within join_timeout + last_call_timeout of a join,
 // or ends the job (rendezvous_state.h); a host that says neither is broken.
 void RendezvousClient::ArmRoundDeadline() {
-  if (round_timer_) loop_.CancelTimer(round_timer_);
   const RendezvousSettings& s = config_.settings;
   int64_t ms = s.join_timeout_ms + s.last_call_timeout_ms + s.heartbeat_timeout_ms;
-  round_timer_ = loop_.AddTimer(Millis(ms), [this, ms] {
-    round_timer_ = 0;
+  round_timer_ = loop_.After(Millis(ms), [this, ms] {
     if (stage_ == Stage::kReady)
       Fatal(fmt::format("no round from the rendezvous host {} within {} s of joining "
                         "(join_timeout + last_call_timeout + heartbeat_timeout)",
@@ -292,11 +285,10 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       if (msg.text != last_waiting_)
         Log(LogLevel::kDebug, "rendezvous: waiting at {}: {}", HostName(), EscapeForLog(msg.text));
       last_waiting_ = msg.text;
-      if (round_timer_) ArmRoundDeadline();  // the host is still forming the round
+      if (round_timer_.armed()) ArmRoundDeadline();  // the host is still forming the round
       return;
     case K::kRound:
-      if (round_timer_) loop_.CancelTimer(round_timer_);
-      round_timer_ = 0;
+      round_timer_.Cancel();
       running_round_ = msg.round.round;
       awaiting_round_ = false;
       last_round_ = msg.round.round;
@@ -363,8 +355,7 @@ void RendezvousClient::OnClosed(const std::string& reason) {
   // Closed before any challenge: a host at its max_unauthenticated closes at
   // accept. Like a refused connect, try again until join_timeout.
   if (stage_ == Stage::kAuthenticating && !challenged_) {
-    if (auth_timer_) loop_.CancelTimer(auth_timer_);
-    auth_timer_ = 0;
+    auth_timer_.Cancel();
     conn_.reset();  // allowed from its own on_close (connection.h)
     return RetryConnect("closed before its challenge: " + reason);
   }
@@ -373,8 +364,7 @@ void RendezvousClient::OnClosed(const std::string& reason) {
 }
 
 void RendezvousClient::OnHeartbeatTimer() {
-  heartbeat_timer_ = 0;
-  if (stage_ != Stage::kReady) return;
+  if (stage_ != Stage::kReady) return heartbeat_timer_.Cancel();
   auto silent = loop_.Now() - last_heard_;
   if (silent >= Millis(config_.settings.heartbeat_timeout_ms)) {
     std::string why = fmt::format("silent for {} ms (heartbeat_timeout)",
@@ -384,8 +374,6 @@ void RendezvousClient::OnHeartbeatTimer() {
                  EndReason::kHostLost);
   }
   Send("heartbeat");
-  heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
-                                    [this] { OnHeartbeatTimer(); });
 }
 
 // ---- the end ----
@@ -405,7 +393,6 @@ void RendezvousClient::Unreachable(const std::string& why) {
 }
 
 void RendezvousClient::OnCandidateDeadline() {
-  candidate_timer_ = 0;
   if (stage_ == Stage::kFinished || challenged_) return;
   Unreachable(fmt::format("no challenge within {} s", config_.candidate_timeout_ms / 1000.0));
 }
@@ -413,14 +400,10 @@ void RendezvousClient::OnCandidateDeadline() {
 void RendezvousClient::Finish(std::function<void()> fn) {
   if (stage_ == Stage::kFinished) return;
   stage_ = Stage::kFinished;
-  for (auto* id : {&heartbeat_timer_, &auth_timer_, &round_timer_, &candidate_timer_, &retry_timer_}) {
-    if (*id) loop_.CancelTimer(*id);
-    *id = 0;
-  }
+  for (Timer* t : {&heartbeat_timer_, &auth_timer_, &round_timer_, &candidate_timer_, &retry_timer_})
+    t->Cancel();
   // Called from inside the connection's callbacks: tear it down from the loop.
-  auto alive = alive_;
-  loop_.AddTimer(Millis(0), [this, alive, fn = std::move(fn)] {
-    if (!*alive) return;
+  finish_.Post([this, fn = std::move(fn)] {
     conn_.reset();
     fn();
   });

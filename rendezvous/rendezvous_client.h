@@ -30,6 +30,11 @@ struct ClientConfig {
   std::string node_name;
   std::string host;  // as given in --rdzv-endpoint
   int port = 29400;
+  // host:port resolved before the loop runs (CreateC10dRendezvous resolves the
+  // endpoint once, up front). Unset, `host` must be a numeric address (the
+  // failover successors: addresses a host saw): the client never calls
+  // getaddrinfo for a name, so no DNS lookup ever blocks the event loop.
+  std::optional<SocketAddress> address;
   // Failover (failover_rendezvous.h); unset, the client behaves as described above.
   // The port this agent advertises in its hello as its own rendezvous port, given
   // the local address of its connection to the host (0: none).
@@ -104,7 +109,8 @@ class RendezvousClient : public RendezvousHandler {
   ClientConfig config_;
   Callbacks callbacks_;
   Stage stage_ = Stage::kIdle;
-  SocketAddress addr_;
+  SocketAddress addr_;          // resolved once, in the constructor (see ClientConfig::address)
+  std::string resolve_error_;  // why addr_ could not be had; fatal at the first Join
   UniqueFd connecting_fd_;
   std::unique_ptr<RendezvousConnection> conn_;
   MonoClock::time_point connect_deadline_{};
@@ -121,13 +127,13 @@ class RendezvousClient : public RendezvousHandler {
   std::string last_waiting_;                // printed once, not every tick
   bool challenged_ = false;                 // the challenge came (then: await welcome)
   MonoClock::time_point last_heard_{};
-  EventLoop::TimerId retry_timer_ = 0;
-  EventLoop::TimerId heartbeat_timer_ = 0;
-  EventLoop::TimerId auth_timer_ = 0;   // challenge + welcome within auth_timeout
-  EventLoop::TimerId round_timer_ = 0;  // a round after join
-  EventLoop::TimerId candidate_timer_ = 0;  // a candidate host's challenge (on_unreachable)
-  std::string local_addr_;              // of the connection to the host
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Timer retry_timer_;
+  Timer heartbeat_timer_;  // every heartbeat_interval while kReady
+  Timer auth_timer_;       // challenge + welcome within auth_timeout
+  Timer round_timer_;      // a round after join
+  Timer candidate_timer_;  // a candidate host's challenge (on_unreachable)
+  std::string local_addr_;  // of the connection to the host
+  Posted finish_;           // the owner's terminal callback (Finish), dropped with the client
 };
 
 }  // namespace elastic

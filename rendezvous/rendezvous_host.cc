@@ -11,16 +11,13 @@
 namespace elastic {
 
 RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener)
-    : loop_(loop), config_(std::move(config)), listener_(std::move(listener)) {
+    : loop_(loop), config_(std::move(config)), listener_(std::move(listener)), posted_(loop) {
   state_ = config_.carried ? TakeoverState(config_.settings, loop_.Now(), *config_.carried)
                            : InitialState(config_.settings, loop_.Now());
   local_member_of_ = config_.local_member_of;
 }
 
 RendezvousHost::~RendezvousHost() {
-  *alive_ = false;
-  for (auto id : {deadline_timer_, heartbeat_timer_, close_timer_})
-    if (id) loop_.CancelTimer(id);
   if (listener_) loop_.Remove(listener_.get());
 }
 
@@ -36,8 +33,8 @@ bool RendezvousHost::Start(std::string* err) {
     local_addrs_.insert(config_.bind_addr);
   allowed_addrs_ = local_addrs_;
   if (!loop_.Add(listener_.get(), EPOLLIN, [this](uint32_t) { OnAccept(); }, err)) return false;
-  heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
-                                    [this] { OnHeartbeatTick(); });
+  heartbeat_timer_ = loop_.Every(Millis(config_.settings.heartbeat_interval_ms),
+                                 [this] { OnHeartbeatTick(); });
   ScheduleDeadline();
   return true;
 }
@@ -121,13 +118,11 @@ void RendezvousHost::OnAccept() {
                                   {"auth", AuthMethodName(config_.auth)},
                                   {"round", state_.round},
                                   {"last_completed", state_.quorum_round}});
+    // Whoever does not authenticate in time is dropped: no fd is held by strangers.
+    peer.auth_deadline = loop_.After(Millis(config_.settings.auth_timeout_ms),
+                                     [this, id] { OnAuthDeadline(id); });
     peers_.emplace(id, std::move(peer));
     ++unauthenticated_;
-    // Whoever does not authenticate in time is dropped: no fd is held by strangers.
-    auto alive = alive_;
-    loop_.AddTimer(Millis(config_.settings.auth_timeout_ms), [this, alive, id] {
-      if (*alive) OnAuthDeadline(id);
-    });
   }
 }
 
@@ -366,12 +361,12 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
       RoundInfo info = RoundWithStore(action.round);
       local_round_ = info.round;
       local_member_of_ = static_cast<int64_t>(info.round);
-      return Post([this, info] {
+      return posted_.Post([this, info] {
         if (callbacks_.on_round) callbacks_.on_round(info);
       });
     }
     case RendezvousActionKind::kRestartRequired:
-      return Post([this, reason = action.message] {
+      return posted_.Post([this, reason = action.message] {
         if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
       });
     case RendezvousActionKind::kJobFailed:
@@ -394,20 +389,14 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
 // ---- timers and the end ----
 
 void RendezvousHost::ScheduleDeadline() {
-  if (deadline_timer_) loop_.CancelTimer(deadline_timer_);
-  deadline_timer_ = 0;
+  deadline_timer_.Cancel();
   auto due = NextDeadline(state_);
   if (!due) return;
   auto delay = std::chrono::duration_cast<Millis>(*due - loop_.Now()) + Millis(1);
-  deadline_timer_ = loop_.AddTimer(std::max(delay, Millis(0)), [this] {
-    deadline_timer_ = 0;
-    Feed(EvTick{});
-  });
+  deadline_timer_ = loop_.After(std::max(delay, Millis(0)), [this] { Feed(EvTick{}); });
 }
 
 void RendezvousHost::OnHeartbeatTick() {
-  heartbeat_timer_ = loop_.AddTimer(Millis(config_.settings.heartbeat_interval_ms),
-                                    [this] { OnHeartbeatTick(); });
   Feed(EvTick{});
   TellSpares();
   if (state_.phase != RendezvousPhase::kJoining || state_.num_joined == 0) return;
@@ -440,8 +429,7 @@ void RendezvousHost::FinishLocal(std::function<void()> terminal) {
     loop_.Remove(listener_.get());
     listener_.Reset();
   }
-  close_timer_ = loop_.AddTimer(Millis(config_.settings.close_timeout_ms), [this] {
-    close_timer_ = 0;
+  close_timer_ = loop_.After(Millis(config_.settings.close_timeout_ms), [this] {
     if (!peers_.empty())
       Log(LogLevel::kWarning, "rendezvous: {} agent(s) still connected after close_timeout",
           peers_.size());
@@ -449,23 +437,15 @@ void RendezvousHost::FinishLocal(std::function<void()> terminal) {
     unauthenticated_ = 0;
     MaybeRunTerminal();
   });
-  Post([this] { MaybeRunTerminal(); });
+  posted_.Post([this] { MaybeRunTerminal(); });
 }
 
 void RendezvousHost::MaybeRunTerminal() {
   if (!terminal_ || !peers_.empty()) return;
-  if (close_timer_) loop_.CancelTimer(close_timer_);
-  close_timer_ = 0;
+  close_timer_.Cancel();
   auto fn = std::move(terminal_);
   terminal_ = [] {};  // keeps FinishLocal from arming again
   fn();
-}
-
-void RendezvousHost::Post(std::function<void()> fn) {
-  auto alive = alive_;
-  loop_.AddTimer(Millis(0), [alive, fn = std::move(fn)] {
-    if (*alive) fn();
-  });
 }
 
 }  // namespace elastic

@@ -73,6 +73,7 @@ class RendezvousHost : public RendezvousHandler {
     std::string addr;
     bool authenticated = false;
     bool refused = false;  // an error is on its way; closing
+    Timer auth_deadline;   // a hello within auth_timeout (cancelled with the peer)
   };
 
   RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener);
@@ -100,7 +101,6 @@ class RendezvousHost : public RendezvousHandler {
   void OnHeartbeatTick();
   void FinishLocal(std::function<void()> terminal);
   void MaybeRunTerminal();
-  void Post(std::function<void()> fn);
 
   EventLoop& loop_;
   HostConfig config_;
@@ -119,14 +119,16 @@ class RendezvousHost : public RendezvousHandler {
   uint64_t local_round_ = 0;
   int64_t local_member_of_ = -1;  // the last round the local workers ran in
   bool local_connected_ = false;
-  EventLoop::TimerId deadline_timer_ = 0;
-  EventLoop::TimerId heartbeat_timer_ = 0;
-  EventLoop::TimerId close_timer_ = 0;
+  Timer deadline_timer_;   // the state machine's next deadline (NextDeadline)
+  Timer heartbeat_timer_;  // every heartbeat_interval
+  Timer close_timer_;      // the end: the others get close_timeout to disconnect
   std::function<void()> terminal_;  // local terminal callback, run once peers are gone
   bool shut_down_ = false;
   std::string last_waiting_;
   TrafficCounters closed_traffic_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // The local agent's callbacks run from the loop, never inside a peer's
+  // message: dropped if the host is destroyed first.
+  Posted posted_;
 };
 
 }  // namespace elastic

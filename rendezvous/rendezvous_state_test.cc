@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <ostream>
+#include <string>
+#include <vector>
 
 namespace elastic {
 namespace {
 
 class RendezvousStateTest : public ::testing::Test {
- protected:
+ public:  // the transition table's rows drive it too
   void SetUp() override {
     settings.min_nodes = 2;
     settings.max_nodes = 3;
@@ -186,20 +189,6 @@ TEST_F(RendezvousStateTest, TakeoverWaitsForEverySurvivorThenTheLastCall) {
   EXPECT_EQ(Rounds(Do(EvTick{})).size(), 3u);  // it never came: go on with 3 of 5
 }
 
-TEST_F(RendezvousStateTest, FirstJoinBelowMinWaits) {
-  EXPECT_TRUE(ConnectJoin(1).empty());
-  EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
-  EXPECT_FALSE(state.last_call_deadline.has_value());
-}
-
-TEST_F(RendezvousStateTest, CompletesAtOnceAtMaxNodes) {
-  ConnectJoin(1);
-  ConnectJoin(2);
-  auto rounds = Rounds(ConnectJoin(3));
-  EXPECT_EQ(rounds.size(), 3u);
-  EXPECT_EQ(state.phase, RendezvousPhase::kRunning);
-}
-
 TEST_F(RendezvousStateTest, CompletesAtExpectedNodesWithoutLastCall) {
   settings.max_nodes = 4;
   settings.expected_nodes = 3;
@@ -208,19 +197,6 @@ TEST_F(RendezvousStateTest, CompletesAtExpectedNodesWithoutLastCall) {
   auto rounds = Rounds(ConnectJoin(3));
   EXPECT_EQ(rounds.size(), 3u);
   EXPECT_EQ(rounds[1].group_world_size, 3);
-}
-
-TEST_F(RendezvousStateTest, LastCallStartsAtMinAndClosesAtItsDeadline) {
-  settings.heartbeat_timeout_ms = 3'600'000;  // only the last call matters here
-  ConnectJoin(1);
-  ConnectJoin(2);
-  ASSERT_TRUE(state.last_call_deadline.has_value());
-  EXPECT_EQ(*state.last_call_deadline, now + Millis(30'000));
-  EXPECT_EQ(NextDeadline(state), state.last_call_deadline);
-  Advance(29'999);
-  EXPECT_TRUE(Do(EvTick{}).empty());
-  Advance(1);
-  EXPECT_EQ(Rounds(Do(EvTick{})).size(), 2u);
 }
 
 TEST_F(RendezvousStateTest, LeavingBelowMinCancelsTheLastCall) {
@@ -233,16 +209,6 @@ TEST_F(RendezvousStateTest, LeavingBelowMinCancelsTheLastCall) {
   Advance(40'000);
   EXPECT_TRUE(ConnectJoin(3).empty());  // a full last call again, not an instant close
   EXPECT_EQ(*state.last_call_deadline, now + Millis(30'000));
-}
-
-TEST_F(RendezvousStateTest, JoinTimeoutBelowMinIsFatalForEveryone) {
-  settings.heartbeat_timeout_ms = 3'600'000;
-  ConnectJoin(1);
-  Connect(2);  // connected, never joined
-  Advance(600'000);
-  auto actions = Do(EvTick{});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{1, 2}));
-  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
 }
 
 TEST_F(RendezvousStateTest, RanksFollowPreferredRankNotJoinOrder) {
@@ -298,22 +264,6 @@ TEST_F(RendezvousStateTest, LateJoinerIsPushedToRunningMembersAndGrowthIsNotCoun
   EXPECT_EQ(rounds[1].world_size, 6);
 }
 
-TEST_F(RendezvousStateTest, LateJoinerAtMaxStaysOnTheWaitList) {
-  RunRound(3);
-  auto actions = ConnectJoin(4);
-  EXPECT_TRUE(actions.empty());
-  EXPECT_EQ(state.wait_list, (std::vector<NodeId>{4}));
-  EXPECT_EQ(state.phase, RendezvousPhase::kRunning);
-}
-
-TEST_F(RendezvousStateTest, MemberLossRestartsSurvivorsAndCountsAgainstMaxRestarts) {
-  RunRound(3);
-  auto actions = Do(EvLeave{2, "connection closed"});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
-  EXPECT_EQ(state.restarts_used, 1);
-  EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
-}
-
 TEST_F(RendezvousStateTest, RoundAfterLossClosesWhenSurvivorsRejoinWithoutLastCall) {
   RunRound(3);
   Do(EvLeave{1, "connection closed"});
@@ -326,46 +276,6 @@ TEST_F(RendezvousStateTest, RoundAfterLossClosesWhenSurvivorsRejoinWithoutLastCa
   EXPECT_EQ(rounds[3].rank_offset, 2);
   EXPECT_EQ(rounds[2].world_size, 4);
   EXPECT_EQ(rounds[2].restarts_used, 1);
-}
-
-TEST_F(RendezvousStateTest, MemberLossBelowMinIsFatalEverywhere) {
-  settings.expected_nodes = 2;
-  ConnectJoin(1);
-  ConnectJoin(2);
-  auto actions = Do(EvLeave{2, "connection closed"});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{1}));
-  EXPECT_NE(actions[0].message.find("below the minimum of 2"), std::string::npos);
-  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
-}
-
-TEST_F(RendezvousStateTest, LossWhileRejoiningBelowMinIsFatal) {
-  RunRound(3);
-  Do(EvLeave{1, "connection closed"});
-  auto actions = Do(EvLeave{2, "connection closed"});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{3}));
-}
-
-TEST_F(RendezvousStateTest, WorkerFailureRestartsEveryOtherNode) {
-  RunRound(3);
-  WorkerFailure f;
-  f.global_rank = 3;
-  auto actions = Do(EvWorkerFailed{2, 0, f});
-  // The reporting node already stops its workers and rejoins by itself.
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
-  EXPECT_EQ(state.restarts_used, 1);
-  EXPECT_EQ(state.pending_rejoin.size(), 3u);
-}
-
-TEST_F(RendezvousStateTest, WorkerFailureOverBudgetFailsTheJobEverywhere) {
-  settings.max_restarts = 0;
-  RunRound(3);
-  WorkerFailure f;
-  f.global_rank = 5;
-  f.exit_code = 7;
-  auto actions = Do(EvWorkerFailed{3, 0, f});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kJobFailed), (std::vector<NodeId>{1, 2, 3}));
-  EXPECT_EQ(actions[0].failure.global_rank, 5);
-  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
 }
 
 // --max-restarts is one budget of the job, not of a node: failures on different
@@ -464,80 +374,6 @@ TEST_F(RendezvousStateTest, EveryEndSaysWhy) {
   }
 }
 
-TEST_F(RendezvousStateTest, StaleFailureOfAnEarlierRoundIsIgnored) {
-  RunRound(3);
-  Do(EvWorkerFailed{1, 0, WorkerFailure{}});
-  EXPECT_TRUE(Do(EvWorkerFailed{2, 0, WorkerFailure{}}).empty());
-  EXPECT_EQ(state.restarts_used, 1);
-}
-
-TEST_F(RendezvousStateTest, SilentNodeIsDisconnectedAfterHeartbeatTimeout) {
-  RunRound(3);
-  Advance(5'000);
-  Do(EvHeartbeat{1});
-  Do(EvHeartbeat{3});
-  Advance(5'000);
-  auto actions = Do(EvTick{});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kDisconnect), (std::vector<NodeId>{2}));
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
-}
-
-TEST_F(RendezvousStateTest, LocalNodeNeverTimesOut) {
-  settings.expected_nodes = 2;
-  Connect(1, -1, /*local=*/true);
-  Do(EvJoin{1, 2});
-  ConnectJoin(2);
-  Advance(60'000);
-  Do(EvHeartbeat{2});
-  EXPECT_TRUE(Targets(Do(EvTick{}), RendezvousActionKind::kDisconnect).empty());
-}
-
-TEST_F(RendezvousStateTest, RemoteSuccessIsAcknowledgedAndDoneComesWhenAllSucceeded) {
-  settings.expected_nodes = 2;
-  Connect(1, -1, /*local=*/true);
-  Do(EvJoin{1, 2});
-  ConnectJoin(2);
-  auto ack = Do(EvSucceeded{2, 0});
-  EXPECT_EQ(Targets(ack, RendezvousActionKind::kDone), (std::vector<NodeId>{2}));
-  EXPECT_EQ(state.phase, RendezvousPhase::kFinishing);
-  auto done = Do(EvSucceeded{1, 0});
-  EXPECT_EQ(Targets(done, RendezvousActionKind::kDone), (std::vector<NodeId>{1, 2}));
-  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
-}
-
-TEST_F(RendezvousStateTest, FinishedNodeLeavingDoesNotRestartTheRound) {
-  RunRound(3);
-  Do(EvSucceeded{2, 0});
-  auto actions = Do(EvLeave{2, "exited"});
-  EXPECT_TRUE(actions.empty());
-  Do(EvSucceeded{1, 0});
-  EXPECT_EQ(Targets(Do(EvSucceeded{3, 0}), RendezvousActionKind::kDone), (std::vector<NodeId>{1, 3}));
-}
-
-TEST_F(RendezvousStateTest, FailureAfterOthersFinishedFailsTheJob) {
-  RunRound(3);
-  Do(EvSucceeded{1, 0});
-  auto actions = Do(EvWorkerFailed{2, 0, WorkerFailure{}});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kJobFailed).size(), 3u);
-}
-
-TEST_F(RendezvousStateTest, HostFailureIsFatalForEveryNodeOnceAndNamesTheCause) {
-  RunRound(3);
-  auto actions = Do(EvHostFailure{"cannot open the workers' store of round 1: EMFILE"});
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{1, 2, 3}));
-  for (const auto& a : actions) EXPECT_EQ(a.message, "cannot open the workers' store of round 1: EMFILE");
-  EXPECT_EQ(state.phase, RendezvousPhase::kClosed);
-  EXPECT_TRUE(Do(EvHostFailure{"again"}).empty());
-}
-
-TEST_F(RendezvousStateTest, JoinAfterTheJobEndedIsFatalForTheNewcomer) {
-  settings.max_restarts = 0;
-  RunRound(2);
-  Do(EvWorkerFailed{1, 0, WorkerFailure{}});
-  auto actions = ConnectJoin(9);
-  EXPECT_EQ(Targets(actions, RendezvousActionKind::kFatal), (std::vector<NodeId>{9}));
-}
-
 TEST_F(RendezvousStateTest, WaitListFillsTheNextRoundAfterALoss) {
   RunRound(3);
   ConnectJoin(4);
@@ -563,6 +399,240 @@ TEST_F(RendezvousStateTest, WaitingMessageNamesSurvivorsYetToRejoin) {
   Do(EvJoin{2, 2});
   EXPECT_NE(DescribeWaiting(settings, state).find("missing: n3"), std::string::npos);
 }
+
+// ---- the rules as a transition table (like launcher/worker_state_test.cc) ----
+// Each row: a name, the state in (built by `given` from events on a fake
+// clock), one event, and the transition expected: every action by kind and
+// target node, the phase after, and what else the row checks (`also`).
+
+using A = RendezvousActionKind;
+using P = RendezvousPhase;
+using ByKind = std::map<A, std::vector<NodeId>>;
+
+struct Row {
+  const char* name;
+  std::function<void(RendezvousStateTest&)> given;
+  RendezvousEvent event;
+  ByKind actions;  // every action of the transition, by kind
+  P phase;
+  std::function<void(const RendezvousStateTest&, const std::vector<RendezvousAction>&)> also = {};
+};
+
+// ctest lists a row by its name, not as a byte dump.
+void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
+
+const char* ActionName(A kind) {
+  switch (kind) {
+    case A::kRoundComplete: return "round";
+    case A::kRestartRequired: return "restart";
+    case A::kJobFailed: return "job_failed";
+    case A::kDone: return "done";
+    case A::kFatal: return "fatal";
+    case A::kDisconnect: return "disconnect";
+  }
+  return "?";
+}
+
+std::string Describe(const ByKind& targets) {
+  std::string text;
+  for (const auto& [kind, nodes] : targets) {
+    text += std::string(ActionName(kind)) + ":";
+    for (NodeId id : nodes) text += " " + std::to_string(id);
+    text += "; ";
+  }
+  return text.empty() ? "none" : text;
+}
+
+class RendezvousTransitionTable : public RendezvousStateTest,
+                                  public ::testing::WithParamInterface<Row> {};
+
+TEST_P(RendezvousTransitionTable, Step) {
+  const Row& row = GetParam();
+  if (row.given) row.given(*this);
+  std::vector<RendezvousAction> actions = Do(row.event);
+  ByKind got;
+  for (const auto& a : actions) got[a.kind].push_back(a.node);
+  EXPECT_EQ(Describe(got), Describe(row.actions));
+  EXPECT_EQ(std::string(PhaseName(state.phase)), PhaseName(row.phase));
+  if (row.also) row.also(*this, actions);
+}
+
+WorkerFailure Failure(int global_rank, int exit_code = 1) {
+  WorkerFailure f;
+  f.global_rank = global_rank;
+  f.exit_code = exit_code;
+  return f;
+}
+
+// The host's own agent (node 1, local) and one remote node run a round.
+void LocalAndRemoteRunning(RendezvousStateTest& t) {
+  t.settings.expected_nodes = 2;
+  t.Connect(1, -1, /*local=*/true);
+  t.Do(EvJoin{1, 2});
+  t.ConnectJoin(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, RendezvousTransitionTable,
+    ::testing::Values(
+        // -- forming a round --
+        Row{"FirstJoinBelowMinWaits", [](auto& t) { t.Connect(1); }, EvJoin{1, 2}, {}, P::kJoining,
+            [](const auto& t, const auto&) { EXPECT_FALSE(t.state.last_call_deadline.has_value()); }},
+        Row{"CompletesAtOnceAtMaxNodes",
+            [](auto& t) {
+              t.ConnectJoin(1);
+              t.ConnectJoin(2);
+              t.Connect(3);
+            },
+            EvJoin{3, 2}, {{A::kRoundComplete, {1, 2, 3}}}, P::kRunning},
+        Row{"LastCallStillOpenOneMillisecondBeforeItsDeadline",
+            [](auto& t) {
+              t.settings.heartbeat_timeout_ms = 3'600'000;  // only the last call matters here
+              t.ConnectJoin(1);
+              t.ConnectJoin(2);
+              ASSERT_TRUE(t.state.last_call_deadline.has_value());
+              EXPECT_EQ(*t.state.last_call_deadline, t.now + Millis(30'000));
+              EXPECT_EQ(NextDeadline(t.state), t.state.last_call_deadline);
+              t.Advance(29'999);
+            },
+            EvTick{}, {}, P::kJoining},
+        Row{"LastCallClosesAtItsDeadline",
+            [](auto& t) {
+              t.settings.heartbeat_timeout_ms = 3'600'000;
+              t.ConnectJoin(1);
+              t.ConnectJoin(2);
+              t.Advance(30'000);
+            },
+            EvTick{}, {{A::kRoundComplete, {1, 2}}}, P::kRunning},
+        Row{"JoinTimeoutBelowMinIsFatalForEveryone",
+            [](auto& t) {
+              t.settings.heartbeat_timeout_ms = 3'600'000;
+              t.ConnectJoin(1);
+              t.Connect(2);  // connected, never joined
+              t.Advance(600'000);
+            },
+            EvTick{}, {{A::kFatal, {1, 2}}}, P::kClosed},
+        Row{"LateJoinerAtMaxStaysOnTheWaitList",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Connect(4);
+            },
+            EvJoin{4, 2}, {}, P::kRunning,
+            [](const auto& t, const auto&) { EXPECT_EQ(t.state.wait_list, (std::vector<NodeId>{4})); }},
+        Row{"JoinAfterTheJobEndedIsFatalForTheNewcomer",
+            [](auto& t) {
+              t.settings.max_restarts = 0;
+              t.RunRound(2);
+              t.Do(EvWorkerFailed{1, 0, WorkerFailure{}});
+              t.Connect(9);
+            },
+            EvJoin{9, 2}, {{A::kFatal, {9}}}, P::kClosed},
+        // -- losses --
+        Row{"MemberLossRestartsSurvivorsAndCountsAgainstMaxRestarts", [](auto& t) { t.RunRound(3); },
+            EvLeave{2, "connection closed"}, {{A::kRestartRequired, {1, 3}}}, P::kJoining,
+            [](const auto& t, const auto&) { EXPECT_EQ(t.state.restarts_used, 1); }},
+        Row{"MemberLossBelowMinIsFatalEverywhere",
+            [](auto& t) {
+              t.settings.expected_nodes = 2;
+              t.ConnectJoin(1);
+              t.ConnectJoin(2);
+            },
+            EvLeave{2, "connection closed"}, {{A::kFatal, {1}}}, P::kClosed,
+            [](const auto&, const auto& actions) {
+              ASSERT_FALSE(actions.empty());
+              EXPECT_NE(actions[0].message.find("below the minimum of 2"), std::string::npos)
+                  << actions[0].message;
+            }},
+        Row{"LossWhileRejoiningBelowMinIsFatal",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvLeave{1, "connection closed"});
+            },
+            EvLeave{2, "connection closed"}, {{A::kFatal, {3}}}, P::kClosed},
+        Row{"SilentNodeIsDisconnectedAfterHeartbeatTimeout",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Advance(5'000);
+              t.Do(EvHeartbeat{1});
+              t.Do(EvHeartbeat{3});
+              t.Advance(5'000);
+            },
+            EvTick{}, {{A::kDisconnect, {2}}, {A::kRestartRequired, {1, 3}}}, P::kJoining},
+        Row{"LocalNodeNeverTimesOut",
+            [](auto& t) {
+              LocalAndRemoteRunning(t);
+              t.Advance(60'000);
+              t.Do(EvHeartbeat{2});
+            },
+            EvTick{}, {}, P::kRunning},
+        Row{"HostFailureIsFatalForEveryNodeAndNamesTheCause", [](auto& t) { t.RunRound(3); },
+            EvHostFailure{"cannot open the workers' store of round 1: EMFILE"}, {{A::kFatal, {1, 2, 3}}},
+            P::kClosed,
+            [](const auto&, const auto& actions) {
+              for (const auto& a : actions)
+                EXPECT_EQ(a.message, "cannot open the workers' store of round 1: EMFILE");
+            }},
+        Row{"HostFailureIsFatalOnlyOnce",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvHostFailure{"cannot open the workers' store of round 1: EMFILE"});
+            },
+            EvHostFailure{"again"}, {}, P::kClosed},
+        // -- worker failures --
+        Row{"WorkerFailureRestartsEveryOtherNode", [](auto& t) { t.RunRound(3); },
+            EvWorkerFailed{2, 0, Failure(3)},
+            // The reporting node already stops its workers and rejoins by itself.
+            {{A::kRestartRequired, {1, 3}}}, P::kJoining,
+            [](const auto& t, const auto&) {
+              EXPECT_EQ(t.state.restarts_used, 1);
+              EXPECT_EQ(t.state.pending_rejoin.size(), 3u);
+            }},
+        Row{"WorkerFailureOverBudgetFailsTheJobEverywhere",
+            [](auto& t) {
+              t.settings.max_restarts = 0;
+              t.RunRound(3);
+            },
+            EvWorkerFailed{3, 0, Failure(5, 7)}, {{A::kJobFailed, {1, 2, 3}}}, P::kClosed,
+            [](const auto&, const auto& actions) {
+              ASSERT_FALSE(actions.empty());
+              EXPECT_EQ(actions[0].failure.global_rank, 5);
+            }},
+        Row{"StaleFailureOfAnEarlierRoundIsIgnored",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvWorkerFailed{1, 0, WorkerFailure{}});
+            },
+            EvWorkerFailed{2, 0, WorkerFailure{}}, {}, P::kJoining,
+            [](const auto& t, const auto&) { EXPECT_EQ(t.state.restarts_used, 1); }},
+        Row{"FailureAfterOthersFinishedFailsTheJob",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvSucceeded{1, 0});
+            },
+            EvWorkerFailed{2, 0, WorkerFailure{}}, {{A::kJobFailed, {1, 2, 3}}}, P::kClosed},
+        // -- the end --
+        Row{"RemoteSuccessIsAcknowledged", LocalAndRemoteRunning,
+            EvSucceeded{2, 0}, {{A::kDone, {2}}}, P::kFinishing},
+        Row{"DoneComesWhenAllSucceeded",
+            [](auto& t) {
+              LocalAndRemoteRunning(t);
+              t.Do(EvSucceeded{2, 0});
+            },
+            EvSucceeded{1, 0}, {{A::kDone, {1, 2}}}, P::kClosed},
+        Row{"FinishedNodeLeavingDoesNotRestartTheRound",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvSucceeded{2, 0});
+            },
+            EvLeave{2, "exited"}, {}, P::kFinishing},
+        Row{"AfterAFinishedNodeLeftTheLastSuccessEndsTheJob",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvSucceeded{2, 0});
+              t.Do(EvLeave{2, "exited"});
+              t.Do(EvSucceeded{1, 0});
+            },
+            EvSucceeded{3, 0}, {{A::kDone, {1, 3}}}, P::kClosed}));
 
 }  // namespace
 }  // namespace elastic

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
 
@@ -52,6 +53,10 @@ bool ListenTcp(const std::string& host, int port, UniqueFd* fd, int* bound_port,
     *err = "cannot listen on " + where + ": " + why;
     return false;
   }
+  // Set once here: every accepted socket inherits it (one setsockopt per
+  // listener instead of one per connection; store_net_test checks it).
+  int one = 1;
+  setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   *bound_port = LocalPort(s.get());
   *fd = std::move(s);
   return true;

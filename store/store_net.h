@@ -12,6 +12,7 @@ namespace elastic {
 // Binds and listens (non-blocking, close-on-exec, SO_REUSEADDR) on the address
 // ResolveAddress picks for `host`: a name (IPv4 first), "0.0.0.0", "::" or empty
 // (all IPv4 addresses). Port 0 picks an ephemeral port; *bound_port gets the real one.
+// The listener has TCP_NODELAY, which the sockets it accepts inherit.
 bool ListenTcp(const std::string& host, int port, UniqueFd* fd, int* bound_port, std::string* err);
 
 // Connects within `timeout_ms` (< 0: no limit) to the address of `host` that

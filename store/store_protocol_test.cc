@@ -7,13 +7,7 @@
 namespace elastic {
 namespace {
 
-using testing::AddFrame;
-using testing::Frame;
-using testing::KeyOnly;
-using testing::Keys;
-using testing::KeyValue;
-using testing::V2Ping;
-using testing::V2Validate;
+using namespace testing;  // store_test_util.h: ServerThread, RawClient, the frame builders
 
 ParseResult Parse(const std::string& bytes, StoreDialect* d, StoreRequest* req, StoreLimits limits = {}) {
   return ParseStoreRequest(bytes, limits, d, req);

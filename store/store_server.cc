@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -170,8 +169,7 @@ bool StoreServer::AcceptOne() {
     Refused(who, "rejected by the peer filter");
     return true;
   }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // TCP_NODELAY comes with the socket: ListenTcp set it on the listener.
   auto c = std::make_unique<Connection>();
   c->id = next_id_++;
   c->peer = std::move(who);
@@ -624,7 +622,14 @@ void StoreServer::UpdateInterest(Connection& c) {
   uint32_t want = 0;
   if (c.pending() < limits_.output_high_water) want |= EPOLLIN;
   if (c.pending() > 0) want |= EPOLLOUT;
-  if (c.eof) want = EPOLLOUT;  // no more reads; EPOLLHUP/ERR still arrive
+  if (c.eof) {
+    // Read EOF: OnConnectionEvent closes it next, a Modify would be wasted
+    // (one epoll_ctl per connection at 16K ranks). A failed send with
+    // nothing left to send: EPOLLIN stays, the error reads as EOF or an
+    // error and closes it.
+    if (c.pending() == 0) return;
+    want = EPOLLOUT;  // no more reads; EPOLLHUP/ERR still arrive
+  }
   if (want == c.interest) return;
   c.interest = want;
   std::string err;
@@ -635,11 +640,13 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Connection& c = *it->second;
-  std::string line = fmt::format("store: disconnecting {} (connection {}): {}", c.peer, id, EscapeForLog(reason));
-  if (warn) {
-    Warn(client_log_, line);
-  } else {
-    Log(LogLevel::kDebug, "{}", line);
+  if (warn || LogVerbose()) {  // formatted only when it is printed: 16K ranks close at once
+    std::string line = fmt::format("store: disconnecting {} (connection {}): {}", c.peer, id, EscapeForLog(reason));
+    if (warn) {
+      Warn(client_log_, line);
+    } else {
+      Log(LogLevel::kDebug, "{}", line);
+    }
   }
   input_bytes_ -= c.in.size();
   output_bytes_ -= c.counted_out;

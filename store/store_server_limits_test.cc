@@ -11,15 +11,7 @@
 namespace elastic {
 namespace {
 
-using testing::Frame;
-using testing::KeyOnly;
-using testing::Keys;
-using testing::KeyValue;
-using testing::RawClient;
-using testing::ServerThread;
-using testing::V2Client;
-using testing::V2Ping;
-using testing::V2Validate;
+using namespace testing;  // store_test_util.h: ServerThread, RawClient, the frame builders
 
 // The store still answers a fresh client.
 void ExpectServing(int port) {

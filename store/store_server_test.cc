@@ -12,16 +12,7 @@
 namespace elastic {
 namespace {
 
-using testing::AddFrame;
-using testing::Frame;
-using testing::KeyOnly;
-using testing::Keys;
-using testing::KeyValue;
-using testing::RawClient;
-using testing::ServerThread;
-using testing::V2Client;
-using testing::V2Ping;
-using testing::V2Validate;
+using namespace testing;  // store_test_util.h: ServerThread, RawClient, the frame builders
 
 std::string U32Bytes(uint32_t v) {
   std::string s;

@@ -14,6 +14,7 @@ Debian 13: scripts/in-root.sh trixie env ELASTIC_TORCH_NO_LIBUV=1 bench/launcher
 """
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -51,18 +52,25 @@ def stamps(d, prefix):
 
 
 def run(cmd, nproc):
-    """(launch s, restart s) of one run."""
+    """(launch s, restart s, why) of one run; restart None (with why) when the
+    launcher started every worker but could not restart them (torchrun 2.6:
+    PyTorch #135712)."""
     d = tempfile.mkdtemp(prefix="bench-preload-")
     try:
         t0 = time.time_ns()
         proc = subprocess.run(cmd, env=launcher_env({"BENCH_DIR": d, "OMP_NUM_THREADS": "1"}),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=d, timeout=300)
         first, second = stamps(d, "ingroup.0."), stamps(d, "ingroup.1.")
+        crashes = stamps(d, "crash")
+        if len(first) == nproc and crashes and len(second) != nproc:
+            # The workers' own exception, not torchrun's ChildFailedError wrapper around it.
+            errors = [l.strip() for l in proc.stderr.decode().splitlines()
+                      if re.match(r"\s*[\w.]+(Error|Exception): ", l) and "ChildFailedError" not in l]
+            return (max(first) - t0) / 1e9, None, (errors[-1] if errors else "exit %d" % proc.returncode)[:160]
         if proc.returncode != 0 or len(first) != nproc or len(second) != nproc:
             raise RuntimeError("run failed (exit %d, %d+%d in group): %s" % (
                 proc.returncode, len(first), len(second), proc.stderr.decode()[-2000:]))
-        crash = stamps(d, "crash")[0]
-        return (max(first) - t0) / 1e9, (max(second) - crash) / 1e9
+        return (max(first) - t0) / 1e9, (max(second) - crashes[0]) / 1e9, None
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -84,16 +92,26 @@ def main():
     for _ in range(args.reps):  # interleaved: a load change hits every variant alike
         for name, cmd in variants:
             results[name].append(run(cmd, n))
-    base = statistics.median(r[1] for r in results[variants[0][0]])
+    base = statistics.median(r[1] for r in results[variants[0][0]] if r[1] is not None)
     base_launch = statistics.median(r[0] for r in results[variants[0][0]])
     print("| %d workers, torch %s | launch to all in the group | crash to all back in the group | "
           "restart vs --preload |" % (n, version))
     print("|---|---|---|---|")
+    failures = []
     for name, _ in variants:
         launch = statistics.median(r[0] for r in results[name])
-        restart = statistics.median(r[1] for r in results[name])
+        restarts = [r[1] for r in results[name] if r[1] is not None]
+        whys = sorted({r[2] for r in results[name] if r[1] is None})
+        failures += ["%s: restart failed in %d of %d runs: %s" % (name, len(results[name]) - len(restarts),
+                                                                  len(results[name]), w) for w in whys]
+        if not restarts:
+            print("| %s | %.3f s (%.2fx) | restart fails | - |" % (name, launch, launch / base_launch))
+            continue
+        restart = statistics.median(restarts)
         ratio = "1x" if restart == base else "%.1fx slower" % (restart / base)
         print("| %s | %.3f s (%.2fx) | %.3f s | %s |" % (name, launch, launch / base_launch, restart, ratio))
+    for f in failures:
+        print("\n" + f)
     print("\nmedians of %d interleaved runs; %d cores; %s" % (
         args.reps, os.cpu_count(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
 

@@ -3,7 +3,8 @@
 
     bench/spank/bench_spank.py [--reps N] [--nproc N] [--build DIR]
 
-Both run the same worker (tests/spank/worker.py), N per node on 3 nodes, with
+srun --elastic runs twice, with --elastic-preload=torch (workers forked from a
+per-node zygote that imported torch once: issue 14) and without. All run the same worker (tests/spank/worker.py), N per node on 3 nodes, with
 rank 1 crashing once right after the group formed (its first all_reduce), and
 one restart allowed. From srun's merged output, timestamped as it arrives:
   start:   srun start -> every worker started (its first line, printed before
@@ -131,39 +132,45 @@ def main():
                 # Node names do not resolve here, which crashes 1.13's host detection: say who hosts.
                 f"--rdzv_conf=is_host=$([ $SLURM_NODEID = 0 ] && echo 1 || echo 0) "
                 f"--redirects=9:1 --tee=9:1 {WORKER} {' '.join(WORKER_ARGS)}"]
-    results = {"srun --elastic": [], "srun torchrun": []}
+    preload = ["-N3", "--elastic=3", "--elastic-preload=torch", *elastic[2:]]
+    variants = (("srun --elastic --elastic-preload=torch", preload), ("srun --elastic", elastic),
+                ("srun torchrun", torchrun))
+    results = {name: [] for name, _ in variants}
     floors = []
     with Cluster(nodes=3, plugin=so, plugin_args=[f"launcher={elasticrun}"]) as cluster:
         for rep in range(a.reps):
-            for name, args in (("srun --elastic", elastic), ("srun torchrun", torchrun)):
+            for name, args in variants:  # interleaved: a load change hits every variant alike
                 r = timed_run(cluster, args, world)
                 results[name].append(r)
-                print(f"rep {rep} {name:15s} " + " ".join(
+                print(f"rep {rep} {name:38s} " + " ".join(
                     f"{k}={v:.2f}s" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True)
             floors.append(floor_run(cluster, a.nproc, world))
-            print(f"rep {rep} {'plain srun':15s} start={floors[-1]:.2f}s", flush=True)
+            print(f"rep {rep} {'plain srun':38s} start={floors[-1]:.2f}s", flush=True)
     def median_of(runs, k):
         values = [r[k] for r in runs if r.get(k) is not None]
         return statistics.median(values) if values else None
     keys = ("start", "ready", "restart", "ready_again")
     med = {name: {k: median_of(runs, k) for k in keys} for name, runs in results.items()}
     failed_restarts = {name: [r["why"] for r in runs if r.get("restart") is None] for name, runs in results.items()}
-    e, t = med["srun --elastic"], med["srun torchrun"]
+    p, e, t = med["srun --elastic --elastic-preload=torch"], med["srun --elastic"], med["srun torchrun"]
     rows = [("srun start -> all workers started", "start"), ("srun start -> all workers in the group", "ready"),
             ("worker crash -> all workers started again", "restart"),
             ("worker crash -> all workers in the group again", "ready_again")]
     print(f"\n3 nodes x {a.nproc} workers, median of {a.reps} runs\n")
     version = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
                              capture_output=True, text=True).stdout.strip().split("+")[0]
-    print(f"| measure | srun --elastic | srun torchrun ({version}) | ratio |")
-    print("|---|---|---|---|")
+    print(f"| measure | srun --elastic --elastic-preload=torch | srun --elastic | srun torchrun ({version}) | "
+          "preload vs without | preload vs torchrun | without vs torchrun |")
+    print("|---|---|---|---|---|---|---|")
     def cell(name, v):
         if v is not None:
             return f"{v:.2f} s"
         return f"restart failed in {len(failed_restarts[name])} of {a.reps} runs"
+    def ratio(slow, fast):
+        return f"{slow / fast:.1f}x" if slow and fast else "-"
     for label, k in rows:
-        ratio = f"{t[k] / e[k]:.1f}x" if e[k] and t[k] else "-"
-        print(f"| {label} | {cell('srun --elastic', e[k])} | {cell('srun torchrun', t[k])} | {ratio} |")
+        print(f"| {label} | {cell('srun --elastic --elastic-preload=torch', p[k])} | {cell('srun --elastic', e[k])} | "
+              f"{cell('srun torchrun', t[k])} | {ratio(e[k], p[k])} | {ratio(t[k], p[k])} | {ratio(t[k], e[k])} |")
     for name, whys in failed_restarts.items():
         for why in sorted(set(whys)):
             print(f"\n{name}: restart failed: {why}")

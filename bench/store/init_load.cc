@@ -15,6 +15,8 @@
 //     with B = /default_pg/store_based_barrier_key:0
 // The legacy dialect (--dialect legacy) is the same sequence as a 1.13 client
 // sends it: no VALIDATE and no PING, 1.13's opcodes.
+// Every connection stays open until all ranks are through, as a worker keeps
+// its store client for the whole job: no close is inside the timed window.
 //
 //   init_load --port P [--ranks 16384] [--procs 4] [--dialect v2|legacy]
 //             [--window 2048] [--fanout]
@@ -235,7 +237,7 @@ struct Child {
     return fmt::format("127.0.{}.{}", rank / 254 % 4, 1 + rank % 254);
   }
 
-  int Main(int go_fd, int report_fd) {
+  int Main(int go_fd, int report_fd, int release_fd) {
     std::vector<Rank> ranks(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) ranks[i].rank = first + i;
     UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
@@ -258,8 +260,11 @@ struct Child {
           ++done;
           continue;
         }
+        // Edge-triggered, both directions from the start: the connect's
+        // completion is the first EPOLLOUT edge, each reply an EPOLLIN edge;
+        // no EPOLL_CTL_MOD per rank, no recv that only says EAGAIN.
         epoll_event ev{};
-        ev.events = EPOLLOUT;
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
         ev.data.u64 = next;
         epoll_ctl(ep.get(), EPOLL_CTL_ADD, r.fd.get(), &ev);
         r.handshaking = true;
@@ -279,21 +284,26 @@ struct Child {
         Rank& r = ranks[evs[i].data.u64];
         if (r.step == Step::kDone) continue;
         if (r.step == Step::kConnect) {
-          if (int e = ConnectError(r.fd.get())) {
+          // A failed connect reports EPOLLERR or EPOLLHUP: only then ask SO_ERROR.
+          int e = (evs[i].events & (EPOLLERR | EPOLLHUP)) ? ConnectError(r.fd.get()) : 0;
+          if (e != 0 || (evs[i].events & (EPOLLERR | EPOLLHUP))) {
+            if (e == 0) e = ECONNRESET;
             handshake_over(r);
             run.Fail(r, fmt::format("connect: {}", std::strerror(e)));
             ++done;
             continue;
           }
-          epoll_event ev{};
-          ev.events = EPOLLIN;
-          ev.data.u64 = evs[i].data.u64;
-          epoll_ctl(ep.get(), EPOLL_CTL_MOD, r.fd.get(), &ev);
           run.Start(r);
         } else {
+          // Drained once a read comes back short: more data later is a new
+          // edge. A hang-up is no later edge: then read to the EOF.
+          bool to_eof = evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
           char buf[4096];
           ssize_t got;
-          while ((got = recv(r.fd.get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) r.in.append(buf, size_t(got));
+          while ((got = recv(r.fd.get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+            r.in.append(buf, size_t(got));
+            if (size_t(got) < sizeof buf && !to_eof) break;
+          }
           if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
             handshake_over(r);
             run.Fail(r, got == 0 ? "closed by the server" : std::strerror(errno));
@@ -306,7 +316,8 @@ struct Child {
           if (r.step == Step::kDone) {
             ++done;
             last_done = NowNs();
-            r.fd.Reset();  // as a worker's store goes with its process group's end
+            // Stays open: a worker keeps its store client for the job (closed
+            // at the end, after the clock stopped for every rank; see Main).
             continue;
           }
         }
@@ -326,7 +337,13 @@ struct Child {
       }
     }
     std::string line = fmt::format("{} {} {}\n", last_done, run.failures, run.first_error);
-    return write(report_fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? 0 : 1;
+    bool written = write(report_fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    close(report_fd);  // the parent reads to EOF
+    // The connections close once every process is through (release_fd's
+    // EOF), so no rank's close runs while another rank is still timed.
+    while (read(release_fd, &byte, 1) > 0) {
+    }
+    return written ? 0 : 1;
   }
 };
 
@@ -401,8 +418,8 @@ int main(int argc, char** argv) {
   UniqueFd setter;
   if (fanout && !(setter = ConnectSetter(host, port, d, &err)))
     return fmt::print(stderr, "init_load: {}\n", err), 1;
-  int go[2];
-  if (pipe(go) != 0) return 1;
+  int go[2], release[2];
+  if (pipe(go) != 0 || pipe(release) != 0) return 1;
   std::vector<pid_t> kids;
   std::vector<int> reports;
   int per = (ranks + procs - 1) / procs;
@@ -412,6 +429,7 @@ int main(int argc, char** argv) {
     pid_t pid = fork();
     if (pid == 0) {
       close(go[1]);
+      close(release[1]);
       close(rep[0]);
       Child c;
       c.run.d = d;
@@ -422,13 +440,14 @@ int main(int argc, char** argv) {
       c.first = p * per;
       c.count = std::min(per, ranks - p * per);
       c.window = static_cast<size_t>(std::max(1, window / procs));
-      _exit(c.Main(go[0], rep[1]));
+      _exit(c.Main(go[0], rep[1], release[0]));
     }
     close(rep[1]);
     kids.push_back(pid);
     reports.push_back(rep[0]);
   }
   close(go[0]);
+  close(release[0]);
   int64_t t0 = NowNs();
   close(go[1]);  // every child reads EOF: go
   int64_t set_ns = 0;
@@ -454,6 +473,7 @@ int main(int argc, char** argv) {
     failures += f;
     if (f && error.empty()) error = msg[0] ? msg : "a client process failed";
   }
+  close(release[1]);  // every rank is through: the children close their connections and exit
   for (pid_t k : kids) waitpid(k, nullptr, 0);
   rusage ru{};
   getrusage(RUSAGE_CHILDREN, &ru);  // the client processes' CPU: the generator's share of the run
