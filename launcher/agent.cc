@@ -146,16 +146,16 @@ void ElasticAgent::SetCallbacks() {
     Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };
-  cb.on_job_failed = [this](const WorkerFailure& f) {
-    Dispatch(Event{EventKind::kJobFailed, 0, f, {}});
+  cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& end) {
+    Dispatch(Event{EventKind::kJobFailed, 0, f, {}, end});
   };
   cb.on_done = [this] {
     if (status_.state == WorkerState::kInit)
       Log(LogLevel::kInfo, "the job finished while this node stood by (no round needed its workers)");
     Dispatch(Event{EventKind::kDone, 0, {}, {}});
   };
-  cb.on_fatal = [this](const std::string& message) {
-    Dispatch(Event{EventKind::kFatal, 0, {}, message});
+  cb.on_fatal = [this](const JobEnd& end, const std::string& message) {
+    Dispatch(Event{EventKind::kFatal, 0, {}, message, end});
   };
   rendezvous_->SetCallbacks(std::move(cb));
 }
@@ -441,6 +441,7 @@ void ElasticAgent::ReapOrphans() {
   }
   for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
+  if (requeuer_ && requeuer_->pid() > 0) workers.push_back(requeuer_->pid());  // and scontrol
   ReapExited(workers);
 }
 
@@ -473,14 +474,15 @@ void ElasticAgent::EndAttempt() {
 void ElasticAgent::Finish(int exit_code) {
   exit_code_ = exit_code;
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
-    std::string summary =
-        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
+    int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
+    std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
     Log(level, "{}", summary.substr(0, summary.size() - 1));
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }
+  if (MaybeRequeue()) return;  // stops the loop once scontrol is done
   Log(LogLevel::kDebug, "exit {}", exit_code);
   loop_.Stop();
 }

@@ -28,6 +28,7 @@
 #include "launcher/health_check.h"
 #include "launcher/hung_worker.h"
 #include "launcher/launch_config.h"
+#include "launcher/requeue.h"
 #include "launcher/worker_output.h"
 #include "launcher/worker_state.h"
 #include "launcher/zygote.h"
@@ -105,6 +106,9 @@ class ElasticAgent {
   bool EndsInCrashLoop();
   // Joins the next round, after --health-check passes (agent_resilience.cc).
   void JoinRound();
+  // At the end of the job: --requeue (requeue.h). True when scontrol runs (the loop
+  // stops once it is done).
+  bool MaybeRequeue();
   void RunHealthCheck();
   void OnHealthChecked(const HealthResult& result);
 
@@ -137,6 +141,7 @@ class ElasticAgent {
   std::optional<MonoClock::time_point> health_failing_since_;
   std::unique_ptr<FileTimerServer> file_timer_;
   std::string timer_dir_;  // private directory of the FIFO when the user named none
+  std::unique_ptr<JobRequeuer> requeuer_;  // --requeue: scontrol requeue, while it runs
 };
 
 }  // namespace elastic

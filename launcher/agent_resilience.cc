@@ -18,7 +18,7 @@ bool ElasticAgent::EndsInCrashLoop() {
   Log(LogLevel::kError,
       "crash loop: the workers failed within {} s of their start in {} rounds in a row "
       "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting (exit {}: do not requeue)",
-      config_.crash_loop_window_ms / 1000.0, crash_loop_.quick_failures, static_cast<int>(kExitDoNotRequeue));
+      config_.crash_loop_window_ms / 1000.0, crash_loop_.quick_failures, ExitCodeFor(EndReason::kCrashLoop));
   if (status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
@@ -27,7 +27,7 @@ bool ElasticAgent::EndsInCrashLoop() {
   rendezvous_->Shutdown();
   status_.state = WorkerState::kFailed;
   status_.exited = true;
-  exit_code_ = kExitDoNotRequeue;
+  exit_code_ = ExitCodeFor(EndReason::kCrashLoop);  // do not requeue
   loop_.Stop();
   return true;
 }
@@ -87,6 +87,44 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   Log(LogLevel::kWarning, "health check failed on node {}: {} (output in {}): this node stays out of the round; "
       "checking again in {} s", node, what, log, kHealthRecheck.count() / 1000);
   health_retry_ = loop_.After(kHealthRecheck, [this] { RunHealthCheck(); });
+}
+
+}  // namespace elastic
+
+namespace elastic {
+
+bool ElasticAgent::MaybeRequeue() {
+  const JobEnd* end = status_.after_stop == AfterStop::kFail    ? &status_.fail_end
+                      : status_.after_stop == AfterStop::kFatal ? &status_.fatal_end
+                                                                : nullptr;
+  if (!end || config_.requeue <= 0) return false;
+  SlurmJobInfo job;
+  std::string err;
+  if (!ReadSlurmJobInfo(env_, &job, &err)) {
+    Log(LogLevel::kWarning, "--requeue: not requeueing: {}", err);
+    return false;
+  }
+  RequeueDecision d = DecideRequeue(config_.requeue, *end, job);
+  if (d.verdict != RequeueVerdict::kRequeue) {
+    if (!d.message.empty()) Log(LogLevel::kWarning, "{}", d.message);
+    return false;
+  }
+  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.requeue);
+  ScontrolSpec spec;
+  spec.log_path = spec_.log_dir + "/requeue.log";
+  EnvMap env = env_;
+  env.erase("ELASTIC_RDZV_TOKEN");  // the agents' secret
+  spec.env = EnvToStrings(env);
+  spec.child_mask = original_mask_;
+  spec.default_signals = handled_list_;
+  requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));
+  requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = spec_.log_dir + "/requeue.log"](
+                                     bool ok, const std::string& what) {
+    if (!ok) Log(LogLevel::kError, "scontrol requeue {} failed: {} (output in {})", id, what, log);
+    Log(LogLevel::kDebug, "exit {}", exit_code_);
+    loop_.Stop();
+  });
+  return true;
 }
 
 }  // namespace elastic

@@ -4,8 +4,6 @@
 
 #include <vector>
 
-#include "launcher/exit_codes.h"
-
 namespace elastic {
 namespace {
 
@@ -33,23 +31,6 @@ TEST(CrashLoopTest, ConsecutiveQuickFailuresEndTheJob) {
       EXPECT_EQ(NoteFailedRound(c.settings, milliseconds(c.uptimes_ms[i]), &state), c.want[i]) << i;
     }
   }
-}
-
-TEST(ExitCodesTest, FatalMessagesThatMeanNodesWereLost) {
-  struct Case {
-    const char* message;
-    int want;
-  } cases[] = {
-      {"rendezvous host n1: node n3 left (connection closed); 1 node(s) left, below the minimum of 2 (--nnodes)",
-       kExitNodesLost},
-      {"lost the rendezvous host n1:29400: silent for 15000 ms (heartbeat_timeout)", kExitNodesLost},
-      {"no strict majority of round 3's 5 node(s) came back within join_timeout", kExitNodesLost},
-      {"no successor of round 2 became the rendezvous host within join_timeout", kExitNodesLost},
-      {"no successor of round 2 is left", kExitNodesLost},
-      {"the rendezvous host n1 refused this agent: bad token", kExitJobFailed},
-      {"", kExitJobFailed},
-  };
-  for (const Case& c : cases) EXPECT_EQ(ExitCodeForFatal(c.message), c.want) << c.message;
 }
 
 }  // namespace

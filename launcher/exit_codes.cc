@@ -2,13 +2,22 @@
 
 namespace elastic {
 
-int ExitCodeForFatal(const std::string& message) {
-  // The rendezvous reports why it ended as text (rendezvous_state.cc BelowMinCheck and
-  // its majority rule, rendezvous_client.cc, failover_rendezvous.cc): these are the
-  // phrases of a job that lost nodes.
-  for (const char* phrase : {"below the minimum of", "lost the rendezvous host", "no strict majority",
-                             "no successor of round", "the rendezvous host is lost"}) {
-    if (message.find(phrase) != std::string::npos) return kExitNodesLost;
+int ExitCodeFor(EndReason reason) {
+  switch (reason) {
+    case EndReason::kDone:
+      return kExitSuccess;
+    case EndReason::kNodesLost:
+    case EndReason::kTooFewNodes:
+    case EndReason::kNoMajority:
+    case EndReason::kHostLost:
+      return kExitNodesLost;
+    case EndReason::kCrashLoop:
+    case EndReason::kBadInput:
+      return kExitDoNotRequeue;
+    case EndReason::kWorkerFailed:
+    case EndReason::kError:
+    case EndReason::kUnknown:
+      return kExitJobFailed;
   }
   return kExitJobFailed;
 }

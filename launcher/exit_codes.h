@@ -3,14 +3,16 @@
 //   0        every worker succeeded
 //   1        the job failed: a worker failed and the restarts are used up (the summary
 //            names it and its exit code or signal), or another agent error
-//   2        do not requeue: a bad option or value (nothing started), or a crash loop
-//            (the workers failed soon after their start round after round)
-//   3        fewer than MIN nodes are left (or the rendezvous host was lost): requeueing
-//            the job on healthy nodes may help
+//   2        do not requeue: a bad option or value (nothing started), a configuration
+//            the rendezvous refuses (run id, protocol version, authentication), or a
+//            crash loop (the workers failed soon after their start round after round)
+//   3        nodes were lost: fewer than MIN nodes are left, the restarts were used up
+//            by node losses, no strict majority came back, or the rendezvous host was
+//            lost: requeueing the job on healthy nodes may help
 //   128+N    elasticrun got terminating signal N (scancel, preemption), or was killed by it
 #pragma once
 
-#include <string>
+#include "rendezvous/rendezvous_handler.h"
 
 namespace elastic {
 
@@ -21,9 +23,8 @@ enum ExitCode : int {
   kExitNodesLost = 3,
 };
 
-// The exit code of a job the rendezvous ended (on_fatal): kExitNodesLost when the
-// message says nodes were lost (the host's "below the minimum of N" or "lost the
-// rendezvous host"), else kExitJobFailed.
-int ExitCodeForFatal(const std::string& message);
+// The exit code of a job the rendezvous ended, from the reason it gave (never
+// from its text). kUnknown (not told) is kExitJobFailed.
+int ExitCodeFor(EndReason reason);
 
 }  // namespace elastic

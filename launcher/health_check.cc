@@ -33,7 +33,7 @@ bool HealthCheck::Start(std::function<void(const HealthResult&)> done, std::stri
     *err = fmt::format("cannot open '{}': {}", spec_.log_path, strerror(errno));
     return false;
   }
-  std::string header = fmt::format("=== health check: {}\n", spec_.command);
+  std::string header = fmt::format("=== {}: {}\n", spec_.label, spec_.command);
   if (write(log.get(), header.data(), header.size()) < 0) {
     // The check still runs; its log is best effort.
   }

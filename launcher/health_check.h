@@ -50,6 +50,7 @@ class HealthCheck {
     std::vector<std::string> env;  // KEY=VALUE
     sigset_t child_mask{};
     std::vector<int> default_signals;
+    std::string label = "health check";  // the log's header line (requeue.h runs scontrol too)
   };
   HealthCheck(EventLoop& loop, Spec spec);
   ~HealthCheck();

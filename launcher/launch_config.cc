@@ -34,6 +34,7 @@ enum class Opt : size_t {
   kShutdownTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
   kNodeMultiple,
+  kRequeue,
   kCount
 };
 
@@ -125,6 +126,10 @@ constexpr OptionDef kOptions[] = {
      "Rounds form only with a multiple of K nodes (tensor/pipeline parallelism); nodes "
      "beyond the largest multiple, or beyond MAX of --nnodes, stand by as spares and "
      "take a lost node's place. 1..MAX; MIN..MAX must hold a multiple of K."},
+    {Opt::kRequeue, "--requeue", "requeue", "0", false,
+     "In a batch job (sbatch): when the job cannot go on in-job (fewer than MIN nodes left, or "
+     "the restarts used up by node losses), ask Slurm to requeue it (scontrol requeue), at most "
+     "N times in the job's life (Slurm counts them in SLURM_RESTART_COUNT); 0: never."},
 };
 
 constexpr bool RowsInOrder() {
@@ -168,10 +173,13 @@ Precedence: command line > PET_<NAME> environment variable > default. Under
 `srun --elastic` (ELASTIC_SPANK_ARGV0 set) options come from PET_* only.
 
 Exit status (for batch scripts): 0 every worker succeeded; 1 the job failed:
-restarts used up (the summary names the worker's exit code or signal) or an
-agent error; 2 do not requeue: a bad option or value (nothing was started) or a
-crash loop (--crash-loop-count); 3 fewer than MIN nodes left or the rendezvous
-host lost: requeueing may help; 128+N elasticrun got terminating signal N.)";
+restarts used up by a worker's failures (the summary names the worker's exit
+code or signal) or an agent error; 2 do not requeue: a bad option or value
+(nothing was started), a configuration the rendezvous refuses (run id,
+version, authentication) or a crash loop (--crash-loop-count); 3 nodes were
+lost: fewer than MIN left, the restarts used up by node losses, no majority
+came back or the rendezvous host lost: requeueing may help (--requeue N does
+it in a batch job); 128+N elasticrun got terminating signal N.)";
 
 constexpr const char* kAuthHelp = R"(
 
@@ -358,6 +366,8 @@ bool Parser::ConvertResilience(std::string* err) {
     return false;
   }
   c_->crash_loop_count = static_cast<int>(n);
+  if (!ParseIntNamed(What(Opt::kRequeue), Text(Opt::kRequeue), 0, 1000000, &n, err)) return false;
+  c_->requeue = static_cast<int>(n);
   if (c_->health_check_timeout_ms <= 0) {
     *err = fmt::format("{}: '{}': must be more than 0 seconds", What(Opt::kHealthCheckTimeout),
                        Text(Opt::kHealthCheckTimeout));

@@ -64,6 +64,7 @@ struct LaunchConfig {
   long long crash_loop_window_ms = 60000;  // --crash-loop-window
   std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
   long long health_check_timeout_ms = 60000;  // --health-check-timeout
+  int requeue = 0;                            // --requeue N: most requeues (requeue.h); 0 = never
   // Binding (hwloc_binding/binding.h).
   BindMode bind = BindMode::kAuto;
   MemBind membind = MemBind::kPreferred;

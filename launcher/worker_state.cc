@@ -59,10 +59,11 @@ class Stepper {
         Do(ActionKind::kJoin);
         break;
       case AfterStop::kFail:
-        Exit(WorkerState::kFailed, kExitJobFailed);  // the summary names the worker's code
+        Exit(WorkerState::kFailed, ExitCodeFor(s().fail_end.reason));  // the summary names the
+                                                                        // worker's code
         break;
       case AfterStop::kFatal:
-        Exit(WorkerState::kFailed, ExitCodeForFatal(s().fatal_message));
+        Exit(WorkerState::kFailed, ExitCodeFor(s().fatal_end.reason));
         break;
       case AfterStop::kExitSignal:
         Exit(WorkerState::kStopped, 128 + s().exit_signal);
@@ -207,11 +208,12 @@ Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock:
       OnVerdict(st, AfterStop::kRejoin);
       break;
     case EventKind::kJobFailed:
+      s.fail_end = event.end;  // the rendezvous tells it once
       st.RecordFailure(event.failure);
       OnVerdict(st, AfterStop::kFail);
       break;
     case EventKind::kFatal:
-      if (s.fatal_message.empty()) s.fatal_message = event.message;
+      if (s.fatal_message.empty()) s.fatal_message = event.message, s.fatal_end = event.end;
       OnVerdict(st, AfterStop::kFatal);
       break;
     case EventKind::kDone:

@@ -32,8 +32,8 @@
 //
 // Exit codes (launcher/exit_codes.h, documented in --help): 0 all workers
 // succeeded; 1 restarts used up (the summary names the worker's exit code or
-// signal); 128+sig when the agent itself got a terminating signal; 1, or 3 when
-// nodes were lost, for rendezvous/fatal errors.
+// signal); 128+sig when the agent itself got a terminating signal; for the
+// rendezvous's end (JobFailed, Fatal) the code of the reason it gave (ExitCodeFor).
 #pragma once
 
 #include <chrono>
@@ -63,6 +63,8 @@ struct GroupStatus {
   bool has_failure = false;
   int exit_signal = 0;             // agent's terminating signal
   std::string fatal_message;
+  JobEnd fail_end{EndReason::kWorkerFailed, false};  // of the JobFailed
+  JobEnd fatal_end = {};                              // of the first Fatal
   bool exited = false;             // an Exit action was issued: nothing happens after it
 };
 
@@ -83,6 +85,7 @@ struct Event {
   int signal = 0;
   WorkerFailure failure;
   std::string message;
+  JobEnd end = {};  // kJobFailed, kFatal: why the rendezvous ended the job
 };
 
 enum class ActionKind {

@@ -105,8 +105,18 @@ INSTANTIATE_TEST_SUITE_P(
             S::kFailed, {K::kExit}, 1},
         Row{"InitFatalExits1", Status(S::kInit, 2, 0), Event{E::kFatal, 0, {}, "lost the store"},
             S::kFailed, {K::kExit}, 1},
-        Row{"InitFatalBelowMinExits3", Status(S::kInit, 2, 0),
-            Event{E::kFatal, 0, {}, "node n2 left; 1 node(s) left, below the minimum of 2 (--nnodes)"},
+        // The exit code is the reason's (exit_codes.h), whatever the text says.
+        Row{"InitFatalTooFewNodesExits3", Status(S::kInit, 2, 0),
+            Event{E::kFatal, 0, {}, "node n2 left", {EndReason::kTooFewNodes, false}},
+            S::kFailed, {K::kExit}, 3},
+        Row{"InitFatalBelowMinTextWithoutReasonExits1", Status(S::kInit, 2, 0),
+            Event{E::kFatal, 0, {}, "1 node(s) left, below the minimum of 2 (--nnodes)"},
+            S::kFailed, {K::kExit}, 1},
+        Row{"InitFatalBadInputExits2", Status(S::kInit, 2, 0),
+            Event{E::kFatal, 0, {}, "runs 'a', not 'b'", {EndReason::kBadInput, false}},
+            S::kFailed, {K::kExit}, 2},
+        Row{"InitJobFailedByNodeLossExits3", Status(S::kInit, 2, 0),
+            Event{E::kJobFailed, 0, Exit(0), {}, {EndReason::kNodesLost, false}},
             S::kFailed, {K::kExit}, 3},
         Row{"StoppedAfterSignalIgnoresRestart", Status(S::kStopped, 2, 0), Simple(E::kRestartRequired),
             S::kStopped, {}},
@@ -117,6 +127,20 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"InitDoneExits0", Status(S::kInit, 2, 0), Simple(E::kDone), S::kSucceeded, {K::kExit}, 0},
         Row{"HealthyIgnoresDone", Status(S::kHealthy, 2, 2), Simple(E::kDone), S::kHealthy, {}}),
     [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });
+
+// A fatal end while the group stops after a job failure is the stronger verdict:
+// its reason, not the job failure's, gives the exit code.
+TEST(WorkerStateTest, FatalWhileStoppingAfterJobFailedExitsWithTheFatalReason) {
+  GroupStatus s = Status(S::kHealthy, 2, 1);
+  s = StepWorkers(s, Event{E::kJobFailed, 0, Exit(1), {}, {EndReason::kWorkerFailed, false}}, kT0,
+                  kGrace).status;
+  s = StepWorkers(s, Event{E::kFatal, 0, {}, "no strict majority", {EndReason::kNoMajority, false}},
+                  kT0, kGrace).status;
+  Transition t = StepWorkers(s, Exited(0, SIGTERM), kT0, kGrace);
+  ASSERT_FALSE(t.actions.empty());
+  EXPECT_EQ(t.actions.back().kind, K::kExit);
+  EXPECT_EQ(t.actions.back().exit_code, 3);
+}
 
 TEST(WorkerStateTest, StopTimeoutBeforeDeadlineDoesNothing) {
   GroupStatus s = Status(S::kUnhealthy, 2, 2, AfterStop::kRejoin);

@@ -37,6 +37,7 @@ void FailoverRendezvous::Join(int local_world_size) {
 
 void FailoverRendezvous::ReportWorkerFailure(const WorkerFailure& failure) {
   running_ = false;
+  restarts_.reported_failure = true;
   if (inner_) inner_->ReportWorkerFailure(failure);
 }
 
@@ -59,13 +60,13 @@ RendezvousHandler::Callbacks FailoverRendezvous::InnerCallbacks() {
     running_ = false;
     if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
   };
-  cb.on_job_failed = [this](const WorkerFailure& f) {
-    if (callbacks_.on_job_failed) callbacks_.on_job_failed(f);
+  cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& end) {
+    if (callbacks_.on_job_failed) callbacks_.on_job_failed(f, end);
   };
   cb.on_done = [this] {
     if (callbacks_.on_done) callbacks_.on_done();
   };
-  cb.on_fatal = [this](const std::string& message) { Fatal(message); };
+  cb.on_fatal = [this](const JobEnd& end, const std::string& message) { Fatal(message, end); };
   return cb;
 }
 
@@ -164,7 +165,7 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
   }
   // Until it is welcomed, a probe's end is only the end of that probe.
   Callbacks cb;
-  cb.on_fatal = [this](const std::string& why) {
+  cb.on_fatal = [this](const JobEnd&, const std::string& why) {
     Log(LogLevel::kDebug, "rendezvous: probe of {} ended: {}", probe_text_, why);
     posted_.Post([this] { probe_.reset(); });
   };
@@ -174,6 +175,7 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
 
 void FailoverRendezvous::OnRound(const RoundInfo& info) {
   last_round_ = info;
+  restarts_ = RestartsKnown{info.restarts_used, -1, false};
   running_ = true;
   join_.reset();
   failing_over_ = false;
@@ -212,18 +214,25 @@ int FailoverRendezvous::ListenPort(const std::string& local_addr) {
 void FailoverRendezvous::OnHostLost(const std::string& why) {
   std::string lost = fmt::format("lost the rendezvous host {}: {}", host_text_, why);
   if (client_) FollowAsSpare(client_->standby());
+  if (client_) restarts_.told = std::max(restarts_.told, client_->restarts_used());
   Retire();
   if (!last_round_ || last_round_->successors.empty() || last_round_->group_rank >=
       static_cast<int>(last_round_->successors.size()))
-    return Fatal(lost + " (before this node ran a round: no successor known)");
+    return Fatal(lost + " (before this node ran a round: no successor known)",
+                 JobEnd{EndReason::kHostLost, false});
   const RoundInfo& r = *last_round_;
-  if (r.restarts_used >= params_.settings.max_restarts) {
+  int used = RestartsBeforeLoss(restarts_);
+  if (used >= params_.settings.max_restarts) {
     WorkerFailure failure;
     failure.host = host_text_;
     failure.host_lost = true;
     failure.message = fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", lost,
-                                  r.restarts_used, params_.settings.max_restarts);
-    if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
+                                  used, params_.settings.max_restarts);
+    // No host is left to speak for the job: the survivor that would have taken over does.
+    if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
+    bool first = NextCandidate(r.successors.size(), excluded_) == r.group_rank;
+    if (callbacks_.on_job_failed)
+      callbacks_.on_job_failed(failure, JobEnd{EndReason::kNodesLost, first, used});
     return;
   }
   if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
@@ -248,6 +257,7 @@ void FailoverRendezvous::FollowAsSpare(const std::optional<RoundInfo>& standby) 
   if (last_round_ && last_round_->round >= standby->round) return;
   last_round_ = *standby;
   last_round_->group_rank = -1;
+  restarts_ = RestartsKnown{standby->restarts_used, -1, false};
   host_rank_ = -1;
   for (size_t i = 0; i < standby->successors.size(); ++i)
     if (fmt::format("{}:{}", standby->successors[i].addr, standby->successors[i].port) == host_text_)
@@ -263,7 +273,8 @@ void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
   if (loop_.Now() >= failover_deadline_)
     return Fatal(fmt::format("no successor of round {} became the rendezvous host within "
                              "join_timeout ({} s)", last_round_->round,
-                             params_.settings.join_timeout_ms / 1000.0));
+                             params_.settings.join_timeout_ms / 1000.0),
+                 JobEnd{EndReason::kHostLost, false});
   posted_.Post([this] { TryNext(); });
 }
 
@@ -271,7 +282,9 @@ void FailoverRendezvous::TryNext() {
   if (shut_down_ || inner_) return;
   const RoundInfo& r = *last_round_;
   std::optional<int> rank = NextCandidate(r.successors.size(), excluded_);
-  if (!rank) return Fatal(fmt::format("no successor of round {} is left", r.round));
+  if (!rank)
+    return Fatal(fmt::format("no successor of round {} is left", r.round),
+                 JobEnd{EndReason::kHostLost, false});
   if (*rank == r.group_rank) return TakeOver();
   const Successor& s = r.successors[static_cast<size_t>(*rank)];
   if (s.port == 0) {
@@ -286,8 +299,9 @@ void FailoverRendezvous::TryNext() {
 void FailoverRendezvous::TakeOver() {
   const RoundInfo& r = *last_round_;
   const Successor& me = r.successors[static_cast<size_t>(r.group_rank)];
-  if (!listener_) return Fatal("the rendezvous host is lost and this node cannot take over: it "
-                               "has no rendezvous socket of its own");
+  if (!listener_)
+    return Fatal("the rendezvous host is lost and this node cannot take over: it has no "
+                 "rendezvous socket of its own", JobEnd{EndReason::kHostLost, false});
   HostConfig config;
   config.settings = params_.settings;
   config.run_id = params_.run_id;
@@ -298,7 +312,7 @@ void FailoverRendezvous::TakeOver() {
   config.auth = auth_;
   CarriedRound carried;
   carried.next_round = r.round + 1;
-  carried.restarts_used = r.restarts_used + 1;
+  carried.restarts_used = CarriedRestarts(restarts_);
   carried.last_round = r.round;
   // The round's spares vote too and follow the failover (FollowAsSpare): awaited as members are.
   carried.last_members = r.successors.size() + static_cast<size_t>(r.spares);
@@ -307,7 +321,7 @@ void FailoverRendezvous::TakeOver() {
   config.local_member_of = static_cast<int64_t>(r.round);
   std::string err;
   auto host = RendezvousHost::Create(loop_, std::move(config), std::move(listener_), &err);
-  if (!host) return Fatal("cannot take over as the rendezvous host: " + err);
+  if (!host) return Fatal("cannot take over as the rendezvous host: " + err, JobEnd{EndReason::kError, false});
   Log(LogLevel::kWarning, "rendezvous: taking over as the host of run {} on {}:{}: round {} forms "
       "among round {}'s survivors (a majority of its {} node(s) is needed)", params_.run_id,
       me.addr, host->port(), carried.next_round, r.round, r.successors.size());
@@ -324,8 +338,8 @@ void FailoverRendezvous::Retire() {
   posted_.Post([this] { retired_.clear(); });
 }
 
-void FailoverRendezvous::Fatal(const std::string& message) {
-  if (callbacks_.on_fatal) callbacks_.on_fatal(message);
+void FailoverRendezvous::Fatal(const std::string& message, const JobEnd& end) {
+  if (callbacks_.on_fatal) callbacks_.on_fatal(end, message);
 }
 
 }  // namespace elastic

@@ -13,7 +13,8 @@
 //      the agent takes over: a RendezvousHost on its own listening socket (bound
 //      when it first connected, so connections wait in its backlog until then)
 //      with the carried state (round numbers go on upward, the loss counts
-//      against --max-restarts, the majority rule of rendezvous_state.h).
+//      against --max-restarts on top of every restart the lost host counted:
+//      CarriedRestarts, the majority rule of rendezvous_state.h).
 // A spare that stood by when the last round completed walks its successors the
 // same way (it never takes over) and joins the new host as a voter of that round.
 // A host's loss before any round (or standby), or past join_timeout of walking, is fatal.
@@ -32,6 +33,7 @@
 #include "common/event_loop.h"
 #include "common/unique_fd.h"
 #include "rendezvous/auth.h"
+#include "rendezvous/failover_rules.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_host.h"
@@ -84,7 +86,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void TryNext();
   void TakeOver();
   void Retire();
-  void Fatal(const std::string& message);
+  void Fatal(const std::string& message, const JobEnd& end);
 
   EventLoop& loop_;
   FailoverParams params_;
@@ -100,6 +102,7 @@ class FailoverRendezvous : public RendezvousHandler {
   bool cannot_listen_ = false;          // tried once and failed: never a successor
   AuthMethod auth_ = AuthMethod::kNone;  // what the host asked for: a successor asks the same
   std::optional<RoundInfo> last_round_;  // the last round this agent's workers ran
+  RestartsKnown restarts_;               // the job-wide restarts used, as far as known
   bool running_ = false;                 // ... and still run (no Join since)
   std::optional<int> join_;              // the agent's Join, not answered by a round yet
   bool failing_over_ = false;

@@ -1,5 +1,7 @@
 #include "rendezvous/failover_rules.h"
 
+#include <algorithm>
+
 namespace elastic {
 
 std::optional<int> NextCandidate(size_t members, const std::set<int>& excluded) {
@@ -21,5 +23,12 @@ bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run) {
 bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed) {
   return their_last_completed > my_last_completed;
 }
+
+int RestartsBeforeLoss(const RestartsKnown& known) {
+  int used = known.round_used + (known.reported_failure ? 1 : 0);
+  return std::max(used, known.told);
+}
+
+int CarriedRestarts(const RestartsKnown& known) { return RestartsBeforeLoss(known) + 1; }
 
 }  // namespace elastic

@@ -35,4 +35,24 @@ bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run);
 // the same last round: neither gives way to the other.
 bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed);
 
+// What an agent knows of the job-wide restarts used (--max-restarts is one budget
+// kept by the host) when it loses the host.
+struct RestartsKnown {
+  int round_used = 0;             // as the last round its workers ran said
+  int told = -1;                  // as a later restart said (-1: none): the host counted it
+                                  // and started forming the next round
+  bool reported_failure = false;  // this node reported its worker's failure since that round:
+                                  // the host counts it but tells every node but this one
+};
+
+// The restarts the lost host had used: the most this agent knows of (a reported failure
+// counts as one more than the round's, the safe side when the host was lost before it
+// read the report).
+int RestartsBeforeLoss(const RestartsKnown& known);
+
+// What a successor carries into the rendezvous it hosts: the host's count plus the
+// host's loss itself. Carrying only the last round's count plus one was one short
+// when the host was lost while a restart round formed.
+int CarriedRestarts(const RestartsKnown& known);
+
 }  // namespace elastic

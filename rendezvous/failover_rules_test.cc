@@ -77,5 +77,30 @@ TEST(FailoverRulesTest, AStuckHostYieldsOnlyToAHostThatCompletedALaterRound) {
   for (const Row& r : rows) EXPECT_EQ(ShouldYield(r.mine, r.theirs), r.yield) << r.name;
 }
 
+// --max-restarts is one job-wide budget: a successor carries every restart the
+// lost host counted, plus the loss itself.
+TEST(FailoverRulesTest, ASuccessorCarriesTheHostsRestartsPlusItsLoss) {
+  struct Row {
+    const char* name;
+    RestartsKnown known;
+    int before_loss, carried;
+  };
+  const Row rows[] = {
+      {"host lost while round 2 runs (1 restart used)", {1, -1, false}, 1, 2},
+      {"first round, nothing used", {0, -1, false}, 0, 1},
+      // The known bug: another node's worker failed, the host counted it (2) and told
+      // this node to restart, then was lost while the next round formed: 3, not 2.
+      {"host lost while a restart round forms", {1, 2, false}, 2, 3},
+      // This node's own worker failed: the host counts it but sends it no restart.
+      {"host lost after this node reported its failure", {1, -1, true}, 2, 3},
+      {"both: the host's count wins over a double count", {1, 2, true}, 2, 3},
+      {"a growth restart is not counted: the host says so", {1, 1, false}, 1, 2},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(RestartsBeforeLoss(r.known), r.before_loss) << r.name;
+    EXPECT_EQ(CarriedRestarts(r.known), r.carried) << r.name;
+  }
+}
+
 }  // namespace
 }  // namespace elastic

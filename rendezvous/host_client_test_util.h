@@ -23,6 +23,7 @@ struct TestAgent {
   bool done = false;
   bool job_failed = false;
   WorkerFailure failure;
+  JobEnd end;  // of on_fatal or on_job_failed
 
   void Take(std::unique_ptr<RendezvousHandler> h) {
     handler = std::move(h);
@@ -33,10 +34,14 @@ struct TestAgent {
     cb.on_round = [this](const RoundInfo& r) { rounds.push_back(r); };
     cb.on_restart_required = [this](const std::string& why) { restarts.push_back(why); };
     cb.on_done = [this] { done = true; };
-    cb.on_fatal = [this](const std::string& m) { fatal = m; };
-    cb.on_job_failed = [this](const WorkerFailure& f) {
+    cb.on_fatal = [this](const JobEnd& e, const std::string& m) {
+      end = e;
+      fatal = m;
+    };
+    cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& e) {
       job_failed = true;
       failure = f;
+      end = e;
     };
     handler->SetCallbacks(cb);
   }

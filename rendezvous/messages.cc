@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "common/log_escape.h"
 #include "rendezvous/frame.h"
 
@@ -91,18 +93,36 @@ bool DecodeWelcome(const json& j, WelcomeMsg* w, std::string* err) {
 }
 
 bool DecodeRestart(const json& j, RestartMsg* r, std::string* err) {
-  int64_t round = 0;
-  if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) || !GetTextOr(j, "reason", &r->reason, err))
+  int64_t round = 0, used = -1;
+  if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) || !GetTextOr(j, "reason", &r->reason, err) ||
+      !GetIntOr(j, "restarts_used", -1, 0, kMaxCount, &used, err))
     return false;
   r->round = static_cast<uint64_t>(round);
+  r->restarts_used = static_cast<int>(used);
+  return true;
+}
+
+// Optional: absent, or a name this agent does not know (a later release), is kUnknown.
+bool GetEndReason(const json& j, EndReason* out, std::string* err) {
+  std::string name;
+  if (!GetTextOr(j, "end_reason", &name, err)) return false;
+  if (!ParseEndReason(name, out)) *out = EndReason::kUnknown;
   return true;
 }
 
 bool DecodeJobFailed(const json& j, JobFailedMsg* f, std::string* err) {
   auto it = j.find("failure");
   if (it != j.end() && !FailureFromJson(*it, &f->failure, err)) return false;
-  return GetTextOr(j, "message", &f->message, err);
+  return GetTextOr(j, "message", &f->message, err) && GetEndReason(j, &f->end_reason, err);
 }
+
+constexpr std::pair<EndReason, const char*> kEndReasonNames[] = {
+    {EndReason::kUnknown, "unknown"},         {EndReason::kDone, "done"},
+    {EndReason::kWorkerFailed, "worker_failed"}, {EndReason::kNodesLost, "nodes_lost"},
+    {EndReason::kTooFewNodes, "too_few_nodes"}, {EndReason::kNoMajority, "no_majority"},
+    {EndReason::kHostLost, "host_lost"},      {EndReason::kCrashLoop, "crash_loop"},
+    {EndReason::kBadInput, "bad_input"},      {EndReason::kError, "error"},
+};
 
 bool DecodeHello(const json& j, HelloMsg* h, std::string* err) {
   int64_t preferred = -1;
@@ -123,6 +143,22 @@ std::string UnknownType(const Message& msg) {
 }
 
 }  // namespace
+
+const char* EndReasonName(EndReason reason) {
+  for (const auto& [r, name] : kEndReasonNames)
+    if (r == reason) return name;
+  return "unknown";
+}
+
+bool ParseEndReason(const std::string& name, EndReason* out) {
+  for (const auto& [r, n] : kEndReasonNames) {
+    if (name == n) {
+      *out = r;
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string EncodeMessage(std::string_view type, json body) {
   body["type"] = std::string(type);
@@ -320,7 +356,9 @@ bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err) {
   else if (msg.type == "heartbeat") out->kind = K::kHeartbeat;
   else if (msg.type == "error") out->kind = K::kError, ok = GetTextOr(j, "message", &out->text, &why);
   else if (msg.type == "done") out->kind = K::kDone, ok = GetTextOr(j, "message", &out->text, &why);
-  else if (msg.type == "fatal") out->kind = K::kFatal, ok = GetTextOr(j, "message", &out->text, &why);
+  else if (msg.type == "fatal")
+    out->kind = K::kFatal,
+    ok = GetTextOr(j, "message", &out->text, &why) && GetEndReason(j, &out->end_reason, &why);
   else if (msg.type == "waiting") out->kind = K::kWaiting, ok = DecodeWaiting(j, out, &why);
   else return Fail(err, UnknownType(msg));
   if (!ok) return Fail(err, fmt::format("bad '{}' message: {}", msg.type, why));

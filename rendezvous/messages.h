@@ -6,14 +6,18 @@
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave
-//   host  -> agent  round {round info} | restart {round, reason} | job_failed {failure, message}
-//                   | done {message} | fatal {message} | waiting {message, standby?} | heartbeat
+//   host  -> agent  round {round info} | restart {round, reason, restarts_used}
+//                   | job_failed {failure, message, end_reason} | done {message}
+//                   | fatal {message, end_reason} | waiting {message, standby?} | heartbeat
 //                   | error
 // A spare standing by when a round completed gets waiting {standby: {round, successors,
 // spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where
 // each member's agent listens should it take over (docs/design.md "Failover").
-// The failover fields (round, last_completed, listen_port, member_of, successors) are optional.
+// The failover fields (round, last_completed, listen_port, member_of, successors) are optional,
+// and so are restart's restarts_used (the job-wide count once the restart is counted) and
+// end_reason (EndReasonName: why the job ended; an unknown name reads as kUnknown), so
+// agents and hosts of this protocol version with and without them work together.
 // Each side reads the other's messages through ONE decoder (DecodeHostMessage on
 // the agent, DecodeAgentMessage on the host) that never throws: it checks every
 // field's type and range and names what is wrong, so the protocol code never
@@ -73,10 +77,12 @@ struct WelcomeMsg {
 struct RestartMsg {
   uint64_t round = 0;
   std::string reason;
+  int restarts_used = -1;  // -1: not told
 };
 struct JobFailedMsg {
   WorkerFailure failure;
   std::string message;
+  EndReason end_reason = EndReason::kUnknown;
 };
 
 struct HostMessage {
@@ -90,6 +96,7 @@ struct HostMessage {
   JobFailedMsg job_failed;
   std::string text;  // error, done, fatal, waiting: their "message"
   std::optional<RoundInfo> standby;  // waiting: the round this spare votes in (group_rank -1)
+  EndReason end_reason = EndReason::kUnknown;  // fatal
 };
 const char* HostMessageName(HostMessage::Kind kind);
 bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err);

@@ -103,6 +103,10 @@ TEST(MessagesTest, HostMessageDecoderRefusesBadFieldsNamingThem) {
       {R"({"type":"restart","round":"1"})", "'round'"},
       {R"({"type":"restart","round":1,"reason":2})", "'reason'"},
       {R"({"type":"job_failed","failure":7})", "'failure'"},
+      {R"({"type":"restart","round":1,"restarts_used":-2})", "'restarts_used'"},
+      {R"({"type":"restart","round":1,"restarts_used":"1"})", "'restarts_used'"},
+      {R"({"type":"fatal","message":"m","end_reason":3})", "'end_reason'"},
+      {R"({"type":"job_failed","message":"m","end_reason":["nodes_lost"]})", "'end_reason'"},
       {R"({"type":"challenge","version":2,"run_id":"j","nonce":"zz","auth":"token"})", "'nonce'"},
       {R"({"type":"challenge","version":2,"run_id":"j","nonce":"00000000000000000000000000000000","auth":"rot13"})",
        "'auth'"},
@@ -170,6 +174,59 @@ TEST(MessagesTest, StandbyAndSparesRoundTrip) {
   RoundInfo back;
   ASSERT_TRUE(RoundFromJson(RoundToJson(r), &back, &err)) << err;
   EXPECT_EQ(back.spares, 1);
+}
+
+// The fields added within protocol version 3 (restarts_used, end_reason) are
+// optional both ways: absent reads as "not told", an unknown reason as kUnknown.
+TEST(MessagesTest, RestartCountAndEndReasonAreOptional) {
+  struct Row {
+    const char* text;
+    HostMessage::Kind kind;
+    int restarts_used;     // restart
+    EndReason end_reason;  // fatal, job_failed
+  };
+  using K = HostMessage::Kind;
+  using R = EndReason;
+  const Row rows[] = {
+      {R"({"type":"restart","round":2,"reason":"r"})", K::kRestart, -1, R::kUnknown},
+      {R"({"type":"restart","round":2,"reason":"r","restarts_used":3})", K::kRestart, 3, R::kUnknown},
+      {R"({"type":"fatal","message":"m"})", K::kFatal, -1, R::kUnknown},
+      {R"({"type":"fatal","message":"m","end_reason":"too_few_nodes"})", K::kFatal, -1, R::kTooFewNodes},
+      {R"({"type":"fatal","message":"m","end_reason":"no_majority"})", K::kFatal, -1, R::kNoMajority},
+      {R"({"type":"fatal","message":"m","end_reason":"bad_input"})", K::kFatal, -1, R::kBadInput},
+      {R"({"type":"fatal","message":"m","end_reason":"from_a_later_release"})", K::kFatal, -1,
+       R::kUnknown},
+      {R"({"type":"job_failed","message":"m"})", K::kJobFailed, -1, R::kUnknown},
+      {R"({"type":"job_failed","message":"m","end_reason":"worker_failed"})", K::kJobFailed, -1,
+       R::kWorkerFailed},
+      {R"({"type":"job_failed","message":"m","end_reason":"nodes_lost"})", K::kJobFailed, -1,
+       R::kNodesLost},
+  };
+  for (const Row& r : rows) {
+    HostMessage out;
+    std::string err;
+    ASSERT_TRUE(DecodeHostMessage(Raw(r.text), &out, &err)) << r.text << ": " << err;
+    EXPECT_EQ(out.kind, r.kind) << r.text;
+    if (r.kind == K::kRestart) {
+      EXPECT_EQ(out.restart.restarts_used, r.restarts_used) << r.text;
+    }
+    EndReason got = r.kind == K::kJobFailed ? out.job_failed.end_reason : out.end_reason;
+    EXPECT_EQ(got, r.end_reason) << r.text;
+  }
+}
+
+TEST(MessagesTest, EveryEndReasonNameParsesBack) {
+  for (EndReason r : {EndReason::kUnknown, EndReason::kDone, EndReason::kWorkerFailed,
+                      EndReason::kNodesLost, EndReason::kTooFewNodes, EndReason::kNoMajority,
+                      EndReason::kHostLost, EndReason::kCrashLoop, EndReason::kBadInput,
+                      EndReason::kError}) {
+    EndReason back = EndReason::kUnknown;
+    ASSERT_TRUE(ParseEndReason(EndReasonName(r), &back)) << EndReasonName(r);
+    EXPECT_EQ(back, r) << EndReasonName(r);
+  }
+  EndReason out = EndReason::kDone;
+  EXPECT_FALSE(ParseEndReason("", &out));
+  EXPECT_FALSE(ParseEndReason("Too_Few_Nodes", &out));
 }
 
 TEST(MessagesTest, HelloDecodes) {

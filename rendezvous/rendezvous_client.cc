@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -147,7 +148,7 @@ void RendezvousClient::OnAuthMessage(const HostMessage& msg) {
   if (msg.kind == K::kWelcome && challenged_) return OnWelcome(msg.welcome);
   if (msg.kind == K::kError)
     return Fatal(fmt::format("the rendezvous host {} refused this agent: {}", HostName(),
-                             EscapeForLog(msg.text)));
+                             EscapeForLog(msg.text)), EndReason::kBadInput);
   Fatal(fmt::format("protocol error from the rendezvous host {}: '{}' while awaiting its {}",
                     HostName(), HostMessageName(msg.kind), challenged_ ? "welcome" : "challenge"));
 }
@@ -170,10 +171,10 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   if (c.version != kRendezvousProtocolVersion)
     return Fatal(fmt::format("the rendezvous host {} speaks protocol version {}, this agent {}: "
                              "use the same slurm-elastic on every node", HostName(), c.version,
-                             kRendezvousProtocolVersion));
+                             kRendezvousProtocolVersion), EndReason::kBadInput);
   if (c.run_id != config_.run_id)
     return Fatal(fmt::format("the rendezvous host {} runs '{}', not '{}' (--rdzv-id)", HostName(),
-                             c.run_id, config_.run_id));
+                             c.run_id, config_.run_id), EndReason::kBadInput);
   if (HostIsStale(c.round, config_.last_round_run)) {
     std::string why = fmt::format("it forms round {}, but this agent already ran round {}: a "
                                   "former host", c.round, *config_.last_round_run);
@@ -194,7 +195,8 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
         "the rendezvous host {} asks for no authentication, but this agent has {}: refusing the "
         "downgrade (a host without the secret, or a man in the middle){}", HostName(),
         required == AuthMethod::kToken ? "a token" : "munge",
-        required == AuthMethod::kMunge ? "; --rdzv-conf munge=0 allows it" : ""));
+        required == AuthMethod::kMunge ? "; --rdzv-conf munge=0 allows it" : ""),
+        EndReason::kBadInput);
   host_nonce_ = c.nonce;
   agent_nonce_ = MakeNonce();
   std::string proof, err;
@@ -292,12 +294,14 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       running_round_ = msg.round.round;
       awaiting_round_ = false;
       last_round_ = msg.round.round;
+      restarts_used_ = msg.round.restarts_used;
       config_.last_round_run = msg.round.round;
       succeeded_round_.reset();
       if (callbacks_.on_round) callbacks_.on_round(msg.round);
       return;
     case K::kRestart: {
       uint64_t round = msg.restart.round;
+      restarts_used_ = std::max(restarts_used_, msg.restart.restarts_used);
       // Only a restart of the round our workers run; after a local failure we rejoin anyway.
       if (!running_round_ || *running_round_ != round) {
         Log(LogLevel::kDebug, "rendezvous: ignoring a restart of round {} from {} (workers run {})",
@@ -312,15 +316,16 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
     case K::kJobFailed: {
       WorkerFailure failure = msg.job_failed.failure;
       if (failure.message.empty()) failure.message = msg.job_failed.message;
-      return Finish([this, failure] {
-        if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure);
+      return Finish([this, failure, end = JobEnd{msg.job_failed.end_reason, false}] {
+        if (callbacks_.on_job_failed) callbacks_.on_job_failed(failure, end);
       });
     }
     case K::kDone:
       return OnDone(msg.text);
     case K::kFatal:
       return Fatal(fmt::format("rendezvous host {}: {}", HostName(),
-                               msg.text.empty() ? "fatal" : EscapeForLog(msg.text, 4096)));
+                               msg.text.empty() ? "fatal" : EscapeForLog(msg.text, 4096)),
+                   msg.end_reason);
     case K::kError:
       return Fatal(fmt::format("the rendezvous host {} dropped this agent: {}", HostName(),
                                EscapeForLog(msg.text)));
@@ -366,7 +371,7 @@ void RendezvousClient::OnClosed(const std::string& reason) {
     return RetryConnect("closed before its challenge: " + reason);
   }
   if (stage_ == Stage::kReady && config_.on_host_lost) return HostLost(reason);
-  Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), reason));
+  Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), reason), EndReason::kHostLost);
 }
 
 void RendezvousClient::OnHeartbeatTimer() {
@@ -376,16 +381,17 @@ void RendezvousClient::OnHeartbeatTimer() {
     std::string why = fmt::format("silent for {} ms (heartbeat_timeout)",
                                   std::chrono::duration_cast<Millis>(silent).count());
     if (config_.on_host_lost) return HostLost(why);
-    return Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), why));
+    return Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), why),
+                 EndReason::kHostLost);
   }
   Send("heartbeat");
 }
 
 // ---- the end ----
 
-void RendezvousClient::Fatal(const std::string& message) {
-  Finish([this, message] {
-    if (callbacks_.on_fatal) callbacks_.on_fatal(message);
+void RendezvousClient::Fatal(const std::string& message, EndReason reason) {
+  Finish([this, message, reason] {
+    if (callbacks_.on_fatal) callbacks_.on_fatal(JobEnd{reason, false}, message);
   });
 }
 

@@ -69,6 +69,9 @@ class RendezvousClient : public RendezvousHandler {
   // The round this agent stands by for as a spare, since its last round (group_rank -1;
   // no successors: a latecomer, not a voter).
   const std::optional<RoundInfo>& standby() const { return standby_; }
+  // The job-wide restarts used, as the host last told (a round, or a restart that
+  // it counted while the next round forms); -1 before any.
+  int restarts_used() const { return restarts_used_; }
   const TrafficCounters* traffic() const { return conn_ ? &conn_->counters() : nullptr; }
 
  private:
@@ -98,7 +101,7 @@ class RendezvousClient : public RendezvousHandler {
   void OnAuthDeadline();
   void OnClosed(const std::string& reason);
   void OnHeartbeatTimer();
-  void Fatal(const std::string& message);
+  void Fatal(const std::string& message, EndReason reason = EndReason::kError);
   void HostLost(const std::string& why);
   void Unreachable(const std::string& why);
   void OnCandidateDeadline();
@@ -122,6 +125,7 @@ class RendezvousClient : public RendezvousHandler {
   std::optional<uint64_t> succeeded_round_; // ReportSucceeded() for this round
   bool awaiting_round_ = false;             // Join() called, no round since: maybe wait-listed
   uint64_t last_round_ = 0;
+  int restarts_used_ = -1;                  // restarts_used()
   std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
   std::string last_waiting_;                // printed once, not every tick

@@ -9,7 +9,9 @@
 //                                 or on_job_failed(f) when restarts are exhausted
 //     on_restart_required(r)  -> stop workers -> Join(n) again
 //     local workers succeed   -> ReportSucceeded() -> on_done() -> exit 0
-//     on_fatal(msg)           -> stop workers -> exit non-zero with msg
+//     on_fatal(end, msg)      -> stop workers -> exit non-zero with msg
+// The end callbacks say why the job ended (JobEnd): the agent's exit code and
+// whether it asks Slurm to requeue follow from that reason, never from the text.
 #pragma once
 
 #include <cstdint>
@@ -57,15 +59,45 @@ struct WorkerFailure {
   bool host_lost = false;
 };
 
+// Why the rendezvous ended the job, as the host tells every agent (messages.h:
+// "end_reason"). Exit codes: launcher/exit_codes.h.
+enum class EndReason {
+  kUnknown,       // not told (or a reason this agent does not know)
+  kDone,          // every worker succeeded
+  kWorkerFailed,  // a worker failed and --max-restarts is used up (or others had finished)
+  kNodesLost,     // --max-restarts used up by the loss of a node (or of the host)
+  kTooFewNodes,   // fewer than MIN nodes left, or too few came within join_timeout
+  kNoMajority,    // no strict majority of the last round came back: others may go on
+  kHostLost,      // the rendezvous host is lost and no successor could take over
+  kCrashLoop,     // the workers failed soon after their start round after round
+  kBadInput,      // a configuration that cannot work: run id, protocol version, authentication
+  kError,         // another error (out of descriptors, a protocol error)
+};
+// The wire and log name ("too_few_nodes"), and its parser: false for an unknown name.
+const char* EndReasonName(EndReason reason);
+bool ParseEndReason(const std::string& name, EndReason* out);
+
+struct JobEnd {
+  EndReason reason = EndReason::kUnknown;
+  // This node acts for the whole job at its end (it asks Slurm to requeue, once):
+  // the host, or after the host's loss the survivor that would have taken over.
+  bool acts_for_job = false;
+  // The job-wide restarts used at the end, when this side knows better than the
+  // last round did (the host's own agent; a survivor of the host's loss); -1: not told.
+  int restarts_used = -1;
+};
+
 class RendezvousHandler {
  public:
   struct Callbacks {
     std::function<void(const RoundInfo&)> on_round;             // round complete: start workers
     std::function<void(const std::string& reason)> on_restart_required;  // membership changed or a
                                                                  // peer failed: stop workers, Join again
-    std::function<void(const WorkerFailure&)> on_job_failed;    // restarts exhausted anywhere
+    std::function<void(const WorkerFailure&, const JobEnd&)> on_job_failed;  // restarts exhausted
+                                                                 // anywhere
     std::function<void()> on_done;                              // job finished: safe to exit 0
-    std::function<void(const std::string& message)> on_fatal;   // lost host, below min, timeout
+    std::function<void(const JobEnd&, const std::string& message)> on_fatal;  // lost host, below
+                                                                 // min, timeout
   };
   virtual ~RendezvousHandler() = default;
 

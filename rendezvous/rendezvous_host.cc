@@ -333,14 +333,17 @@ void RendezvousHost::SendToPeer(const RendezvousAction& action) {
       return conn.Send("round", RoundToJson(info));
     }
     case RendezvousActionKind::kRestartRequired:
-      return conn.Send("restart", {{"round", action.round.round}, {"reason", action.message}});
+      return conn.Send("restart", {{"round", action.round.round}, {"reason", action.message},
+                                   {"restarts_used", action.round.restarts_used}});
     case RendezvousActionKind::kJobFailed:
-      return conn.Send("job_failed",
-                       {{"failure", FailureToJson(action.failure)}, {"message", action.message}});
+      return conn.Send("job_failed", {{"failure", FailureToJson(action.failure)},
+                                      {"message", action.message},
+                                      {"end_reason", EndReasonName(action.end_reason)}});
     case RendezvousActionKind::kDone:
       return conn.Send("done", {{"message", action.message}});
     case RendezvousActionKind::kFatal:
-      return conn.Send("fatal", {{"message", action.message}});
+      return conn.Send("fatal", {{"message", action.message},
+                                 {"end_reason", EndReasonName(action.end_reason)}});
     case RendezvousActionKind::kDisconnect:
       Log(LogLevel::kWarning, "rendezvous: dropping silent node {}", it->second.addr);
       return conn.CloseAfterFlush();
@@ -350,6 +353,11 @@ void RendezvousHost::SendToPeer(const RendezvousAction& action) {
                                    {"standby", StandbyToJson(action.round)}});
     }
   }
+}
+
+// The host's own agent acts for the job at its end (it requeues, once).
+static JobEnd LocalEnd(const RendezvousAction& action) {
+  return JobEnd{action.end_reason, /*acts_for_job=*/true, action.round.restarts_used};
 }
 
 void RendezvousHost::CarryLocal(const RendezvousAction& action) {
@@ -367,16 +375,16 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
         if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
       });
     case RendezvousActionKind::kJobFailed:
-      return FinishLocal([this, f = action.failure] {
-        if (callbacks_.on_job_failed) callbacks_.on_job_failed(f);
+      return FinishLocal([this, f = action.failure, end = LocalEnd(action)] {
+        if (callbacks_.on_job_failed) callbacks_.on_job_failed(f, end);
       });
     case RendezvousActionKind::kDone:
       return FinishLocal([this] {
         if (callbacks_.on_done) callbacks_.on_done();
       });
     case RendezvousActionKind::kFatal:
-      return FinishLocal([this, m = action.message] {
-        if (callbacks_.on_fatal) callbacks_.on_fatal(m);
+      return FinishLocal([this, m = action.message, end = LocalEnd(action)] {
+        if (callbacks_.on_fatal) callbacks_.on_fatal(end, m);
       });
     case RendezvousActionKind::kDisconnect:
       return;

@@ -19,8 +19,9 @@ struct Ctx {
   Actions& out;
 
   void Emit(RendezvousActionKind kind, NodeId node, std::string message = {}) {
-    RendezvousAction a{kind, node, {}, std::move(message), {}};
+    RendezvousAction a{kind, node, {}, std::move(message), {}, EndReason::kUnknown};
     a.round.round = s.round;  // the round this action is about
+    a.round.restarts_used = s.restarts_used;
     out.push_back(std::move(a));
   }
   std::string Name(NodeId id) const {
@@ -42,10 +43,12 @@ std::vector<NodeId> AllNodes(const RendezvousState& s) {
   return ids;
 }
 
-void Close(Ctx& c, RendezvousActionKind kind, const std::string& message, const WorkerFailure* failure) {
+void Close(Ctx& c, RendezvousActionKind kind, EndReason why, const std::string& message,
+           const WorkerFailure* failure) {
   for (NodeId id : AllNodes(c.s)) {
-    RendezvousAction a{kind, id, {}, message, failure ? *failure : WorkerFailure{}};
+    RendezvousAction a{kind, id, {}, message, failure ? *failure : WorkerFailure{}, why};
     a.round.round = c.s.round;
+    a.round.restarts_used = c.s.restarts_used;
     c.out.push_back(std::move(a));
   }
   c.s.phase = RendezvousPhase::kClosed;
@@ -195,11 +198,12 @@ void StartNextRound(Ctx& c, const std::string& reason, NodeId except) {
   MaybeComplete(c);
 }
 
-// A failure-type restart: counted against max_restarts; over budget, the job fails.
+// A failure-type restart: counted against max_restarts; over budget, the job fails
+// (`exhausted` says why: a worker's failure, or a node's loss).
 void RestartAfterFailure(Ctx& c, const std::string& reason, const WorkerFailure& failure,
-                         NodeId except) {
+                         NodeId except, EndReason exhausted) {
   if (c.s.restarts_used >= c.settings.max_restarts) {
-    Close(c, RendezvousActionKind::kJobFailed,
+    Close(c, RendezvousActionKind::kJobFailed, exhausted,
           fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", reason,
                       c.s.restarts_used, c.settings.max_restarts),
           &failure);
@@ -224,7 +228,7 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
                                         "--node-multiple {})", smallest, c.settings.min_nodes,
                                         c.settings.node_multiple)
                           : fmt::format("the minimum of {} (--nnodes)", c.settings.min_nodes);
-  Close(c, RendezvousActionKind::kFatal,
+  Close(c, RendezvousActionKind::kFatal, EndReason::kTooFewNodes,
         fmt::format("{}; {} node(s) left, below {}", why, alive, limit), nullptr);
 }
 
@@ -253,7 +257,7 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
       WorkerFailure failure;
       failure.host = name;
       failure.message = why;
-      RestartAfterFailure(c, why, failure, 0);
+      RestartAfterFailure(c, why, failure, 0, EndReason::kNodesLost);
       return;
     }
     case RendezvousPhase::kFinishing:
@@ -263,7 +267,7 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
   if (c.s.phase == RendezvousPhase::kFinishing && member) {
     bool all = std::all_of(c.s.members.begin(), c.s.members.end(),
                            [&](NodeId id) { return c.s.nodes.at(id).succeeded; });
-    if (all) Close(c, RendezvousActionKind::kDone, "every node finished", nullptr);
+    if (all) Close(c, RendezvousActionKind::kDone, EndReason::kDone, "every node finished", nullptr);
   }
 }
 
@@ -308,6 +312,7 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
       return;
     case RendezvousPhase::kClosed:
       c.Emit(RendezvousActionKind::kFatal, ev.node, "the job is already over");
+      c.out.back().end_reason = EndReason::kError;
       return;
   }
 }
@@ -317,11 +322,12 @@ void OnWorkerFailed(Ctx& c, const EvWorkerFailed& ev) {
   std::string why = fmt::format("worker {} (local rank {}) on {} failed", ev.failure.global_rank,
                                 ev.failure.local_rank, c.Name(ev.node));
   if (c.s.phase == RendezvousPhase::kFinishing) {
-    Close(c, RendezvousActionKind::kJobFailed, why + " after other nodes had finished", &ev.failure);
+    Close(c, RendezvousActionKind::kJobFailed, EndReason::kWorkerFailed,
+          why + " after other nodes had finished", &ev.failure);
     return;
   }
   if (c.s.phase != RendezvousPhase::kRunning) return;
-  RestartAfterFailure(c, why, ev.failure, ev.node);
+  RestartAfterFailure(c, why, ev.failure, ev.node, EndReason::kWorkerFailed);
 }
 
 void OnSucceeded(Ctx& c, const EvSucceeded& ev) {
@@ -333,7 +339,7 @@ void OnSucceeded(Ctx& c, const EvSucceeded& ev) {
   bool all = std::all_of(c.s.members.begin(), c.s.members.end(),
                          [&](NodeId id) { return c.s.nodes.at(id).succeeded; });
   if (all) {
-    Close(c, RendezvousActionKind::kDone, "every node finished", nullptr);
+    Close(c, RendezvousActionKind::kDone, EndReason::kDone, "every node finished", nullptr);
     return;
   }
   // A remote node's workers are done: acknowledge so it can exit.
@@ -353,7 +359,7 @@ void OnTick(Ctx& c) {
   if (c.s.phase != RendezvousPhase::kJoining) return;
   if (c.now >= c.s.join_deadline && c.s.num_joined >= SmallestRound(c.settings) &&
       !QuorumMet(c.s)) {
-    Close(c, RendezvousActionKind::kFatal,
+    Close(c, RendezvousActionKind::kFatal, EndReason::kNoMajority,
           fmt::format("no strict majority of round {}'s {} node(s) came back within join_timeout "
                       "({} s): {} of the {} needed; the others may go on without this group, so it "
                       "stops (no split brain)", c.s.quorum_round, c.s.quorum_size,
@@ -363,7 +369,7 @@ void OnTick(Ctx& c) {
     return;
   }
   if (c.now >= c.s.join_deadline && c.s.num_joined < SmallestRound(c.settings)) {
-    Close(c, RendezvousActionKind::kFatal,
+    Close(c, RendezvousActionKind::kFatal, EndReason::kTooFewNodes,
           fmt::format("rendezvous timed out after {} s: {}", c.settings.join_timeout_ms / 1000.0,
                       DescribeWaiting(c.settings, c.s)),
           nullptr);
@@ -442,7 +448,7 @@ RendezvousTransition StepRendezvous(const RendezvousSettings& settings, Rendezvo
           OnSucceeded(c, ev);
         } else if constexpr (std::is_same_v<T, EvHostFailure>) {
           if (c.s.phase != RendezvousPhase::kClosed)
-            Close(c, RendezvousActionKind::kFatal, ev.message, nullptr);
+            Close(c, RendezvousActionKind::kFatal, EndReason::kError, ev.message, nullptr);
         } else {
           OnTick(c);
         }

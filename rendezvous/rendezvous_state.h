@@ -117,9 +117,11 @@ enum class RendezvousActionKind {
 struct RendezvousAction {
   RendezvousActionKind kind;
   NodeId node = 0;
-  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell), kStandBy
+  RoundInfo round;  // kRoundComplete (store_addr/port left for the shell), kStandBy; for the
+                    // others round.round and round.restarts_used as they stand
   std::string message;
   WorkerFailure failure;
+  EndReason end_reason = EndReason::kUnknown;  // kJobFailed, kDone, kFatal: why the job ended
 };
 
 // The allowed round sizes: multiples of node_multiple within min_nodes..max_nodes.

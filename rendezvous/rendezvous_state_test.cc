@@ -439,6 +439,102 @@ TEST_F(RendezvousStateTest, RoundAfterLossClosesWhenSurvivorsRejoinWithoutLastCa
   EXPECT_EQ(rounds[2].restarts_used, 1);
 }
 
+// --max-restarts is one budget of the job, not of a node: failures on different
+// nodes draw from it, every round tells every node the same round number and
+// count, and a restart tells the count it used (a successor carries it).
+TEST_F(RendezvousStateTest, OneRestartBudgetForTheJobAcrossFailuresOnDifferentNodes) {
+  settings.max_restarts = 2;
+  RunRound(3);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    NodeId failing = attempt == 0 ? 2 : 3;  // n2, then n3
+    auto actions = Do(EvWorkerFailed{failing, state.round, WorkerFailure{}});
+    for (const auto& a : actions) {
+      ASSERT_EQ(a.kind, RendezvousActionKind::kRestartRequired);
+      EXPECT_EQ(a.round.restarts_used, attempt + 1) << "restart told to n" << a.node;
+    }
+    std::map<NodeId, RoundInfo> rounds;
+    for (NodeId id : {1, 2, 3}) {
+      auto joined = Rounds(Do(EvJoin{id, 2}));
+      rounds.insert(joined.begin(), joined.end());
+    }
+    ASSERT_EQ(rounds.size(), 3u);
+    for (const auto& [id, info] : rounds) {
+      EXPECT_EQ(info.round, static_cast<uint64_t>(attempt + 1)) << "n" << id;
+      EXPECT_EQ(info.restarts_used, attempt + 1) << "n" << id;
+    }
+  }
+  auto actions = Do(EvWorkerFailed{1, state.round, WorkerFailure{}});  // n1: the third failure
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kJobFailed), (std::vector<NodeId>{1, 2, 3}));
+  EXPECT_NE(actions[0].message.find("restarts exhausted (2 of --max-restarts=2 used)"),
+            std::string::npos) << actions[0].message;
+}
+
+// Why the job ended travels with its end actions (the agents' exit codes follow from it).
+TEST_F(RendezvousStateTest, EveryEndSaysWhy) {
+  using R = EndReason;
+  struct Row {
+    const char* name;
+    std::function<std::vector<RendezvousAction>()> run;
+    RendezvousActionKind kind;
+    R reason;
+  };
+  const Row rows[] = {
+      {"a worker fails, no restart left",
+       [this] {
+         settings.max_restarts = 0;
+         RunRound(3);
+         return Do(EvWorkerFailed{2, 0, WorkerFailure{}});
+       },
+       RendezvousActionKind::kJobFailed, R::kWorkerFailed},
+      {"a node is lost, no restart left",
+       [this] {
+         settings.max_restarts = 0;
+         RunRound(3);
+         return Do(EvLeave{3, "connection closed"});
+       },
+       RendezvousActionKind::kJobFailed, R::kNodesLost},
+      {"a node is lost, fewer than MIN left",
+       [this] {
+         settings.min_nodes = 3;
+         RunRound(3);
+         return Do(EvLeave{3, "connection closed"});
+       },
+       RendezvousActionKind::kFatal, R::kTooFewNodes},
+      {"join timeout below MIN",
+       [this] {
+         settings.heartbeat_timeout_ms = 2 * settings.join_timeout_ms;  // heard from in time
+         ConnectJoin(1);
+         Advance(settings.join_timeout_ms);
+         return Do(EvTick{});
+       },
+       RendezvousActionKind::kFatal, R::kTooFewNodes},
+      {"every node finished",
+       [this] {
+         RunRound(2);
+         Do(EvSucceeded{1, 0});
+         return Do(EvSucceeded{2, 0});
+       },
+       RendezvousActionKind::kDone, R::kDone},
+      {"the host cannot go on",
+       [this] {
+         RunRound(2);
+         return Do(EvHostFailure{"cannot open the workers' store"});
+       },
+       RendezvousActionKind::kFatal, R::kError},
+  };
+  for (const Row& r : rows) {
+    settings = RendezvousSettings{};
+    now = TimePoint(std::chrono::hours(1));
+    SetUp();
+    auto actions = r.run();
+    ASSERT_FALSE(actions.empty()) << r.name;
+    for (const auto& a : actions) {
+      EXPECT_EQ(a.kind, r.kind) << r.name;
+      EXPECT_EQ(a.end_reason, r.reason) << r.name << ": " << EndReasonName(a.end_reason);
+    }
+  }
+}
+
 TEST_F(RendezvousStateTest, WaitListFillsTheNextRoundAfterALoss) {
   RunRound(3);
   ConnectJoin(4);

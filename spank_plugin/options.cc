@@ -148,6 +148,13 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       if (ok) options->node_multiple = static_cast<int>(k);
       break;
     }
+    case OptionId::kRequeue: {
+      long long n = 0;
+      ok = NonEmptyValue(id, value, &error) &&
+           ParseIntNamed("--elastic-requeue", value, 0, 1000000, &n, &error);
+      if (ok) options->requeue = static_cast<int>(n);
+      break;
+    }
   }
   if (!ok) {
     if (err) *err = error;
@@ -170,7 +177,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, preload, health_check, node_multiple, default)", arg);
+                         "max_restarts, port, bind, python, preload, health_check, node_multiple, requeue, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -222,6 +229,10 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       long long k = 0;
       if (!ParseIntNamed(what, value, 1, kMaxNodes, &k, err)) return false;
       result.node_multiple = static_cast<int>(k);
+    } else if (key == "requeue") {
+      long long n = 0;
+      if (!ParseIntNamed(what, value, 0, 1000000, &n, err)) return false;
+      result.requeue = static_cast<int>(n);
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
@@ -230,7 +241,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       result.default_on = value == "on";
     } else {
       *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, preload, health_check, node_multiple, default)", key);
+                         "port, bind, python, preload, health_check, node_multiple, requeue, default)", key);
       return false;
     }
   }

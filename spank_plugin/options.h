@@ -31,6 +31,7 @@ enum class OptionId {
   kPreload,
   kHealthCheck,
   kNodeMultiple,
+  kRequeue,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -84,6 +85,10 @@ inline constexpr std::array<OptionSpec, 14> kOptionTable = {{
      "[elastic] Rounds form only with a multiple of K nodes; the other nodes stand by as spares "
      "(elasticrun --node-multiple)",
      1, OptionId::kNodeMultiple},
+    {"elastic-requeue", "N",
+     "[elastic] In a batch job: when too few nodes are left to go on, ask Slurm to requeue the "
+     "job, at most N times (elasticrun --requeue; default 0, or the site's)",
+     1, OptionId::kRequeue},
 }};
 
 // --elastic's value.
@@ -107,6 +112,7 @@ struct ElasticOptions {
   std::optional<std::string> preload;          // MODULE[,MODULE...]
   std::optional<std::string> health_check;
   std::optional<int> node_multiple;            // --elastic-node-multiple K
+  std::optional<int> requeue;                  // --elastic-requeue=N
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
@@ -127,6 +133,7 @@ struct PluginConfig {
   std::optional<std::string> preload;   // preload=MODULES
   std::optional<std::string> health_check;  // health_check=PROG
   std::optional<int> node_multiple;     // node_multiple=K
+  std::optional<int> requeue;               // requeue=N
   bool default_on = false;              // default=on|off
 };
 

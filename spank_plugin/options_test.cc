@@ -16,7 +16,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
   EXPECT_EQ(names.size(), kOptionTable.size());
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.size(), 15u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -95,6 +95,10 @@ TEST(ApplyOption, NumbersAndPorts) {
   EXPECT_EQ(*o.max_restarts, 3);
   EXPECT_FALSE(ApplyOption(OptionId::kMaxRestarts, "-1", &o, &err));
   EXPECT_NE(err.find("--elastic-max-restarts: '-1'"), std::string::npos) << err;
+  EXPECT_TRUE(ApplyOption(OptionId::kRequeue, "0", &o, &err)) << err;
+  EXPECT_EQ(*o.requeue, 0);
+  EXPECT_FALSE(ApplyOption(OptionId::kRequeue, "two", &o, &err));
+  EXPECT_NE(err.find("--elastic-requeue: 'two'"), std::string::npos) << err;
   EXPECT_TRUE(ApplyOption(OptionId::kRdzvPort, "29500", &o, &err));
   EXPECT_FALSE(ApplyOption(OptionId::kRdzvPort, "65536", &o, &err));
   EXPECT_NE(err.find("[1, 65535]"), std::string::npos) << err;
@@ -163,7 +167,8 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_FALSE(c.default_on);
   ASSERT_TRUE(ParsePluginArgs({"launcher=/opt/e/elasticrun", "max_restarts=2", "port=20000-20099",
                                "bind=numa", "python=/usr/bin/python3", "health_check=/etc/slurm/hc.sh",
-                               "node_multiple=4", "default=on"},
+                               "node_multiple=4", "requeue=2",
+                               "default=on"},
                               "/usr/bin/elasticrun", &c, &err))
       << err;
   EXPECT_EQ(c.launcher, "/opt/e/elasticrun");
@@ -173,7 +178,10 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(*c.bind, BindMode::kNuma);
   EXPECT_EQ(*c.health_check, "/etc/slurm/hc.sh");
   EXPECT_EQ(c.node_multiple, 4);
+  EXPECT_EQ(*c.requeue, 2);
   EXPECT_TRUE(c.default_on);
+  EXPECT_FALSE(ParsePluginArgs({"requeue=-1"}, "/x", &c, &err));
+  EXPECT_NE(err.find("plugstack.conf: requeue: '-1'"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"health_check="}, "/x", &c, &err));
   EXPECT_NE(err.find("plugstack.conf: health_check: needs a value"), std::string::npos) << err;
   ASSERT_TRUE(ParsePluginArgs({"port=29500"}, "/x", &c, &err));
@@ -236,6 +244,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kPreload, "torch,numpy"},
       {OptionId::kHealthCheck, "/home/u/check.sh --gpus"},
       {OptionId::kNodeMultiple, "2"},
+      {OptionId::kRequeue, "2"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -249,6 +258,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     d += " preload=" + o.preload.value_or("-");
     d += " hc=" + o.health_check.value_or("-");
     d += " k=" + std::to_string(o.node_multiple.value_or(-1));
+    d += " hc=" + o.health_check.value_or("-") + " requeue=" + std::to_string(o.requeue.value_or(-1));
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

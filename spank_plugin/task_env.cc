@@ -224,6 +224,11 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.health_check) {
     out.emplace_back("PET_HEALTH_CHECK", *config.health_check);
   }
+  if (options.requeue) {
+    out.emplace_back("PET_REQUEUE", std::to_string(*options.requeue));
+  } else if (config.requeue) {
+    out.emplace_back("PET_REQUEUE", std::to_string(*config.requeue));
+  }
   // For elasticrun's logs and the PMIx bootstrap (pmix_bootstrap.h).
   out.emplace_back("ELASTIC_SPANK_RDZV_SOURCE", host_source + "; port: " + port_source);
   if (deferred) out.emplace_back("ELASTIC_SPANK_PMIX_ENDPOINT", "1");

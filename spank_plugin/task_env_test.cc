@@ -113,12 +113,14 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.rdzv_id = "train1";
   o.health_check = "/home/u/check.sh --gpus";
   o.node_multiple = 3;
+  o.requeue = 3;
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
   std::string err;
   ASSERT_TRUE(ParsePluginArgs({"max_restarts=1", "bind=none", "python=/usr/bin/python3", "preload=numpy",
-                               "health_check=/etc/slurm/hc.sh", "node_multiple=2"}, "/x", &c, &err));
+                               "health_check=/etc/slurm/hc.sh", "node_multiple=2",
+                               "requeue=1"}, "/x", &c, &err));
   EnvList env;
   ASSERT_TRUE(BuildTaskEnv(ThreeNodeStep(2), o, c, nodes, &env, &err));
   auto m = AsMap(env);
@@ -132,6 +134,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_RDZV_ID"], "train1");
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/home/u/check.sh --gpus");
   EXPECT_EQ(m["PET_NODE_MULTIPLE"], "3");
+  EXPECT_EQ(m["PET_REQUEUE"], "3");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -143,6 +146,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_PRELOAD"], "numpy");
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/etc/slurm/hc.sh");
   EXPECT_EQ(m["PET_NODE_MULTIPLE"], "2");
+  EXPECT_EQ(m["PET_REQUEUE"], "1");
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {

@@ -149,7 +149,7 @@ int Run(int agents, size_t window) {
     RendezvousHandler::Callbacks cb;
     cb.on_round = [&](const RoundInfo&) { ++rounds; };
     cb.on_restart_required = [&](const std::string&) { ++restarts; };
-    cb.on_fatal = [&](const std::string& m) { fatal = m; };
+    cb.on_fatal = [&](const JobEnd&, const std::string& m) { fatal = m; };
     clients.back()->SetCallbacks(cb);
   }
   auto run_until = [&](auto cond) {

@@ -4,6 +4,7 @@ store, checks an all_reduce of the ranks, prints what it saw, then either ends
 or, while TORCHELASTIC_RESTART_COUNT < HOLD_ROUNDS, keeps "training" until its
 agent stops it (so a test can kill or add agents mid-training without timing).
 FAIL_ONCE_RANK=K: rank K exits 1 at once in round 0 (an injected worker failure).
+FAIL_PLAN="R:K,...": in round R rank K exits 1 at once (failures on chosen nodes).
 IGNORE_TERM=1: SIGTERM is ignored (the agent's stop then takes its shutdown timeout)."""
 import os
 import signal
@@ -19,6 +20,12 @@ restart = int(env["TORCHELASTIC_RESTART_COUNT"])
 hold_rounds = int(env.get("HOLD_ROUNDS", "0"))
 if env.get("IGNORE_TERM") == "1":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print(f"worker-env rank={rank} round={restart} max_restarts={env['TORCHELASTIC_MAX_RESTARTS']} "
+      f"group_rank={env['GROUP_RANK']} world={world}", flush=True)
+plan = {tuple(int(x) for x in item.split(":")) for item in env.get("FAIL_PLAN", "").split(",") if item}
+if (restart, rank) in plan:
+    print(f"worker rank={rank} failing on purpose in round {restart}", flush=True)
+    sys.exit(1)
 if restart == 0 and rank == int(env.get("FAIL_ONCE_RANK", "-1")):
     print(f"worker rank={rank} failing on purpose", flush=True)
     sys.exit(1)

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import unittest
 
-from rdzv_test_util import HERE, RendezvousTestCase
+from rdzv_test_util import HERE, RendezvousTestCase, free_port
 
 TRAIN = os.path.join(HERE, "../../examples/train.py")
 ENV_WORKER = os.path.join(HERE, "env_worker.sh")
@@ -38,11 +38,59 @@ class ProtocolTest(RendezvousTestCase):
         self.wait_listening()
         self.run_id = "another-run"
         stray = self.start_agent(2, extra=["--no-python"], program=ENV_WORKER)
-        self.assertNotEqual(self.wait_exit(stray), 0)
+        self.assertEqual(self.wait_exit(stray), 2, stray.output())  # bad input: do not requeue
         self.assertIn("(--rdzv-id)", stray.output())
         os.kill(host.proc.pid, signal.SIGTERM)
         self.assertNotEqual(self.wait_exit(host), 0)
         self.assert_nothing_left()
+
+
+class RequeueTest(RendezvousTestCase):
+    """--requeue N without Slurm: a fake scontrol on PATH records what it is asked."""
+
+    def lose_a_node(self, slurm_env):
+        """Two agents of --nnodes=2 in a "batch job"; the second agent is SIGKILLed while
+        its workers run: fewer than MIN nodes are left. Returns the host agent, exited."""
+        fake = os.path.join(self.dir, "bin")
+        os.makedirs(fake, exist_ok=True)
+        with open(os.path.join(fake, "scontrol"), "w") as f:
+            f.write('#!/bin/sh\necho "$@" >> "%s/scontrol.log"\n' % self.dir)
+        os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        env = {"PATH": fake + ":" + os.environ["PATH"], "FAIL_RANK": "99", "FAIL_ROUNDS": "all",
+               **slurm_env}
+        agents = []
+        for i in range(2):
+            agents.append(self.start_agent(2, nproc=1, program=ENV_WORKER, env=env,
+                                           extra=["--no-python", "--requeue=1", "--node-rank=%d" % i]))
+            if i == 0:
+                self.wait_listening()
+        for agent in agents:
+            self.wait_for(lambda a=agent: "envworker" in a.output(), "the workers to start")
+        os.kill(agents[1].agent_pid(), signal.SIGKILL)
+        self.assertEqual(self.wait_exit(agents[0]), 3, self.dump())  # nodes lost
+        self.wait_exit(agents[1])
+        self.assert_nothing_left()
+        return agents[0]
+
+    def scontrol_calls(self):
+        path = os.path.join(self.dir, "scontrol.log")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return f.read().splitlines()
+
+    def test_too_few_nodes_requeues_the_batch_job_once_and_not_past_the_limit(self):
+        host = self.lose_a_node({"SLURM_JOB_ID": "77", "ENVIRONMENT": "BATCH"})
+        self.assertIn("requeueing job 77 (requeue 1 of 1)", host.output())
+        self.assertEqual(self.scontrol_calls(), ["requeue 77"])  # once, by the host only
+        # The job's second run (Slurm counts requeues in SLURM_RESTART_COUNT): no more.
+        os.remove(os.path.join(self.dir, "scontrol.log"))
+        self.port = free_port()
+        host = self.lose_a_node({"SLURM_JOB_ID": "77", "ENVIRONMENT": "BATCH",
+                                 "SLURM_RESTART_COUNT": "1"})
+        self.assertIn("not requeueing job 77: it was requeued 1 time(s), the most --requeue=1 allows",
+                      host.output())
+        self.assertEqual(self.scontrol_calls(), [])
 
 
 class ConsoleTest(RendezvousTestCase):
@@ -178,6 +226,27 @@ class ElasticityTest(RendezvousTestCase):
         self.assert_survivors_finished(agents[:2], "2")
         self.assertIn("worker rank=3 failing on purpose", agents[1].output())
         self.assertEqual(self.wait_exit(agents[2]), 128 + signal.SIGKILL)  # the guardian reports it
+        self.assert_nothing_left()
+
+    def test_one_restart_budget_for_the_job_across_failures_on_different_nodes(self):
+        # --max-restarts=2 for the job: node 1's worker fails in round 0, node 2's in
+        # round 1, node 1's again in round 2. No node failed more than twice, but the
+        # job's third failure ends it everywhere; every worker of every round saw the
+        # same TORCHELASTIC_RESTART_COUNT on every node.
+        env = {"HOLD_ROUNDS": "99", "FAIL_PLAN": "0:1,1:2,2:1"}
+        agents = [self.start_agent("3", nproc=1, conf="expected_nodes=3", env=env,
+                                   extra=["--max-restarts=2", "--node-rank=0"])]
+        self.wait_listening()
+        agents += [self.start_agent("3", nproc=1, conf="expected_nodes=3", env=env,
+                                    extra=["--max-restarts=2", "--node-rank=%d" % i]) for i in (1, 2)]
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 1, self.dump())  # restarts used up
+        for node, agent in enumerate(agents):
+            seen = [m.groups() for m in re.finditer(r"worker-env rank=(\d+) round=(\d+) max_restarts=(\d+)",
+                                                    agent.output())]
+            self.assertEqual(seen, [(str(node), str(r), "2") for r in range(3)], self.dump())
+        self.assertIn("restarts used: 2 of 2", agents[0].output())  # the summary, from node rank 0
+        self.assertIn("worker rank=1 failing on purpose in round 2", agents[1].output())
         self.assert_nothing_left()
 
     def test_late_third_agent_grows_the_running_job_to_world_size_6(self):

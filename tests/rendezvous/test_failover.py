@@ -119,6 +119,25 @@ class FailoverTest(RendezvousTestCase):
         self.assert_never_trained_after(agents[0], 0)
         self.assert_nothing_left()
 
+    def test_host_lost_during_a_restart_round_with_the_last_restart_used_ends_the_job(self):
+        # As above with --max-restarts=1: rank 3's failure used the job's one restart, so
+        # the host's loss while round 1 forms finds none left. The survivors used to carry
+        # the last round's count (0) plus the loss and train on, past the budget.
+        agents = self.start_agents(3, "2:3", conf="", env={"HOLD_ROUNDS": "0",
+                                                            "FAIL_ONCE_RANK": "3"},
+                                   host_env={"IGNORE_TERM": "1"}, extra=["-v"], max_restarts=1)
+        for agent in agents[1:]:
+            self.wait_for(lambda a=agent: "restarting the workers" in a.output(),
+                          "the restart on agent %d" % agent.proc.pid)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        for agent in agents[1:]:
+            self.assertEqual(self.wait_exit(agent), 3, self.dump())  # nodes lost
+            self.assertIn("restarts used: 1 of 1", agent.output())  # the summary
+            self.assert_never_trained_after(agent, 0)
+        # The survivor that had no failure of its own tells the host's loss.
+        self.assertIn("restarts exhausted (1 of --max-restarts=1 used)", agents[2].output())
+        self.assert_nothing_left()
+
     def test_second_host_loss_after_the_first_failover(self):
         agents = self.start_agents(4, "2:4", env={"HOLD_ROUNDS": "2"}, nproc=1)
         for agent in agents:

@@ -185,12 +185,88 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(6)), r.stdout)
         self.assertEqual({d["restart"] for d in done}, {"1"}, done)
 
+    def test_one_restart_budget_for_the_job_across_failures_on_n2_and_n3(self):
+        # --elastic-max-restarts=2 is the job's: a worker fails on n2 (round 0), on n3
+        # (round 1), on n2 again (round 2). No node failed 3 times; the job ends anyway,
+        # and every worker of every round saw the same TORCHELASTIC_RESTART_COUNT.
+        r = self.srun(["-N3", "--elastic=3", "--gpus-per-node=1", "--elastic-max-restarts=2",
+                       "/usr/bin/python3", WORKER, "--fail-plan=0:1,1:2,2:1", "--default-signals"])
+        text = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0, text)
+        env = records(r.stdout, "ENV")
+        self.assertEqual(sorted((e["restart"], e["host"]) for e in env),
+                         [(str(c), f"n{n}") for c in range(3) for n in (1, 2, 3)], text)
+        for e in env:
+            self.assertEqual(int(e["rank"]), int(e["group_rank"]), e)  # one worker per node
+        self.assertIn("restarts used: 2 of 2", text)  # the failure summary
+        self.assertEqual(len(re.findall(r"the rendezvous asks for a restart", text)), 2, text)
+        self.assert_nothing_left()
+
     def test_restarts_exhausted_names_rank_and_host(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-always-rank=3"])
         self.assertNotEqual(r.returncode, 0)
         self.assertRegex(r.stderr, r"rank 3\b")
         self.assertIn("n2", r.stderr)  # rank 3 = node 1 (n2), local rank 1
+
+    def test_sbatch_requeue_after_too_many_nodes_lost_requeues_once(self):
+        # --elastic=3:3 and one node's agent lost: fewer than MIN nodes, so the job cannot
+        # go on in-job. The host asks Slurm to requeue it (--elastic-requeue=1); in the
+        # second run (SLURM_RESTART_COUNT=1) the same loss ends it without a requeue.
+        script = ("#!/bin/sh\n#SBATCH -N3\n#SBATCH --gpus-per-node=1\n"
+                  "#SBATCH --elastic=3:3\n#SBATCH --elastic-requeue=1\n"
+                  "export GLOO_SOCKET_IFNAME=eth0\n"
+                  "echo \"RUN slurm_restart=${SLURM_RESTART_COUNT:-0}\"\n"
+                  f"srun --no-kill /usr/bin/python3 {WORKER} --seconds=30 --kill-agent-rank=2\n")
+        start = time.monotonic()
+        hurry = threading.Thread(target=self.start_requeued_job_now, daemon=True)
+        hurry.start()
+        rc, job, out = self.cluster.sbatch(script, args=["--requeue", "--open-mode=append"],
+                                           timeout=RUN_TIMEOUT)
+        # sbatch --wait returns at the requeue with Slurm 24.11+ (at the job's end with
+        # 22.05): wait for the second run's end, then read the whole output.
+        show = self.wait_job_end(job)
+        self.requeue_watch_done = True
+        hurry.join(30)
+        print(f"sbatch --requeue, requeued once: {time.monotonic() - start:.1f} s", file=sys.stderr)
+        m = re.search(r"StdOut=(\S+)", show)
+        out = Path(m.group(1)).read_text() if m else out
+        rc = 0 if "ExitCode=0:0" in show else 1
+        self.assertIn("Restarts=1", show, show + out)
+        # Both runs append to the output: the first asked once, the second did not.
+        self.assertEqual(re.findall(r"RUN slurm_restart=(\d)", out), ["0", "1"], out)
+        self.assertEqual(out.count(f"requeueing job {job} (requeue 1 of 1)"), 1, out)
+        self.assertIn(f"not requeueing job {job}: it was requeued 1 time(s), the most --requeue=1 allows",
+                      out)
+        self.assertNotEqual(rc, 0, out)
+        self.assert_nothing_left()
+
+    def wait_job_end(self, job):
+        """`scontrol show job` once the job has ended after its requeue."""
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while time.monotonic() < deadline:
+            show = self.cluster.run(["scontrol", "show", "job", str(job)], timeout=30).stdout
+            state = re.search(r"JobState=(\S+)", show)
+            if "Restarts=1" in show and state and state.group(1) in (
+                    "COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"):
+                return show
+            time.sleep(0.5)
+        self.fail(f"job {job} did not end after its requeue:\n{show}")
+
+    def start_requeued_job_now(self):
+        """Slurm holds a requeued job back for about 2 minutes (its EligibleTime): once it
+        is pending again, let it start now, as its owner may (scontrol update StartTime)."""
+        self.requeue_watch_done = False
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not self.requeue_watch_done and time.monotonic() < deadline:
+            show = self.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout
+            for line in show.splitlines():
+                m = re.match(r"JobId=(\d+) ", line)
+                if m and "JobState=PENDING" in line and "Restarts=1" in line:
+                    self.cluster.run(["scontrol", "update", f"JobId={m.group(1)}", "StartTime=now"],
+                                     timeout=30)
+                    return
+            time.sleep(0.5)
 
     def test_health_check_failing_on_one_node_keeps_it_out(self):
         # n3's check fails: n1 and n2 form the round once the last call for n3 is over,

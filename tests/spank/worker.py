@@ -32,8 +32,12 @@ def main():
     p.add_argument("--seconds", type=float, default=0)
     p.add_argument("--fail-once-rank", type=int, default=-1)
     p.add_argument("--fail-always-rank", type=int, default=-1)
+    p.add_argument("--fail-plan", default="",
+                   help="R:K,...: in restart R rank K exits 1 before joining the group")
     p.add_argument("--crash-once-rank", type=int, default=-1,
                    help="rank K exits 1 after the first all_reduce of attempt 0 (benchmarks)")
+    p.add_argument("--kill-agent-rank", type=int, default=-1,
+                   help="rank K SIGKILLs its agent after the all_reduce (the node's agent is lost)")
     p.add_argument("--default-signals", action="store_true",
                    help="keep SIGTERM's default action, so a worker blocked in a collective dies at once")
     args = p.parse_args()
@@ -54,7 +58,9 @@ def main():
     if not args.default_signals:
         signal.signal(signal.SIGTERM, on_signal)
 
-    if rank == args.fail_always_rank or (rank == args.fail_once_rank and restart == 0):
+    plan = {tuple(int(x) for x in item.split(":")) for item in args.fail_plan.split(",") if item}
+    if (rank == args.fail_always_rank or (rank == args.fail_once_rank and restart == 0)
+            or (restart, rank) in plan):
         say("FAILING", f"rank={rank} restart={restart}")
         sys.exit(1)
     dist.init_process_group("gloo")
@@ -63,6 +69,10 @@ def main():
     total = torch.tensor([float(rank)])
     dist.all_reduce(total)
     say("SUM", f"rank={rank} sum={total.item():g} expected={world * (world - 1) / 2:g}")
+    if rank == args.kill_agent_rank:
+        say("KILLING-AGENT", f"rank={rank} agent={os.getppid()} slurm_restart={e.get('SLURM_RESTART_COUNT', '0')}")
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(60)  # the guardian kills this worker with the agent's other processes
     if rank == args.crash_once_rank and restart == 0:
         say("FAILING", f"rank={rank} restart={restart}")
         os._exit(1)
