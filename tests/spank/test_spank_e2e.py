@@ -82,7 +82,7 @@ def sigterm_ranks(text):
 
 
 class TestSpankEndToEnd(ClusterTestCase):
-    nodes = 3
+    nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
     plugin = SPANK_SO
     plugin_args = [f"launcher={ELASTICRUN}"]
 
@@ -307,12 +307,12 @@ class TestSpankEndToEnd(ClusterTestCase):
         del rc  # Slurm's srun exits 0 here; the report above is elasticrun's
 
     def test_a_spare_takes_the_place_of_a_lost_node_at_the_same_world_size(self):
-        # 3 nodes for --elastic=2:2: n3 stands by; n2 is lost, n1 and n3 train on at world size 4.
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:2", "--gpus-per-node=2",
+        # -N4 --elastic=3:3: n4 stands by; n2 is lost, n1, n3 and n4 train on at world size 3.
+        bg = Background(self.cluster, ["-N4", "--no-kill", "--elastic=3:3", "--gpus-per-node=1",
                                        "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
                                        "--seconds=12"])
         try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 4 and
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3 and
                                         "stands by as a spare" in t, RUN_TIMEOUT), bg.text())
             self.cluster.kill_node("n2")
             bg.finish(RUN_TIMEOUT)
@@ -321,15 +321,16 @@ class TestSpankEndToEnd(ClusterTestCase):
                 bg.proc.kill()
             self.restore_node("n2")
         text = bg.text()
-        self.assertEqual(len(re.findall(r"this node stands by as a spare: round 0 is full \(2 node\(s\)\)",
+        self.assertEqual(len(re.findall(r"this node stands by as a spare: round 0 is full \(3 node\(s\)\)",
                                         text)), 1, text)
         first = [e for e in records(text, "ENV") if e["restart"] == "0"]
-        self.assertEqual({e["host"] for e in first}, {"n1", "n2"}, text)
+        self.assertEqual({e["host"] for e in first}, {"n1", "n2", "n3"}, text)
         again = [e for e in records(text, "ENV") if e["restart"] == "1"]
-        self.assertEqual({(e["host"], e["group_rank"]) for e in again}, {("n1", "0"), ("n3", "1")}, text)
+        self.assertEqual({(e["host"], e["group_rank"]) for e in again}, {("n1", "0"), ("n3", "1"), ("n4", "2")},
+                         text)
         done = records(text, "DONE")
-        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(4)), text)
-        self.assertEqual({(d["world"], d["restart"]) for d in done}, {("4", "1")}, text)
+        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(3)), text)
+        self.assertEqual({(d["world"], d["restart"]) for d in done}, {("3", "1")}, text)
         self.assert_nothing_left()
 
     def test_node_multiple_2_of_3_nodes_trains_on_2_and_keeps_a_spare(self):
