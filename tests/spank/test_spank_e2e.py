@@ -225,7 +225,7 @@ class TestSpankEndToEnd(ClusterTestCase):
                                            timeout=RUN_TIMEOUT)
         # sbatch --wait returns at the requeue with Slurm 24.11+ (at the job's end with
         # 22.05): wait for the second run's end, then read the whole output.
-        show = self.wait_job_end(job)
+        show = self.wait_job_end(job, self.cluster_output_of(job))
         self.requeue_watch_done = True
         hurry.join(30)
         print(f"sbatch --requeue, requeued once: {time.monotonic() - start:.1f} s", file=sys.stderr)
@@ -241,13 +241,23 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertNotEqual(rc, 0, out)
         self.assert_nothing_left()
 
-    def wait_job_end(self, job):
-        """`scontrol show job` once the job has ended after its requeue."""
+    def cluster_output_of(self, job):
+        """The job's output file (StdOut=), as Slurm tells it."""
+        show = self.cluster.run(["scontrol", "show", "job", str(job)], timeout=30).stdout
+        m = re.search(r"StdOut=(\S+)", show)
+        return Path(m.group(1)) if m else None
+
+    def wait_job_end(self, job, output):
+        """`scontrol show job` once the job's second run (after its requeue) has ended.
+        The end of the first run can read as an ended job with Restarts=1 for a moment
+        (Slurm 24.11), so the second run must also have written its first line."""
         deadline = time.monotonic() + RUN_TIMEOUT
         while time.monotonic() < deadline:
             show = self.cluster.run(["scontrol", "show", "job", str(job)], timeout=30).stdout
             state = re.search(r"JobState=(\S+)", show)
-            if "Restarts=1" in show and state and state.group(1) in (
+            second_ran = output is not None and output.exists() and \
+                "RUN slurm_restart=1" in output.read_text(errors="replace")
+            if "Restarts=1" in show and second_ran and state and state.group(1) in (
                     "COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"):
                 return show
             time.sleep(0.5)
