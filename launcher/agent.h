@@ -109,6 +109,7 @@ class ElasticAgent {
   // At the end of the job: --requeue (requeue.h). True when scontrol runs (the loop
   // stops once it is done).
   bool MaybeRequeue();
+  std::vector<std::string> SideProgramEnv() const;
   void RunHealthCheck();
   void OnHealthChecked(const HealthResult& result);
 

@@ -40,14 +40,20 @@ void ElasticAgent::JoinRound() {
   RunHealthCheck();
 }
 
+// The environment of the programs the agent runs beside its workers (health check,
+// scontrol): the agent's own, less the agents' secret.
+std::vector<std::string> ElasticAgent::SideProgramEnv() const {
+  EnvMap env = env_;
+  env.erase("ELASTIC_RDZV_TOKEN");
+  return EnvToStrings(env);
+}
+
 void ElasticAgent::RunHealthCheck() {
   HealthCheck::Spec spec;
   spec.command = config_.health_check;
   spec.timeout = Millis(config_.health_check_timeout_ms);
   spec.log_path = spec_.log_dir + "/health_check.log";
-  EnvMap env = env_;
-  env.erase("ELASTIC_RDZV_TOKEN");  // the agents' secret
-  spec.env = EnvToStrings(env);
+  spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
   health_ = std::make_unique<HealthCheck>(loop_, std::move(spec));
@@ -112,9 +118,7 @@ bool ElasticAgent::MaybeRequeue() {
   Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.requeue);
   ScontrolSpec spec;
   spec.log_path = spec_.log_dir + "/requeue.log";
-  EnvMap env = env_;
-  env.erase("ELASTIC_RDZV_TOKEN");  // the agents' secret
-  spec.env = EnvToStrings(env);
+  spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
   requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));

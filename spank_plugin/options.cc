@@ -33,6 +33,16 @@ bool ParsePort(std::string_view what, std::string_view text, int* port, std::str
   return true;
 }
 
+// A count option (--elastic-max-restarts, --elastic-node-multiple, --elastic-requeue
+// and their plugstack.conf keys): an integer in [lo, hi].
+bool ParseCount(std::string_view what, std::string_view text, long long lo, long long hi,
+                std::optional<int>* out, std::string* err) {
+  long long n = 0;
+  if (!ParseIntNamed(what, text, lo, hi, &n, err)) return false;
+  *out = static_cast<int>(n);
+  return true;
+}
+
 bool NonEmptyValue(OptionId id, const char* value, std::string* err) {
   if (value != nullptr && value[0] != '\0') return true;
   *err = fmt::format("--{}: needs a value", OptionName(id));
@@ -74,13 +84,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       if (ok) options->nproc_per_node = spec;
       break;
     }
-    case OptionId::kMaxRestarts: {
-      long long n = 0;
+    case OptionId::kMaxRestarts:
       ok = NonEmptyValue(id, value, &error) &&
-           ParseIntNamed("--elastic-max-restarts", value, 0, 1000000, &n, &error);
-      if (ok) options->max_restarts = static_cast<int>(n);
+           ParseCount("--elastic-max-restarts", value, 0, 1000000, &options->max_restarts, &error);
       break;
-    }
     case OptionId::kRdzvPort: {
       int port = 0;
       ok = NonEmptyValue(id, value, &error) &&
@@ -140,21 +147,15 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->health_check = value;
       break;
-    case OptionId::kNodeMultiple: {
+    case OptionId::kNodeMultiple:
       // Against MIN:MAX once the step's node count is known (ValidateStepLayout).
-      long long k = 0;
       ok = NonEmptyValue(id, value, &error) &&
-           ParseIntNamed("--elastic-node-multiple", value, 1, kMaxNodes, &k, &error);
-      if (ok) options->node_multiple = static_cast<int>(k);
+           ParseCount("--elastic-node-multiple", value, 1, kMaxNodes, &options->node_multiple, &error);
       break;
-    }
-    case OptionId::kRequeue: {
-      long long n = 0;
+    case OptionId::kRequeue:
       ok = NonEmptyValue(id, value, &error) &&
-           ParseIntNamed("--elastic-requeue", value, 0, 1000000, &n, &error);
-      if (ok) options->requeue = static_cast<int>(n);
+           ParseCount("--elastic-requeue", value, 0, 1000000, &options->requeue, &error);
       break;
-    }
   }
   if (!ok) {
     if (err) *err = error;
@@ -189,9 +190,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       }
       result.launcher = value;
     } else if (key == "max_restarts") {
-      long long n = 0;
-      if (!ParseIntNamed(what, value, 0, 1000000, &n, err)) return false;
-      result.max_restarts = static_cast<int>(n);
+      if (!ParseCount(what, value, 0, 1000000, &result.max_restarts, err)) return false;
     } else if (key == "port") {
       size_t dash = value.find('-');
       long long lo = 0, hi = 0;
@@ -226,13 +225,9 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       }
       result.health_check = value;
     } else if (key == "node_multiple") {
-      long long k = 0;
-      if (!ParseIntNamed(what, value, 1, kMaxNodes, &k, err)) return false;
-      result.node_multiple = static_cast<int>(k);
+      if (!ParseCount(what, value, 1, kMaxNodes, &result.node_multiple, err)) return false;
     } else if (key == "requeue") {
-      long long n = 0;
-      if (!ParseIntNamed(what, value, 0, 1000000, &n, err)) return false;
-      result.requeue = static_cast<int>(n);
+      if (!ParseCount(what, value, 0, 1000000, &result.requeue, err)) return false;
     } else if (key == "default") {
       if (value != "on" && value != "off") {
         *err = fmt::format("{}: '{}' is not on or off", what, value);
