@@ -225,12 +225,12 @@ class TestSpankEndToEnd(ClusterTestCase):
                                            timeout=RUN_TIMEOUT)
         # sbatch --wait returns at the requeue with Slurm 24.11+ (at the job's end with
         # 22.05): wait for the second run's end, then read the whole output.
-        show = self.wait_job_end(job, self.cluster_output_of(job))
+        output = self.cluster_output_of(job)
+        show = self.wait_job_end(job, output)
         self.requeue_watch_done = True
         hurry.join(30)
         print(f"sbatch --requeue, requeued once: {time.monotonic() - start:.1f} s", file=sys.stderr)
-        m = re.search(r"StdOut=(\S+)", show)
-        out = Path(m.group(1)).read_text() if m else out
+        out = output.read_text() if output else out
         rc = 0 if "ExitCode=0:0" in show else 1
         self.assertIn("Restarts=1", show, show + out)
         # Both runs append to the output: the first asked once, the second did not.
