@@ -187,6 +187,9 @@ void ElasticAgent::DescribeHang(Worker* w, WorkerFailure* f) {
     std::ofstream out(w->hang->stacks_path);
     out << stacks;
   }
+  if (w->native_running && w->hang->native_problem.empty()) {
+    w->hang->native_problem = "still running when the worker ended";  // killed at the attempt's end
+  }
   f->message = FormatHangMessage(*w->hang, have);
   f->traceback = have ? stacks : std::string();
 }
