@@ -58,6 +58,7 @@ class RendezvousHost : public RendezvousHandler {
   void Join(int local_world_size) override;
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
+  void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
   void Shutdown() override;
   std::string Describe() const override;
 
