@@ -480,7 +480,7 @@ void ElasticAgent::Finish(int exit_code) {
   crash_loop_answer_.Cancel();
   if (status_.after_stop == AfterStop::kFail && status_.fail_end.reason == EndReason::kCrashLoop)
     Log(JobEvent(LogLevel::kError), "{}", CrashLoopMessage());
-  if (status_.after_stop == AfterStop::kFail && status_.has_failure && status_.failure.global_rank >= 0) {
+  if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
     std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
