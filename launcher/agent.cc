@@ -476,7 +476,10 @@ void ElasticAgent::EndAttempt() {
 
 void ElasticAgent::Finish(int exit_code) {
   exit_code_ = exit_code;
-  if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
+  crash_loop_answer_.Cancel();
+  if (status_.after_stop == AfterStop::kFail && status_.fail_end.reason == EndReason::kCrashLoop)
+    Log(JobEvent(LogLevel::kError), "{}", CrashLoopMessage());
+  if (status_.after_stop == AfterStop::kFail && status_.has_failure && status_.failure.global_rank >= 0) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
     std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).

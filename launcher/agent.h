@@ -104,6 +104,8 @@ class ElasticAgent {
   // Before rejoining after a failed round: true when it made a crash loop and
   // the job has ended (agent_resilience.cc).
   bool EndsInCrashLoop();
+  std::string CrashLoopMessage() const;
+  void EndCrashLoopHere();  // the host did not answer EndJob
   // Joins the next round, after --health-check passes (agent_resilience.cc).
   void JoinRound();
   // At the end of the job: --requeue (requeue.h). True when scontrol runs (the loop
@@ -135,6 +137,7 @@ class ElasticAgent {
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
   PythonCommand python_command_;    // what the zygote's workers run
   CrashLoopState crash_loop_;
+  Timer crash_loop_answer_;  // EndJob sent: the host's job_failed is due
   MonoClock::time_point workers_started_{};
   MonoClock::time_point first_failure_at_{};  // this round's: HEALTHY -> UNHEALTHY
   std::unique_ptr<HealthCheck> health_;

@@ -9,16 +9,38 @@
 
 namespace elastic {
 
+// How long a node in a crash loop waits for the host to end the job for all
+// (RendezvousHandler::EndJob) before it ends by itself.
+constexpr Millis kCrashLoopAnswerTimeout{10000};
+
+std::string ElasticAgent::CrashLoopMessage() const {
+  return fmt::format("crash loop: the workers failed within {} s of their start in {} rounds in a row "
+                     "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting "
+                     "(exit {}: do not requeue)", config_.crash_loop_window_ms / 1000.0,
+                     config_.crash_loop_count, ExitCodeFor(EndReason::kCrashLoop));
+}
+
+// Every node reaches the verdict in the same round, the failing one first (its
+// workers are gone first): it asks the host to end the job for all, so that no
+// other node reads its leaving as a lost node (exit 3: requeue). Every node, this
+// one included, then ends through on_job_failed (exit 2); group rank 0 says why.
 bool ElasticAgent::EndsInCrashLoop() {
   // The last restart used up: the rendezvous ends the job anyway (restarts exhausted, exit 1).
   if (round_.restarts_used >= config_.rdzv.max_restarts) return false;
   CrashLoopSettings settings{config_.crash_loop_count, Millis(config_.crash_loop_window_ms)};
   auto uptime = std::chrono::duration_cast<Millis>(first_failure_at_ - workers_started_);
   if (!NoteFailedRound(settings, uptime, &crash_loop_)) return false;
-  Log(LogLevel::kError,
-      "crash loop: the workers failed within {} s of their start in {} rounds in a row "
-      "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting (exit {}: do not requeue)",
-      config_.crash_loop_window_ms / 1000.0, crash_loop_.quick_failures, ExitCodeFor(EndReason::kCrashLoop));
+  Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", CrashLoopMessage());
+  rendezvous_->EndJob(EndReason::kCrashLoop, status_.has_failure ? status_.failure : WorkerFailure{},
+                      CrashLoopMessage());
+  crash_loop_answer_ = loop_.After(kCrashLoopAnswerTimeout, [this] { EndCrashLoopHere(); });
+  return true;
+}
+
+void ElasticAgent::EndCrashLoopHere() {
+  if (status_.exited || loop_.stopped()) return;
+  Log(LogLevel::kError, "{} (the rendezvous did not end the job within {} s)", CrashLoopMessage(),
+      kCrashLoopAnswerTimeout.count() / 1000);
   if (status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
@@ -29,7 +51,6 @@ bool ElasticAgent::EndsInCrashLoop() {
   status_.exited = true;
   exit_code_ = ExitCodeFor(EndReason::kCrashLoop);  // do not requeue
   loop_.Stop();
-  return true;
 }
 
 void ElasticAgent::JoinRound() {

@@ -52,6 +52,10 @@ void FailoverRendezvous::ReportWorkerFailure(const WorkerFailure& failure) {
   if (inner_) inner_->ReportWorkerFailure(failure);
 }
 
+void FailoverRendezvous::EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) {
+  if (inner_) inner_->EndJob(reason, failure, message);
+}
+
 void FailoverRendezvous::ReportSucceeded() {
   if (inner_) inner_->ReportSucceeded();
 }

@@ -62,6 +62,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void Watch() override;
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
+  void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
   void Shutdown() override;
   std::string Describe() const override;
 

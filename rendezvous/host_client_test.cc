@@ -118,6 +118,29 @@ TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) 
   }
 }
 
+// A client in a crash loop ends the job for every node, restarts left or not:
+// each is told job_failed with the reason and the client's failure (the host's
+// own agent included), and no round forms.
+TEST_F(HostClientTest, EndJobFromAClientFailsTheJobEverywhereWithItsReason) {
+  StartThreeAndRun();
+  WorkerFailure f;
+  f.global_rank = 3;
+  f.host = "n2";
+  agents[1].handler->ReportWorkerFailure(f);
+  ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  agents[0].handler->Join(2);
+  agents[2].handler->Join(2);
+  agents[1].handler->EndJob(EndReason::kCrashLoop, f, "crash loop");
+  ASSERT_TRUE(RunUntil([&] {
+    return agents[0].job_failed && agents[1].job_failed && agents[2].job_failed;
+  }));
+  for (auto& [i, a] : agents) {
+    EXPECT_EQ(a.end.reason, EndReason::kCrashLoop) << i;
+    EXPECT_EQ(a.failure.global_rank, 3) << i;
+    EXPECT_EQ(a.rounds.size(), 1u) << i;  // round 1 never formed
+  }
+}
+
 // PyTorch 2.x workers use the agent store without a per-attempt prefix: every
 // round needs a store of its own, and the old one must be gone.
 TEST_F(HostClientTest, EveryRoundGetsAFreshStoreAndTheOldOneIsClosed) {

@@ -386,6 +386,12 @@ bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err)
       ok = it != j.end() ? FailureFromJson(*it, &out->failure, &why)
                          : Fail(&why, "field 'failure' missing");
     }
+  } else if (msg.type == "end_job") {
+    out->kind = K::kEndJob;
+    auto it = j.find("failure");
+    ok = (it == j.end() || FailureFromJson(*it, &out->failure, &why)) &&
+         GetTextOr(j, "message", &out->message, &why) && GetEndReason(j, &out->end_reason, &why);
+    if (ok && out->end_reason == EndReason::kUnknown) ok = Fail(&why, "field 'end_reason' missing or unknown");
   } else if (msg.type == "heartbeat") {
     out->kind = K::kHeartbeat;
   } else if (msg.type == "leave") {

@@ -5,7 +5,7 @@
 //   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
-//                   | succeeded {round} | leave
+//                   | succeeded {round} | leave | end_job {end_reason, failure, message}
 //   host  -> agent  round {round info} | restart {round, reason, restarts_used}
 //                   | job_failed {failure, message, end_reason} | done {message}
 //                   | fatal {message, end_reason} | waiting {message, standby?} | heartbeat
@@ -18,6 +18,8 @@
 // spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where
 // each member's agent listens should it take over (docs/design.md "Failover").
+// end_job: the agent ends the job for all (its workers' crash loop); a host without it
+// drops the agent as for any unknown message, which ends the job as a lost node does.
 // The failover fields (round, last_completed, listen_port, member_of, successors) are optional,
 // and so are restart's restarts_used (the job-wide count once the restart is counted) and
 // end_reason (EndReasonName: why the job ended; an unknown name reads as kUnknown), so
@@ -119,13 +121,15 @@ struct HelloMsg {
 };
 
 struct AgentMessage {
-  enum class Kind { kHello, kJoin, kHeartbeat, kFailure, kSucceeded, kLeave };
+  enum class Kind { kHello, kJoin, kHeartbeat, kFailure, kSucceeded, kLeave, kEndJob };
   Kind kind = Kind::kHeartbeat;
   HelloMsg hello;
   int local_world_size = 0;  // join
   int64_t member_of = -1;    // join: the last round its workers ran in (-1: none)
   uint64_t round = 0;        // failure, succeeded
-  WorkerFailure failure;     // failure
+  WorkerFailure failure;     // failure, end_job
+  EndReason end_reason = EndReason::kUnknown;  // end_job
+  std::string message;       // end_job
 };
 bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err);
 

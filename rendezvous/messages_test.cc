@@ -131,6 +131,10 @@ TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
       {R"({"type":"join","local_world_size":0})", "'local_world_size'"},
       {R"({"type":"succeeded","round":-1})", "'round'"},
       {R"({"type":"failure","round":0})", "'failure'"},
+      {R"({"type":"end_job","message":"m"})", "'end_reason'"},
+      {R"({"type":"end_job","message":"m","end_reason":"from_a_later_release"})", "'end_reason'"},
+      {R"({"type":"end_job","message":7,"end_reason":"crash_loop"})", "'message'"},
+      {R"({"type":"end_job","end_reason":"crash_loop","failure":[]})", "'failure'"},
       {R"({"type":"hello","version":2,"run_id":"j","name":"a\nb","pid":1,"preferred_rank":-1,"nonce":"00000000000000000000000000000000","proof":""})",
        "'name'"},
       {R"({"type":"hello","version":2,"run_id":"j","name":"n","pid":1,"preferred_rank":-1,"proof":""})",
@@ -227,6 +231,28 @@ TEST(MessagesTest, EveryEndReasonNameParsesBack) {
   EndReason out = EndReason::kDone;
   EXPECT_FALSE(ParseEndReason("", &out));
   EXPECT_FALSE(ParseEndReason("Too_Few_Nodes", &out));
+}
+
+TEST(MessagesTest, EndJobDecodesWithItsReasonAndFailure) {
+  WorkerFailure f;
+  f.global_rank = 3;
+  f.host = "n2";
+  f.exit_code = 1;
+  AgentMessage out;
+  std::string err;
+  ASSERT_TRUE(DecodeAgentMessage(Decode(EncodeMessage("end_job", {{"end_reason", "crash_loop"},
+                                                                   {"failure", FailureToJson(f)},
+                                                                   {"message", "crash loop"}})),
+                                 &out, &err)) << err;
+  EXPECT_EQ(out.kind, AgentMessage::Kind::kEndJob);
+  EXPECT_EQ(out.end_reason, EndReason::kCrashLoop);
+  EXPECT_EQ(out.failure.global_rank, 3);
+  EXPECT_EQ(out.failure.host, "n2");
+  EXPECT_EQ(out.message, "crash loop");
+  // Without a failure of its own (a node whose workers were only stopped).
+  AgentMessage bare;
+  ASSERT_TRUE(DecodeAgentMessage(Raw(R"({"type":"end_job","end_reason":"crash_loop"})"), &bare, &err)) << err;
+  EXPECT_EQ(bare.failure.global_rank, -1);
 }
 
 TEST(MessagesTest, HelloDecodes) {

@@ -71,6 +71,11 @@ void RendezvousClient::ReportWorkerFailure(const WorkerFailure& failure) {
   running_round_.reset();
 }
 
+void RendezvousClient::EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) {
+  Send("end_job", {{"end_reason", EndReasonName(reason)}, {"failure", FailureToJson(failure)},
+                   {"message", message}});
+}
+
 void RendezvousClient::ReportSucceeded() {
   succeeded_round_ = last_round_;
   Send("succeeded", {{"round", last_round_}});

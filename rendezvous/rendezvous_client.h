@@ -63,6 +63,7 @@ class RendezvousClient : public RendezvousHandler {
   void Watch() override;  // connects like Join, sends no join (the host keeps it as an observer)
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
+  void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
   void Shutdown() override;
   std::string Describe() const override;
 

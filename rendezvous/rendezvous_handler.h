@@ -9,6 +9,7 @@
 //                                 or on_job_failed(f) when restarts are exhausted
 //     on_restart_required(r)  -> stop workers -> Join(n) again
 //     local workers succeed   -> ReportSucceeded() -> on_done() -> exit 0
+//     a crash loop here       -> EndJob(kCrashLoop, f) -> on_job_failed(f) on every node
 //     on_fatal(end, msg)      -> stop workers -> exit non-zero with msg
 //   Watch() (kept out, e.g. by its health check) -> on_done / on_job_failed / on_fatal
 //     when the job ends without it -> exit; or Join(n) later, once it may take part
@@ -115,6 +116,10 @@ class RendezvousHandler {
   virtual void ReportWorkerFailure(const WorkerFailure& failure) = 0;
   // All local workers of the current round succeeded.
   virtual void ReportSucceeded() = 0;
+  // This node ends the job for every node (its workers are in a crash loop): the
+  // host tells each, this one included, on_job_failed with `reason`, whatever the
+  // restarts left. `failure` is the last one seen here (for the summary).
+  virtual void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) = 0;
   // Leave (agent is exiting because of a signal); no callbacks after this.
   virtual void Shutdown() = 0;
   // Human-readable description for logs ("standalone", "c10d host 10.0.0.1:29400 ...").

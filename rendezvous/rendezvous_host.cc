@@ -82,6 +82,10 @@ void RendezvousHost::ReportWorkerFailure(const WorkerFailure& failure) {
 
 void RendezvousHost::ReportSucceeded() { Feed(EvSucceeded{kLocalNode, local_round_}); }
 
+void RendezvousHost::EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) {
+  Feed(EvEndJob{kLocalNode, reason, failure, message});
+}
+
 void RendezvousHost::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
@@ -232,6 +236,8 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       return Feed(EvSucceeded{id, msg.round});
     case K::kFailure:
       return Feed(EvWorkerFailed{id, msg.round, msg.failure});
+    case K::kEndJob:
+      return Feed(EvEndJob{id, msg.end_reason, msg.failure, msg.message});
     case K::kLeave:
       peer.conn->CloseAfterFlush();
       return Feed(EvLeave{id, "left"});

@@ -59,6 +59,7 @@ class RendezvousHost : public RendezvousHandler {
   void Watch() override;  // the local agent connected, not joined: told the end like any node
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
+  void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
   void Shutdown() override;
   std::string Describe() const override;
 

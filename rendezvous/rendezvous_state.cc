@@ -319,6 +319,7 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
 
 void OnWorkerFailed(Ctx& c, const EvWorkerFailed& ev) {
   if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;  // stale: already restarting
+  c.s.last_failure = ev.failure;
   std::string why = fmt::format("worker {} (local rank {}) on {} failed", ev.failure.global_rank,
                                 ev.failure.local_rank, c.Name(ev.node));
   if (c.s.phase == RendezvousPhase::kFinishing) {
@@ -449,6 +450,11 @@ RendezvousTransition StepRendezvous(const RendezvousSettings& settings, Rendezvo
         } else if constexpr (std::is_same_v<T, EvHostFailure>) {
           if (c.s.phase != RendezvousPhase::kClosed)
             Close(c, RendezvousActionKind::kFatal, EndReason::kError, ev.message, nullptr);
+        } else if constexpr (std::is_same_v<T, EvEndJob>) {
+          // A node that saw no failure of its own names the last one the host counted.
+          const WorkerFailure& f = ev.failure.global_rank >= 0 ? ev.failure : c.s.last_failure;
+          if (c.s.phase != RendezvousPhase::kClosed && c.s.nodes.count(ev.node))
+            Close(c, RendezvousActionKind::kJobFailed, ev.reason, ev.message, &f);
         } else {
           OnTick(c);
         }

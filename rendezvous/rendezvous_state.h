@@ -16,6 +16,7 @@
 //                            max_restarts), new node while below max (growth, not counted)
 //              -> kFinishing a member's workers all succeeded
 //              -> kClosed    restarts exhausted (job failed), survivors below min (fatal)
+//   any but kClosed -> kClosed  a node ends the job (EvEndJob: its crash loop), job failed
 //   kFinishing -> kClosed    every member succeeded or left (done), or a failure (job failed)
 //   kClosed: terminal; new nodes are told the job is over.
 #pragma once
@@ -72,6 +73,7 @@ struct RendezvousState {
   std::optional<TimePoint> last_call_deadline;
   TimePoint join_deadline{};
   int restarts_used = 0;
+  WorkerFailure last_failure;         // the last worker failure counted (global_rank -1: none)
   uint64_t next_seq = 0;
   // The majority rule (docs/design.md "Failover"): once a round completed, the
   // next one forms only when a strict majority of that round's members rejoined.
@@ -101,8 +103,10 @@ struct EvWorkerFailed { NodeId node; uint64_t round; WorkerFailure failure; };
 struct EvSucceeded { NodeId node; uint64_t round; };
 struct EvTick {};
 struct EvHostFailure { std::string message; };  // the host cannot go on (ends the job)
+// A node ends the job for all (its workers' crash loop): job failed with `reason`.
+struct EvEndJob { NodeId node; EndReason reason; WorkerFailure failure; std::string message; };
 using RendezvousEvent = std::variant<EvConnect, EvJoin, EvLeave, EvHeartbeat, EvWorkerFailed,
-                                     EvSucceeded, EvTick, EvHostFailure>;
+                                     EvSucceeded, EvTick, EvHostFailure, EvEndJob>;
 
 enum class RendezvousActionKind {
   kRoundComplete,    // node: start workers with `round`

@@ -772,6 +772,40 @@ INSTANTIATE_TEST_SUITE_P(
               t.Do(EvSucceeded{1, 0});
             },
             EvWorkerFailed{2, 0, WorkerFailure{}}, {{A::kJobFailed, {1, 2, 3}}}, P::kClosed},
+        // -- a node ends the job: its crash loop --
+        Row{"CrashLoopEndsTheJobForEveryNodeWithRestartsLeft",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvWorkerFailed{2, 0, Failure(3)});  // restarting: round 1 forms
+            },
+            EvEndJob{2, EndReason::kCrashLoop, Failure(3), "crash loop"}, {{A::kJobFailed, {1, 2, 3}}},
+            P::kClosed,
+            [](const auto& t, const auto& actions) {
+              EXPECT_EQ(t.state.restarts_used, 1);  // of 3: the budget does not matter
+              for (const auto& a : actions) {
+                EXPECT_EQ(a.end_reason, EndReason::kCrashLoop);
+                EXPECT_EQ(a.failure.global_rank, 3);
+                EXPECT_EQ(a.message, "crash loop");
+              }
+            }},
+        Row{"CrashLoopOfANodeWithoutAFailureNamesTheLastOneCounted",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvWorkerFailed{3, 0, Failure(5, 7)});
+            },
+            EvEndJob{1, EndReason::kCrashLoop, WorkerFailure{}, "crash loop"}, {{A::kJobFailed, {1, 2, 3}}},
+            P::kClosed,
+            [](const auto&, const auto& actions) {
+              for (const auto& a : actions) EXPECT_EQ(a.failure.global_rank, 5);
+            }},
+        Row{"EndJobOfAnUnknownNodeIsIgnored", [](auto& t) { t.RunRound(3); },
+            EvEndJob{9, EndReason::kCrashLoop, Failure(1), "crash loop"}, {}, P::kRunning},
+        Row{"EndJobAfterTheEndChangesNothing",
+            [](auto& t) {
+              t.RunRound(3);
+              t.Do(EvHostFailure{"EMFILE"});
+            },
+            EvEndJob{2, EndReason::kCrashLoop, Failure(1), "crash loop"}, {}, P::kClosed},
         // -- the end --
         Row{"RemoteSuccessIsAcknowledged", LocalAndRemoteRunning,
             EvSucceeded{2, 0}, {{A::kDone, {2}}}, P::kFinishing},

@@ -50,6 +50,9 @@ run_suite() {
   if [ "$failed" -gt 0 ]; then
     status=1
     grep -E '^\s*[0-9]+ - |The following tests FAILED' "$log" | tail -n 30 || true
+    # Python tests inside a failed ctest test: which ones, and their last words.
+    grep -E '^(FAIL|ERROR): |^[A-Za-z.]*(Error|Exception): |^[0-9]+: (FAIL|ERROR): ' "$log" |
+      cut -c1-400 | tail -n 24 | sed 's/^/   /' || true
     echo "   (whole log: $log)"
   fi
   grep -E '\*\*\*(Skipped|Not Run)' "$log" | sed 's/^/   skipped: /' || true

@@ -113,9 +113,9 @@ def ratio(o, t):
 print()
 print("| ranks | ours (2.x dialect) | torch 2.6 server | ratio | ours (1.13 dialect) | torch 1.13 server | ratio |")
 print("|---|---|---|---|---|---|---|")
-for mode, label in (("init", ""), ("fanout", "WAIT fan-out, ")):
+for mode, label in (("init", "store init, "), ("fanout", "store WAIT fan-out, ")):
     for n in sorted({r["ranks"] for r in rows if r["mode"] == mode}):
         o2, t2 = secs("ours", mode, n, "v2"), secs("torch26", mode, n, "v2")
         o1, t1 = secs("ours", mode, n, "legacy"), secs("torch113", mode, n, "legacy")
-        print(f"| {label}{n:,} | {cell(o2)} | {cell(t2)} | {ratio(o2, t2)} | {cell(o1)} | {cell(t1)} | {ratio(o1, t1)} |")
+        print(f"| {label}{n:,} ranks | {cell(o2)} | {cell(t2)} | {ratio(o2, t2)} | {cell(o1)} | {cell(t1)} | {ratio(o1, t1)} |")
 PY

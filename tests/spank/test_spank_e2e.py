@@ -8,6 +8,7 @@ resolve in the test cluster, so gloo is told its interface (GLOO_SOCKET_IFNAME).
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ SPANK_SO = os.environ.get("SPANK_SO", str(HERE.parents[1] / "build/spank_plugin/
 ELASTICRUN = os.environ.get("ELASTICRUN", str(HERE.parents[1] / "build/launcher/elasticrun"))
 WORKER = str(HERE / "worker.py")
 TRAIN = str(HERE.parents[1] / "examples" / "train.py")
+CHECKPOINT_TRAIN = str(HERE.parents[1] / "examples" / "checkpoint_train.py")
 ENV = {"GLOO_SOCKET_IFNAME": "eth0"}
 RUN_TIMEOUT = float(os.environ.get("SPANK_E2E_TIMEOUT", "300"))  # 12 workers importing torch on a small machine
 
@@ -200,6 +202,55 @@ class TestSpankEndToEnd(ClusterTestCase):
             self.assertEqual(int(e["rank"]), int(e["group_rank"]), e)  # one worker per node
         self.assertIn("restarts used: 2 of 2", text)  # the failure summary
         self.assertEqual(len(re.findall(r"the rendezvous asks for a restart", text)), 2, text)
+        self.assert_nothing_left()
+
+    def test_crash_loop_ends_the_job_early_with_exit_2(self):
+        # Rank 1 (n2) fails at once in every round: after 3 quick failures in a row
+        # (--crash-loop-count 3, --crash-loop-window 60 s) every node ends the job
+        # with exit 2 (do not requeue) although 7 of the 10 restarts are left.
+        r = self.srun(["-N3", "--elastic=3", "--gpus-per-node=1", "--elastic-max-restarts=10",
+                       "/usr/bin/python3", WORKER, "--fail-always-rank=1", "--default-signals"])
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 2, text)
+        # Told once, by the node of group rank 0, as every job-level event.
+        self.assertEqual(text.count("crash loop: the workers failed within 60 s of their start in 3 rounds "
+                                    "in a row"), 1, text)
+        failing = records(r.stdout, "FAILING")
+        self.assertEqual([(f["rank"], f["restart"]) for f in failing], [("1", "0"), ("1", "1"), ("1", "2")],
+                         text)
+        self.assertEqual({e["restart"] for e in records(r.stdout, "ENV")}, {"0", "1", "2"}, text)
+        self.assert_nothing_left()
+
+    def test_checkpoint_train_resumes_on_two_nodes_after_losing_one(self):
+        # examples/checkpoint_train.py on 3 nodes; n3 is lost at step 12 or later:
+        # n1 and n2 resume from the last checkpoint (never more than 5 steps back)
+        # at world size 2 and finish all 30 steps.
+        ckpt = Path(self.cluster.dir) / "ckpt"
+        if ckpt.exists():
+            shutil.rmtree(ckpt)
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=1",
+                                       "--elastic-max-restarts=1", "/usr/bin/python3", CHECKPOINT_TRAIN,
+                                       f"--checkpoint-dir={ckpt}", "--checkpoint-every=5", "--steps=30",
+                                       "--step-time=0.1"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: re.search(r"\[rank0\]: step (1[2-9]|2\d) loss", t),
+                                        RUN_TIMEOUT), bg.text())
+            killed_at = max(int(s) for s in re.findall(r"\[rank0\]: step (\d+) loss", bg.text()))
+            self.cluster.kill_node("n3")
+            rc = bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            self.restore_node("n3")
+        text = bg.text()
+        self.assertEqual(rc, 0, text)
+        self.assertIn("[rank0]: world 3 restart 0: resuming at step 0", text)
+        resumed = int(re.search(r"\[rank0\]: world 2 restart 1: resuming at step (\d+)", text).group(1))
+        self.assertEqual(resumed % 5, 0, text)
+        self.assertGreaterEqual(resumed, killed_at - 5, text)
+        self.assertLessEqual(resumed, killed_at + 1, text)
+        self.assertRegex(text, r"\[rank0\]: done at step 30: weights")
+        self.assertEqual([f for f in os.listdir(ckpt) if ".tmp." in f], [], text)
         self.assert_nothing_left()
 
     def test_restarts_exhausted_names_rank_and_host(self):
