@@ -426,6 +426,8 @@ void ElasticAgent::SignalWorkers(int sig) {
   std::vector<pid_t> groups = Spared();  // the zygote leads its own group
   for (auto& w : workers_) {
     if (w->child.pid > 0 && SignalGroup(w->child.pid, sig)) groups.push_back(w->child.pid);
+    // A --native-stacks tool reading a hung worker ends by itself or at its timeout.
+    if (w->native_running) groups.push_back(w->native_stacks->pid());
   }
   // Stopping (not forwarding), or job control: the ones that left their worker's
   // group get it too. A setsid() escape leads an orphaned group, where the kernel
@@ -441,6 +443,7 @@ void ElasticAgent::ReapOrphans() {
   std::vector<pid_t> workers;
   for (auto& w : workers_) {
     if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd
+    if (w->native_running) workers.push_back(w->native_stacks->pid());  // reaped by its HealthCheck
   }
   for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
@@ -462,6 +465,7 @@ void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
 
 void ElasticAgent::EndAttempt() {
   stop_timer_.Cancel();
+  StopNativeStacks();
   for (auto& w : workers_) {
     w->hang_kill_timer.Cancel();
     // Leftovers of a worker (its own children) die with its group.

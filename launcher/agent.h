@@ -28,6 +28,7 @@
 #include "launcher/health_check.h"
 #include "launcher/hung_worker.h"
 #include "launcher/launch_config.h"
+#include "launcher/native_stacks.h"
 #include "launcher/requeue.h"
 #include "launcher/worker_output.h"
 #include "launcher/worker_state.h"
@@ -62,6 +63,8 @@ struct Worker {
   std::unique_ptr<WorkerOutput> err;
   std::optional<HangInfo> hang;                      // its FileTimerClient timer expired
   Timer hang_kill_timer;              // kStackDumpGrace after SIGABRT
+  std::unique_ptr<HealthCheck> native_stacks;  // --native-stacks tool run on it (native_stacks.h)
+  bool native_running = false;                 // that tool has not ended yet
 };
 
 class ElasticAgent {
@@ -101,6 +104,11 @@ class ElasticAgent {
   void OnTimerExpired(const ExpiredTimer& timer);
   Worker* WorkerOfPid(pid_t pid);
   void DescribeHang(Worker* w, WorkerFailure* f);
+  void ChooseNativeTool();
+  bool StartNativeStacks(Worker* w);
+  void OnNativeStacksDone(Worker* w, const HealthResult& result);
+  void CollectPythonStacks(Worker* w);
+  void StopNativeStacks();
   // Before rejoining after a failed round: true when it made a crash loop and
   // the job has ended (agent_resilience.cc).
   bool EndsInCrashLoop();
@@ -145,6 +153,7 @@ class ElasticAgent {
   std::optional<MonoClock::time_point> health_failing_since_;
   std::unique_ptr<FileTimerServer> file_timer_;
   std::string timer_dir_;  // private directory of the FIFO when the user named none
+  NativeStackTool native_tool_;  // --native-stacks, found on PATH by StartFileTimer; name "" = none
   std::unique_ptr<JobRequeuer> requeuer_;  // --requeue: scontrol requeue, while it runs
 };
 

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/log_escape.h"
 #include "launcher/agent.h"
+#include "launcher/worker_command.h"
 
 namespace elastic {
 namespace {
@@ -42,11 +43,25 @@ bool ElasticAgent::StartFileTimer(std::string* err) {
     }
     timer_dir_ = templ;
   }
+  ChooseNativeTool();
   file_timer_ = std::make_unique<FileTimerServer>(
       loop_, TimerFilePath(user_path, timer_dir_), [this](const ExpiredTimer& t) { OnTimerExpired(t); });
   if (!file_timer_->Start(err)) return false;
   Log(LogLevel::kDebug, "serving FileTimerClient requests on {} (TORCHELASTIC_TIMER_FILE)", file_timer_->path());
   return true;
+}
+
+// Once, at the edge: where the tool is on the agent's PATH.
+void ElasticAgent::ChooseNativeTool() {
+  std::string path_env = EnvOr(env_, "PATH"), py_spy, gdb;
+  if (!FindInPath("py-spy", path_env, &py_spy)) py_spy.clear();
+  if (!FindInPath("gdb", path_env, &gdb)) gdb.clear();
+  NativeToolChoice choice = ChooseNativeStackTool(config_.native_stacks, py_spy, gdb);
+  if (!choice.warning.empty()) Log(LogLevel::kWarning, "{}", choice.warning);
+  native_tool_ = choice.tool;
+  if (!native_tool_.name.empty()) {
+    Log(LogLevel::kDebug, "hung workers: native frames with {} ({})", native_tool_.name, native_tool_.path);
+  }
 }
 
 void ElasticAgent::StopFileTimer() {
@@ -83,12 +98,66 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
   HangInfo hang;
   hang.timer = t;
   hang.overdue_s = std::max(0.0, WallSeconds() - t.expiration_time);
-  hang.stacks_path = fmt::format("{}/attempt_{}/{}/stacks.log", spec_.log_dir, round_.round, w->local_rank);
+  std::string dir = fmt::format("{}/attempt_{}/{}", spec_.log_dir, round_.round, w->local_rank);
+  hang.stacks_path = dir + "/stacks.log";
+  if (!native_tool_.name.empty()) {
+    hang.native_tool = native_tool_.name;
+    hang.native_path = dir + "/native_stacks.log";
+  }
   Log(LogLevel::kWarning, "rank {} (local rank {}) hung: FileTimerClient timer '{}' expired: collecting its "
-      "Python stacks (SIGABRT to pid {}), then stopping the workers", w->global_rank, w->local_rank,
-      EscapeForLog(t.scope_id, 200), t.pid);
-  w->err->StartCapture(kMaxStackCapture);
+      "{}Python stacks (SIGABRT to pid {}), then stopping the workers", w->global_rank, w->local_rank,
+      EscapeForLog(t.scope_id, 200), hang.native_tool.empty() ? "" : "native frames (" + hang.native_tool + ") and ",
+      t.pid);
   w->hang = hang;
+  if (!hang.native_tool.empty() && StartNativeStacks(w)) return;  // then OnNativeStacksDone
+  CollectPythonStacks(w);
+}
+
+// The tool first: SIGABRT ends the worker, so its native frames must be read
+// while it still hangs.
+bool ElasticAgent::StartNativeStacks(Worker* w) {
+  HealthCheck::Spec spec;
+  spec.command = NativeStackCommand(native_tool_, w->hang->timer.pid);
+  spec.timeout = Millis(config_.native_stacks_timeout_ms);
+  spec.log_path = w->hang->native_path;
+  spec.env = SideProgramEnv();
+  spec.child_mask = original_mask_;
+  spec.default_signals = handled_list_;
+  spec.label = "native stacks";
+  w->native_stacks = std::make_unique<HealthCheck>(loop_, std::move(spec));
+  std::string err;
+  // Called from the loop; it neither destroys the check nor dispatches.
+  if (w->native_stacks->Start([this, w](const HealthResult& r) { OnNativeStacksDone(w, r); }, &err)) {
+    w->native_running = true;
+    return true;
+  }
+  w->hang->native_problem = "cannot start: " + err;
+  Log(LogLevel::kWarning, "rank {}: --native-stacks {} cannot start: {}: Python stacks only", w->global_rank,
+      native_tool_.name, err);
+  return false;
+}
+
+void ElasticAgent::OnNativeStacksDone(Worker* w, const HealthResult& r) {
+  w->native_running = false;
+  if (!r.passed) {
+    w->hang->native_problem = r.timed_out ? fmt::format("killed after the {} s timeout (--native-stacks-timeout)",
+                                                        config_.native_stacks_timeout_ms / 1000.0)
+                                          : DescribeHealthResult(r, Millis(config_.native_stacks_timeout_ms));
+    Log(LogLevel::kWarning, "rank {}: --native-stacks {} failed: {} (its output: {}); the Python stacks follow",
+        w->global_rank, w->hang->native_tool, w->hang->native_problem, w->hang->native_path);
+  } else {
+    Log(LogLevel::kDebug, "rank {}: native frames ({}) in {}", w->global_rank, w->hang->native_tool,
+        w->hang->native_path);
+  }
+  CollectPythonStacks(w);
+}
+
+void ElasticAgent::CollectPythonStacks(Worker* w) {
+  if (!w->alive) return;  // it ended while the tool ran (the stop of the group)
+  const ExpiredTimer& t = w->hang->timer;
+  w->err->StartCapture(kMaxStackCapture);
+  // A tracer killed while attached can leave its tracee stopped (native_stacks.h).
+  if (!w->hang->native_tool.empty()) kill(t.pid, SIGCONT);
   kill(t.pid, SIGABRT);
   pid_t leader = w->child.pid;
   w->hang_kill_timer = loop_.After(kStackDumpGrace, [this, leader, t] {
@@ -102,6 +171,14 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
   });
 }
 
+// At the end of an attempt: a tool still running is killed with its group.
+void ElasticAgent::StopNativeStacks() {
+  for (auto& w : workers_) {
+    w->native_stacks.reset();
+    w->native_running = false;
+  }
+}
+
 void ElasticAgent::DescribeHang(Worker* w, WorkerFailure* f) {
   w->hang_kill_timer.Cancel();
   std::string stacks = ExtractPythonStacks(w->err->captured());
@@ -109,6 +186,9 @@ void ElasticAgent::DescribeHang(Worker* w, WorkerFailure* f) {
   if (!stacks.empty()) {
     std::ofstream out(w->hang->stacks_path);
     out << stacks;
+  }
+  if (w->native_running && w->hang->native_problem.empty()) {
+    w->hang->native_problem = "still running when the worker ended";  // killed at the attempt's end
   }
   f->message = FormatHangMessage(*w->hang, have);
   f->traceback = have ? stacks : std::string();

@@ -25,6 +25,13 @@ std::string FormatHangMessage(const HangInfo& hang, bool have_stacks) {
   } else {
     out += "; no Python stacks (run the worker with PYTHONFAULTHANDLER=1)";
   }
+  if (hang.native_tool.empty()) return out;
+  if (hang.native_problem.empty()) {
+    out += fmt::format("; native frames ({}): {}", hang.native_tool, hang.native_path);
+  } else {
+    out += fmt::format("; native frames: {} failed ({}): {}", hang.native_tool, hang.native_problem,
+                       hang.native_path);
+  }
   return out;
 }
 

@@ -29,6 +29,11 @@ struct HangInfo {
   ExpiredTimer timer;
   double overdue_s = 0;      // how late the agent noticed, seconds
   std::string stacks_path;   // LOG_DIR/attempt_N/LOCAL_RANK/stacks.log
+  // --native-stacks (native_stacks.h): the tool run first ("" = none), its output
+  // file, and what went wrong ("" = it exited 0).
+  std::string native_tool;
+  std::string native_path;   // LOG_DIR/attempt_N/LOCAL_RANK/native_stacks.log
+  std::string native_problem;
 };
 
 // The faulthandler dump within what the worker wrote to stderr after SIGABRT:
@@ -39,7 +44,9 @@ std::string ExtractPythonStacks(const std::string& stderr_text);
 
 // The failure message of a hung worker:
 //   "hung: FileTimerClient timer 'train.py#17' expired 0.1 s ago (pid 4242); Python stacks
-//    collected with SIGABRT: /logs/attempt_0/1/stacks.log"
+//    collected with SIGABRT: /logs/attempt_0/1/stacks.log; native frames (gdb):
+//    /logs/attempt_0/1/native_stacks.log"
+// A native tool that failed: "...; native frames: gdb failed (exit code 1): /logs/...".
 std::string FormatHangMessage(const HangInfo& hang, bool have_stacks);
 
 // Where a worker's timer file goes: $TORCHELASTIC_TIMER_FILE when the user set

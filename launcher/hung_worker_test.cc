@@ -36,6 +36,17 @@ TEST(HungWorkerTest, MessageNamesTheScopeAndWhereTheStacksAre) {
             "hung: FileTimerClient timer 'train.py#17' expired 0.1 s ago (pid 4242); Python stacks "
             "collected with SIGABRT: /logs/attempt_0/1/stacks.log");
   EXPECT_NE(FormatHangMessage(h, false).find("no Python stacks"), std::string::npos);
+  h.native_tool = "gdb";
+  h.native_path = "/logs/attempt_0/1/native_stacks.log";
+  EXPECT_EQ(FormatHangMessage(h, true),
+            "hung: FileTimerClient timer 'train.py#17' expired 0.1 s ago (pid 4242); Python stacks "
+            "collected with SIGABRT: /logs/attempt_0/1/stacks.log; native frames (gdb): "
+            "/logs/attempt_0/1/native_stacks.log");
+  h.native_problem = "killed after the 15 s timeout";
+  EXPECT_EQ(FormatHangMessage(h, false),
+            "hung: FileTimerClient timer 'train.py#17' expired 0.1 s ago (pid 4242); no Python stacks "
+            "(run the worker with PYTHONFAULTHANDLER=1); native frames: gdb failed (killed after the "
+            "15 s timeout): /logs/attempt_0/1/native_stacks.log");
 }
 
 TEST(HungWorkerTest, TimerFileIsTheUsersOrPrivate) {

@@ -35,6 +35,7 @@ enum class Opt : size_t {
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
   kNodeMultiple,
   kRequeue,
+  kNativeStacks, kNativeStacksTimeout,
   kCount
 };
 
@@ -130,6 +131,13 @@ constexpr OptionDef kOptions[] = {
      "In a batch job (sbatch): when the job cannot go on in-job (fewer than MIN nodes left, or "
      "the restarts used up by node losses), ask Slurm to requeue it (scontrol requeue), at most "
      "N times in the job's life (Slurm counts them in SLURM_RESTART_COUNT); 0: never."},
+    {Opt::kNativeStacks, "--native-stacks,--native_stacks", "native_stacks", "auto", false,
+     "A worker whose FileTimerClient timer expired (TORCHELASTIC_ENABLE_FILE_TIMER=1) first has "
+     "its native frames dumped, before SIGABRT dumps its Python stacks: auto (py-spy if on PATH, "
+     "else gdb, else none), py-spy, gdb or off (in LOG_DIR/attempt_N/LOCAL_RANK/native_stacks.log)."},
+    {Opt::kNativeStacksTimeout, "--native-stacks-timeout,--native_stacks_timeout", "native_stacks_timeout",
+     "15", false, "Seconds the --native-stacks tool may run before it is killed (the Python stacks "
+     "still follow)."},
 };
 
 constexpr bool RowsInOrder() {
@@ -374,6 +382,16 @@ bool Parser::ConvertResilience(std::string* err) {
     return false;
   }
   c_->health_check = Text(Opt::kHealthCheck);
+  if (!ParseNativeStacksMode(What(Opt::kNativeStacks), Text(Opt::kNativeStacks), &c_->native_stacks, err) ||
+      !ParseSeconds(What(Opt::kNativeStacksTimeout), Text(Opt::kNativeStacksTimeout),
+                    &c_->native_stacks_timeout_ms, err)) {
+    return false;
+  }
+  if (c_->native_stacks_timeout_ms <= 0) {
+    *err = fmt::format("{}: '{}': must be more than 0 seconds", What(Opt::kNativeStacksTimeout),
+                       Text(Opt::kNativeStacksTimeout));
+    return false;
+  }
   return true;
 }
 

@@ -16,6 +16,7 @@
 #include "common/device_list.h"
 #include "common/nproc_spec.h"
 #include "launcher/make_rendezvous.h"
+#include "launcher/native_stacks.h"
 
 namespace elastic {
 
@@ -65,6 +66,8 @@ struct LaunchConfig {
   std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
   long long health_check_timeout_ms = 60000;  // --health-check-timeout
   int requeue = 0;                            // --requeue N: most requeues (requeue.h); 0 = never
+  NativeStacksMode native_stacks = NativeStacksMode::kAuto;  // --native-stacks (native_stacks.h)
+  long long native_stacks_timeout_ms = 15000;                // --native-stacks-timeout
   // Binding (hwloc_binding/binding.h).
   BindMode bind = BindMode::kAuto;
   MemBind membind = MemBind::kPreferred;

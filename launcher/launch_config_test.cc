@@ -64,6 +64,43 @@ TEST(LaunchConfigTest, CrashLoopSettings) {
   EXPECT_NE(bad.err.find("soon"), std::string::npos) << bad.err;
 }
 
+TEST(LaunchConfigTest, NativeStacksSettings) {
+  struct Case {
+    std::vector<const char*> args;
+    EnvMap env;
+    const char* err;  // nullptr: parses
+    NativeStacksMode mode;
+    long long timeout_ms;
+  } cases[] = {
+      {{"train.py"}, {}, nullptr, NativeStacksMode::kAuto, 15000},
+      {{"--native-stacks=gdb", "train.py"}, {}, nullptr, NativeStacksMode::kGdb, 15000},
+      {{"--native_stacks", "py-spy", "--native-stacks-timeout=2.5", "train.py"}, {}, nullptr,
+       NativeStacksMode::kPySpy, 2500},
+      {{"train.py"}, {{"PET_NATIVE_STACKS", "off"}, {"PET_NATIVE_STACKS_TIMEOUT", "1"}}, nullptr,
+       NativeStacksMode::kOff, 1000},
+      {{"--native-stacks=gdb", "train.py"}, {{"PET_NATIVE_STACKS", "off"}}, nullptr, NativeStacksMode::kGdb,
+       15000},
+      {{"--native-stacks=lldb", "train.py"}, {}, "--native-stacks: 'lldb': expected auto, py-spy, gdb or off",
+       {}, 0},
+      {{"train.py"}, {{"PET_NATIVE_STACKS", "yes"}}, "PET_NATIVE_STACKS: 'yes'", {}, 0},
+      {{"--native-stacks-timeout=0", "train.py"}, {}, "--native-stacks-timeout: '0': must be more than 0",
+       {}, 0},
+      {{"--native-stacks-timeout=soon", "train.py"}, {}, "soon", {}, 0},
+  };
+  for (const Case& c : cases) {
+    Parsed p = Parse(c.args, c.env);
+    SCOPED_TRACE(c.args[0]);
+    if (c.err != nullptr) {
+      EXPECT_EQ(p.outcome, ParseOutcome::kUsageError);
+      EXPECT_NE(p.err.find(c.err), std::string::npos) << p.err;
+      continue;
+    }
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+    EXPECT_EQ(p.config.native_stacks, c.mode);
+    EXPECT_EQ(p.config.native_stacks_timeout_ms, c.timeout_ms);
+  }
+}
+
 TEST(LaunchConfigTest, NodeMultiple) {
   EXPECT_EQ(Parse({"train.py"}).config.rdzv.node_multiple, 1);
   Parsed p = Parse({"--nnodes=2:4", "--node-multiple=2", "train.py"});

@@ -8,7 +8,8 @@
 set -euo pipefail
 
 # Every release: build, Slurm (slurmctld/slurmd/munge for the test cluster),
-# PyTorch, the tools the tests and the package check use.
+# PyTorch, the tools the tests and the package check use (gdb: a hung worker's
+# native frames, elasticrun --native-stacks, tested in tests/launcher).
 COMMON=(
   build-essential cmake pkg-config git ca-certificates
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
@@ -16,7 +17,7 @@ COMMON=(
   libssl-dev
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
   libpmix-dev libpmix-bin
-  iproute2 util-linux procps psmisc
+  iproute2 util-linux procps psmisc gdb
   python3 python3-torch
   dpkg-dev file ccache
   help2man lua5.1 man-db

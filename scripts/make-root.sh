@@ -5,7 +5,8 @@
 # The root is built with mmdebstrap from Debian's archive, with the packages
 # that scripts/install-deps.sh lists for that suite, under
 # $ELASTIC_ROOTS (default /var/cache/slurm-elastic/roots)/SUITE. It is kept
-# between runs and built again when its package list changes:
+# between runs; when its package list changes the missing packages are
+# installed into it (built again only if that fails):
 # the root's stamp is a hash of the suite, mirror and list. Prints the root's path on stdout.
 # Run as root.
 set -euo pipefail
@@ -22,6 +23,26 @@ if [ -f "$root/etc/slurm-elastic-root" ] && [ "$(cat "$root/etc/slurm-elastic-ro
   echo "make-root: $suite root up to date ($root)" >&2
   echo "$root"
   exit 0
+fi
+
+# The list changed (a package added): install what is missing into the root
+# (apt in the root, /proc of its own, in a private mount namespace) rather than
+# building it all again; a full build only when that fails.
+if [ -f "$root/etc/slurm-elastic-root" ] && [ "$(cat "$root/etc/slurm-elastic-suite" 2>/dev/null)" = "$suite" ]; then
+  echo "make-root: the $suite root's package list changed: installing what is missing" >&2
+  # shellcheck disable=SC2016
+  if unshare -m --propagation private bash -c '
+      root=$1; shift
+      mount -t proc proc "$root/proc"
+      install() { chroot "$root" env DEBIAN_FRONTEND=noninteractive PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+                    apt-get install -y -qq --no-install-recommends "$@"; }
+      install "$@" || { chroot "$root" apt-get update -qq && install "$@"; }' _ "$root" $packages >&2; then
+    echo "$stamp" > "$root/etc/slurm-elastic-root"
+    echo "make-root: $suite root up to date ($root)" >&2
+    echo "$root"
+    exit 0
+  fi
+  echo "make-root: could not update the $suite root: building it again" >&2
 fi
 
 command -v mmdebstrap >/dev/null || {

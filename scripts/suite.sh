@@ -56,6 +56,9 @@ run_suite() {
     echo "   (whole log: $log)"
   fi
   grep -E '\*\*\*(Skipped|Not Run)' "$log" | sed 's/^/   skipped: /' || true
+  # Cluster tests that failed once and passed when run again (tests/cluster/cluster.py main).
+  grep -hE "^(flaky: |[0-9]+: flaky: )" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null |
+    sed -E 's/^([0-9]+: )?/   /' || true
   # Python tests skipped inside a passing ctest test, with unittest's reason.
   grep -hE "\.\.\. skipped ['\"]" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u |
     sed 's/^/   skipped: /' || true

@@ -324,3 +324,30 @@ class ClusterTestCase(unittest.TestCase):
                               plugstack=cls.plugstack)
         cls.addClassCleanup(cls.cluster.down)
         cls.cluster.up()
+
+
+def main() -> None:
+    """unittest.main for the cluster suites, with one second chance: a test that
+    fails is run once more on its own (a fresh cluster) and counts as passed only
+    if that run passes. The test cluster shares this machine with everything else
+    CI runs, so a timing-dependent failure must show twice before it is red; each
+    rerun is reported ("flaky: ..." lines: scripts/suite.sh shows them in CI's
+    summary), so a flaky test stays visible."""
+    program = unittest.main(verbosity=2, exit=False)
+    result = program.result
+    failed = [test for test, _ in result.failures + result.errors]
+    if not failed or result.testsRun == 0:
+        sys.exit(0 if result.wasSuccessful() else 1)
+    if len(failed) > 3:  # not flakiness: something is broken
+        sys.exit(1)
+    still = []
+    for test in failed:
+        name = test.id()
+        print(f"\n== {name} failed: running it once more", file=sys.stderr, flush=True)
+        again = unittest.TextTestRunner(verbosity=2).run(
+            unittest.defaultTestLoader.loadTestsFromName(name))
+        if again.wasSuccessful():
+            print(f"flaky: {name} failed once and passed when run again", file=sys.stderr, flush=True)
+        else:
+            still.append(name)
+    sys.exit(1 if still else 0)

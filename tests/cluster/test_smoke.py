@@ -15,7 +15,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cluster import CLUSTER_SH, Cluster, ClusterTestCase, slurm_pmix_missing, take_lock  # noqa: E402
+from cluster import CLUSTER_SH, Cluster, ClusterTestCase, main as cluster_main, slurm_pmix_missing, take_lock  # noqa: E402
 
 
 def our_leftovers() -> list[str]:
@@ -243,4 +243,4 @@ class Test2Teardown(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    cluster_main()

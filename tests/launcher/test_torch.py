@@ -74,28 +74,55 @@ class PreloadTorchTest(TorchTest):
 class FileTimerTest(LauncherTestCase):
     """PyTorch's named-pipe watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1), served by the agent."""
 
-    def run_timer(self, *args, max_restarts, hang_rounds):
+    def run_timer(self, *args, max_restarts, hang_rounds, path_first=None):
         logs = self.path("logs")
         env = {"TORCHELASTIC_ENABLE_FILE_TIMER": "1", "TMPDIR": self.dir}
+        if path_first:
+            env["PATH"] = path_first + ":" + os.environ.get("PATH", "/usr/bin:/bin")
         rc, out, err = self.run_agent(["--standalone", "--python", PYTHON, "--nproc-per-node=2",
                                        "--max-restarts=%d" % max_restarts, "--log-dir", logs,
-                                       "--crash-loop-count=0", TIMER_WORKER, "1", str(hang_rounds)],
+                                       "--crash-loop-count=0"] + list(args) + [TIMER_WORKER, "1", str(hang_rounds)],
                                       env=env)
         # The FIFO and its private directory are gone with the agent.
         self.assertEqual([f for f in os.listdir(self.dir) if f.startswith("elasticrun-timer-")], [])
         return rc, out, err, logs
 
-    def test_hung_worker_stacks_collected_then_group_restarts(self):
-        rc, out, err, logs = self.run_timer(max_restarts=1, hang_rounds=1)
-        self.assertEqual(rc, 0, err)
-        self.assertRegex(err, r"rank 1 \(local rank 1\) hung: FileTimerClient timer '[^']+#\d+' "
-                              r"expired: collecting its Python stacks")
-        # faulthandler's dump reached the console, prefixed, with the hung function.
-        self.assertRegex(err, r"\[rank1\]: +File \".*timer_worker\.py\", line \d+ in stuck_in_collective")
+    def fake_tools(self, body):
+        """A directory holding shell scripts named py-spy and gdb that run `body`."""
+        tools = self.path("tools")
+        os.mkdir(tools)
+        for name in ("py-spy", "gdb"):
+            with open(os.path.join(tools, name), "w") as f:
+                f.write("#!/bin/sh\n" + body)
+            os.chmod(os.path.join(tools, name), 0o755)
+        return tools
+
+    def assert_python_stacks(self, logs):
         with open(os.path.join(logs, "attempt_0", "1", "stacks.log")) as f:
             stacks = f.read()
         self.assertIn("most recent call first", stacks)
         self.assertIn("in stuck_in_collective", stacks)
+
+    def test_hung_worker_stacks_collected_then_group_restarts(self):
+        # gdb is installed on every system of the matrix (scripts/install-deps.sh): auto uses it
+        # (or py-spy, where that is installed).
+        rc, out, err, logs = self.run_timer(max_restarts=1, hang_rounds=1)
+        self.assertEqual(rc, 0, err)
+        m = re.search(r"rank 1 \(local rank 1\) hung: FileTimerClient timer '[^']+#\d+' "
+                      r"expired: collecting its native frames \((gdb|py-spy)\) and Python stacks", err)
+        self.assertTrue(m, err)
+        tool = m.group(1)
+        with open(os.path.join(logs, "attempt_0", "1", "native_stacks.log")) as f:
+            native = f.read()
+        self.assertRegex(native, r"^=== native stacks: exec '/[^']*/%s' " % re.escape(tool))
+        if tool == "gdb":
+            self.assertRegex(native, r"\nThread 1 \(.*LWP \d+.*\):\n#0 ")
+        else:
+            self.assertRegex(native, r"\nThread 0x[0-9A-Fa-f]+ .*\n(.*\n)*.*stuck_in_collective")
+        self.assertNotIn("--native-stacks", err)  # the tool did not fail
+        # faulthandler's dump reached the console, prefixed, with the hung function.
+        self.assertRegex(err, r"\[rank1\]: +File \".*timer_worker\.py\", line \d+ in stuck_in_collective")
+        self.assert_python_stacks(logs)
         # The other rank was stopped and both ran again.
         for rank in (0, 1):
             self.assertIn("[rank%d]: rank %d restart 1: done" % (rank, rank), out)
@@ -103,13 +130,48 @@ class FileTimerTest(LauncherTestCase):
         self.assert_nothing_left()
 
     def test_hung_worker_stack_in_failure_summary(self):
-        rc, out, err, logs = self.run_timer(max_restarts=0, hang_rounds=1)
+        # --native-stacks off: no tool runs, even with one first on PATH.
+        tools = self.fake_tools("touch %s\n" % self.path("tool-ran"))
+        rc, out, err, logs = self.run_timer("--native-stacks=off", max_restarts=0, hang_rounds=1,
+                                            path_first=tools)
         self.assertEqual(rc, 1, err)  # restarts used up
+        self.assertFalse(os.path.exists(self.path("tool-ran")))
+        self.assertFalse(os.path.exists(os.path.join(logs, "attempt_0", "1", "native_stacks.log")))
         self.assertIn("job failed: first failure: rank 1 (local rank 1)", err)
         self.assertIn("signal SIGABRT", err)
         self.assertRegex(err, r"message: +hung: FileTimerClient timer '[^']+#\d+' expired "
                               r"[0-9.]+ s ago \(pid \d+\); Python stacks collected with SIGABRT: "
-                              + re.escape(os.path.join(logs, "attempt_0", "1", "stacks.log")))
+                              + re.escape(os.path.join(logs, "attempt_0", "1", "stacks.log")) + "\n")
+        summary = err[err.index("job failed: first failure"):]
+        self.assertRegex(summary, r"traceback:\n(    .*\n)*    +File \".*timer_worker\.py\", line \d+ in "
+                                  r"stuck_in_collective")
+        self.assert_nothing_left()
+
+    def test_native_tool_past_its_timeout_is_killed_and_python_stacks_still_come(self):
+        # A tool that stops its target (as a tracer SIGKILLed while attached can leave it)
+        # and never ends.
+        tools = self.fake_tools('echo $$ > %s\n'
+                                'while [ $# -gt 0 ]; do case "$1" in -p|--pid) pid=$2;; esac; shift; done\n'
+                                'kill -STOP "$pid"\n'
+                                'echo "stopped $pid"\n'
+                                'exec sleep 600\n' % self.path("tool.pid"))
+        rc, out, err, logs = self.run_timer("--native-stacks-timeout=1", max_restarts=0, hang_rounds=1,
+                                            path_first=tools)
+        self.assertEqual(rc, 1, err)
+        with open(self.path("tool.pid")) as f:
+            tool_pid = int(f.read())
+        self.assertFalse(os.path.exists("/proc/%d" % tool_pid), "the tool outlived its timeout")
+        native_log = os.path.join(logs, "attempt_0", "1", "native_stacks.log")
+        self.assertRegex(err, r"rank 1: --native-stacks (gdb|py-spy) failed: killed after the 1 s timeout "
+                              r"\(--native-stacks-timeout\) \(its output: %s\); the Python stacks follow"
+                              % re.escape(native_log))
+        with open(native_log) as f:
+            self.assertRegex(f.read(), r"stopped \d+\n")
+        self.assert_python_stacks(logs)
+        self.assertRegex(err, r"message: +hung: FileTimerClient timer '[^']+#\d+' expired [0-9.]+ s ago "
+                              r"\(pid \d+\); Python stacks collected with SIGABRT: [^;]+; native frames: "
+                              r"(gdb|py-spy) failed \(killed after the 1 s timeout \(--native-stacks-timeout\)\): "
+                              + re.escape(native_log))
         summary = err[err.index("job failed: first failure"):]
         self.assertRegex(summary, r"traceback:\n(    .*\n)*    +File \".*timer_worker\.py\", line \d+ in "
                                   r"stuck_in_collective")

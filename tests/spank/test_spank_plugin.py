@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "cluster"))
-from cluster import ClusterTestCase, slurm_pmix_missing  # noqa: E402
+from cluster import ClusterTestCase, main as cluster_main, slurm_pmix_missing  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(HERE.parents[1] / "build/spank_plugin/spank_elastic.so"))
 DUMP = str(HERE / "env_dump.sh")
@@ -289,4 +289,4 @@ class TestSpankPlugin(ClusterTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    cluster_main()
