@@ -132,7 +132,8 @@ void ElasticAgent::OnJobControl(int sig) {
 // rank 0, like srun's own messages; the other nodes log them only at -v. Before
 // the first round every node counts as rank 0.
 LogLevel ElasticAgent::JobEvent(LogLevel level) const {
-  return round_.group_rank == 0 ? level : LogLevel::kDebug;
+  // A node kept out by its health check is no teller of the job's events.
+  return round_.group_rank == 0 && !health_failing_since_ ? level : LogLevel::kDebug;
 }
 
 void ElasticAgent::SetCallbacks() {
@@ -150,7 +151,9 @@ void ElasticAgent::SetCallbacks() {
     Dispatch(Event{EventKind::kJobFailed, 0, f, {}, end});
   };
   cb.on_done = [this] {
-    if (status_.state == WorkerState::kInit)
+    if (status_.state == WorkerState::kInit && health_failing_since_)
+      Log(LogLevel::kInfo, "the job finished while this node was kept out by its health check");
+    else if (status_.state == WorkerState::kInit)
       Log(LogLevel::kInfo, "the job finished while this node stood by (no round needed its workers)");
     Dispatch(Event{EventKind::kDone, 0, {}, {}});
   };

@@ -113,6 +113,8 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   }
   Log(LogLevel::kWarning, "health check failed on node {}: {} (output in {}): this node stays out of the round; "
       "checking again in {} s", node, what, log, kHealthRecheck.count() / 1000);
+  // Connected as an observer meanwhile: told the job's end, it exits with the others.
+  rendezvous_->Watch();
   health_retry_ = loop_.After(kHealthRecheck, [this] { RunHealthCheck(); });
 }
 

@@ -3,7 +3,9 @@
 // non-zero exit or running past --health-check-timeout (the check's process
 // group is then SIGKILLed) keeps the node out of that round; the agent checks
 // again every kHealthRecheck and joins as a latecomer once a check passes, and
-// gives up (exit 1) when the checks have failed for kHealthGiveUp.
+// gives up (exit 1) when the checks have failed for kHealthGiveUp. Meanwhile
+// it watches the rendezvous (RendezvousHandler::Watch): the job's end reaches
+// it and it exits with the other nodes.
 //
 // Contracts:
 // - PROG runs as `/bin/sh -c PROG` in its own process group, with the agent's

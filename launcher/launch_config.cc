@@ -120,7 +120,7 @@ constexpr OptionDef kOptions[] = {
     {Opt::kHealthCheck, "--health-check,--health_check", "health_check", "", false,
      "Shell command run on this node before it joins each round; a non-zero exit or a "
      "timeout keeps the node out and it checks again every 10 s (output in "
-     "LOG_DIR/health_check.log)."},
+     "LOG_DIR/health_check.log); meanwhile it stays connected and exits when the job ends."},
     {Opt::kHealthCheckTimeout, "--health-check-timeout,--health_check_timeout", "health_check_timeout", "60", false,
      "Seconds a --health-check may run before it is killed and counts as failed."},
     {Opt::kNodeMultiple, "--node-multiple,--node_multiple", "node_multiple", "1", false,

@@ -31,8 +31,19 @@ std::string FailoverRendezvous::Describe() const {
 
 void FailoverRendezvous::Join(int local_world_size) {
   running_ = false;
+  watching_ = false;
   join_ = local_world_size;
   if (inner_) inner_->Join(local_world_size);
+}
+
+// An observer that loses its host walks the successors of the last round its
+// workers ran, as every member does; one that never ran a round knows none and
+// ends with the host lost (OnHostLost), as a latecomer does.
+void FailoverRendezvous::Watch() {
+  running_ = false;
+  watching_ = true;
+  join_.reset();
+  if (inner_) inner_->Watch();
 }
 
 void FailoverRendezvous::ReportWorkerFailure(const WorkerFailure& failure) {
@@ -81,6 +92,7 @@ void FailoverRendezvous::UseHost(std::unique_ptr<RendezvousHost> host) {
   host->SetCallbacks(InnerCallbacks());
   inner_ = std::move(host);
   if (join_) inner_->Join(*join_);
+  if (watching_) inner_->Watch();
   if (!probe_timer_.armed())
     probe_timer_ = loop_.Every(Millis(params_.settings.heartbeat_timeout_ms),
                                [this] { OnProbeTimer(); });
@@ -132,6 +144,7 @@ void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int
   host_ = nullptr;
   inner_ = std::move(client);
   if (join_) inner_->Join(*join_);
+  if (watching_) inner_->Watch();
 }
 
 std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(

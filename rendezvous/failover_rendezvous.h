@@ -59,6 +59,7 @@ class FailoverRendezvous : public RendezvousHandler {
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
   void Join(int local_world_size) override;
+  void Watch() override;
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
   void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
@@ -106,6 +107,7 @@ class FailoverRendezvous : public RendezvousHandler {
   RestartsKnown restarts_;               // the job-wide restarts used, as far as known
   bool running_ = false;                 // ... and still run (no Join since)
   std::optional<int> join_;              // the agent's Join, not answered by a round yet
+  bool watching_ = false;                // the agent's Watch, no Join since (an observer)
   bool failing_over_ = false;
   std::set<int> excluded_;               // successors lost or found unreachable
   MonoClock::time_point failover_deadline_{};

@@ -10,6 +10,10 @@
 //                   | job_failed {failure, message, end_reason} | done {message}
 //                   | fatal {message, end_reason} | waiting {message, standby?} | heartbeat
 //                   | error
+// An observer (RendezvousHandler::Watch: a node kept out by its health check) is welcomed and
+// heartbeats but sends no join until it may take part: it is never in a round, and gets the
+// job's end (done, job_failed, fatal) like every connected agent. No message or field of its
+// own, so agents and hosts of this version with and without observers work together.
 // A spare standing by when a round completed gets waiting {standby: {round, successors,
 // spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where

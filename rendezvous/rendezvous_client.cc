@@ -40,17 +40,30 @@ std::string RendezvousClient::Describe() const {
 void RendezvousClient::Join(int local_world_size) {
   running_round_.reset();
   awaiting_round_ = true;
+  watching_ = false;
   if (stage_ == Stage::kFinished) return;
   if (stage_ == Stage::kReady) return SendJoin(local_world_size);
   pending_join_ = local_world_size;
-  if (stage_ == Stage::kIdle) {
-    connect_deadline_ = loop_.Now() + Millis(config_.settings.join_timeout_ms);
-    retry_delay_ = Millis(config_.settings.connect_retry_ms);
-    if (config_.on_unreachable)
-      candidate_timer_ = loop_.After(Millis(config_.candidate_timeout_ms),
-                                     [this] { OnCandidateDeadline(); });
-    Connect();
-  }
+  if (stage_ == Stage::kIdle) StartConnecting();
+}
+
+// An observer is an authenticated, heartbeating peer that never sends `join`:
+// the host's state machine keeps its node record (it hears its heartbeats) and
+// tells it the end with every other connected node, but never counts it.
+void RendezvousClient::Watch() {
+  running_round_.reset();
+  pending_join_.reset();
+  watching_ = true;
+  if (stage_ == Stage::kIdle) StartConnecting();
+}
+
+void RendezvousClient::StartConnecting() {
+  connect_deadline_ = loop_.Now() + Millis(config_.settings.join_timeout_ms);
+  retry_delay_ = Millis(config_.settings.connect_retry_ms);
+  if (config_.on_unreachable)
+    candidate_timer_ = loop_.After(Millis(config_.candidate_timeout_ms),
+                                   [this] { OnCandidateDeadline(); });
+  Connect();
 }
 
 void RendezvousClient::ReportWorkerFailure(const WorkerFailure& failure) {
@@ -353,10 +366,11 @@ void RendezvousClient::OnStandBy(const RoundInfo& round, const std::string& why)
 // `done` ends the agent successfully after its workers of the last round
 // succeeded, or while it waits for a round (it stood by on the host's wait
 // list and the job finished without it: no failure, as torchrun's graceful
-// exit of a node left out). Any other `done` cannot apply (workers running,
-// or stopping after a failure), and waiting on would hang the agent.
+// exit of a node left out), or while it watches (kept out by its health check).
+// Any other `done` cannot apply (workers running, or stopping after a failure),
+// and waiting on would hang the agent.
 void RendezvousClient::OnDone(const std::string& message) {
-  if ((succeeded_round_ && *succeeded_round_ == last_round_) || awaiting_round_)
+  if ((succeeded_round_ && *succeeded_round_ == last_round_) || awaiting_round_ || watching_)
     return Finish([this] {
       if (callbacks_.on_done) callbacks_.on_done();
     });

@@ -60,6 +60,7 @@ class RendezvousClient : public RendezvousHandler {
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
   void Join(int local_world_size) override;
+  void Watch() override;  // connects like Join, sends no join (the host keeps it as an observer)
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
   void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
@@ -85,6 +86,7 @@ class RendezvousClient : public RendezvousHandler {
   // on a later turn of the loop (Finish).
   enum class Stage { kIdle, kConnecting, kAuthenticating, kReady, kFinished };
 
+  void StartConnecting();
   void Connect();
   void OnConnectEvent();
   void RetryConnect(const std::string& why);
@@ -125,6 +127,7 @@ class RendezvousClient : public RendezvousHandler {
   std::optional<uint64_t> running_round_;   // workers run in this round
   std::optional<uint64_t> succeeded_round_; // ReportSucceeded() for this round
   bool awaiting_round_ = false;             // Join() called, no round since: maybe wait-listed
+  bool watching_ = false;                   // Watch() called, no Join() since: an observer
   uint64_t last_round_ = 0;
   int restarts_used_ = -1;                  // restarts_used()
   std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs

@@ -11,6 +11,8 @@
 //     local workers succeed   -> ReportSucceeded() -> on_done() -> exit 0
 //     a crash loop here       -> EndJob(kCrashLoop, f) -> on_job_failed(f) on every node
 //     on_fatal(end, msg)      -> stop workers -> exit non-zero with msg
+//   Watch() (kept out, e.g. by its health check) -> on_done / on_job_failed / on_fatal
+//     when the job ends without it -> exit; or Join(n) later, once it may take part
 // The end callbacks say why the job ended (JobEnd): the agent's exit code and
 // whether it asks Slurm to requeue follow from that reason, never from the text.
 #pragma once
@@ -105,6 +107,11 @@ class RendezvousHandler {
   virtual void SetCallbacks(Callbacks callbacks) = 0;
   // Joins the next round with this node's number of workers.
   virtual void Join(int local_world_size) = 0;
+  // Stays connected to the rendezvous as an observer without joining: never a
+  // member, a voter or a participant counted for MIN, expected nodes or the
+  // majority, but told the job's end (on_done, on_job_failed, on_fatal) like
+  // every agent. Join() later makes it a participant (a latecomer).
+  virtual void Watch() = 0;
   // A local worker failed (first failure of this attempt).
   virtual void ReportWorkerFailure(const WorkerFailure& failure) = 0;
   // All local workers of the current round succeeded.

@@ -61,14 +61,19 @@ TrafficCounters RendezvousHost::Traffic() const {
 // ---- the local agent ----
 
 void RendezvousHost::Join(int local_world_size) {
-  if (!local_connected_) {
-    local_connected_ = true;
-    NodeDesc desc{kLocalNode, config_.node_name, config_.bind_addr,
-                  config_.settings.preferred_rank, /*local=*/true,
-                  config_.rdzv_addr.empty() ? config_.store_addr : config_.rdzv_addr, port()};
-    Feed(EvConnect{desc});
-  }
+  ConnectLocal();
   Feed(EvJoin{kLocalNode, local_world_size, local_member_of_});
+}
+
+void RendezvousHost::Watch() { ConnectLocal(); }
+
+void RendezvousHost::ConnectLocal() {
+  if (local_connected_) return;
+  local_connected_ = true;
+  NodeDesc desc{kLocalNode, config_.node_name, config_.bind_addr,
+                config_.settings.preferred_rank, /*local=*/true,
+                config_.rdzv_addr.empty() ? config_.store_addr : config_.rdzv_addr, port()};
+  Feed(EvConnect{desc});
 }
 
 void RendezvousHost::ReportWorkerFailure(const WorkerFailure& failure) {

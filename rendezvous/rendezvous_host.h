@@ -56,6 +56,7 @@ class RendezvousHost : public RendezvousHandler {
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
   void Join(int local_world_size) override;
+  void Watch() override;  // the local agent connected, not joined: told the end like any node
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
   void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
@@ -79,6 +80,7 @@ class RendezvousHost : public RendezvousHandler {
 
   RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd listener);
   bool Start(std::string* err);
+  void ConnectLocal();
   void OnAccept();
   // At max_unauthenticated the listener is taken out of the loop: further
   // agents wait in the kernel's accept queue (not closed, so they need no

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import socket
 import unittest
 
 from launcher_test_util import LauncherTestCase, children_of, pid_alive, pids_running, wait_for
@@ -94,6 +95,51 @@ class HealthCheckTest(LauncherTestCase):
         self.assertIn("killed after the 0.5 s timeout (--health-check-timeout)", err)
         self.assert_gone(sleeper, within=5)
         self.assert_nothing_left()
+
+
+class HealthCheckObserverTest(LauncherTestCase):
+    """Three agents on loopback (a c10d rendezvous, like srun -N3 --elastic=2:3); one's
+    health check always fails: it stays connected as an observer, is never counted, and
+    ends with the job instead of re-checking for 10 minutes."""
+
+    def run_three(self, failing_hosts):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        out_dir = self.path("env")
+        os.mkdir(out_dir)
+        procs = []
+        for node in range(3):
+            failing = node == (0 if failing_hosts else 2)
+            conf = "munge=0,expected_nodes=3,last_call_timeout=1,is_host=%d" % (node == 0)
+            args = ["--nnodes=2:3", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                    "--rdzv-endpoint=127.0.0.1:%d" % port, "--rdzv-id=observer-%d" % os.getpid(),
+                    "--rdzv-conf=" + conf, "--log-dir", self.path("logs%d" % node)]
+            if failing:
+                args += ["--health-check", "echo unhealthy; exit 3"]
+            procs.append((failing, self.start(args + self.worker_args("env", out_dir))))
+        results = []
+        for failing, proc in procs:
+            out, err = proc.communicate(timeout=60)  # well under the 10 minutes of re-checks
+            results.append((failing, proc.returncode, err.decode(errors="replace")))
+        for rank in range(2):
+            with open(os.path.join(out_dir, "env.%d.json" % rank)) as f:
+                env = json.load(f)
+            self.assertEqual((env["WORLD_SIZE"], env["GROUP_WORLD_SIZE"]), ("2", "2"))
+        self.assertFalse(os.path.exists(os.path.join(out_dir, "env.2.json")))
+        for failing, rc, err in results:
+            self.assertEqual(rc, 0, err)
+            if failing:
+                self.assertRegex(err, r"health check failed on node \S+: exit code 3")
+                self.assertIn("the job finished while this node was kept out by its health check", err)
+                self.assertEqual(err.count("health check failed"), 1, err)
+        self.assert_nothing_left()
+
+    def test_node_kept_out_by_its_check_exits_0_when_the_others_finish(self):
+        self.run_three(failing_hosts=False)
+
+    def test_host_kept_out_by_its_check_hosts_and_exits_0_when_the_others_finish(self):
+        self.run_three(failing_hosts=True)
 
 
 class SignalTest(LauncherTestCase):

@@ -333,14 +333,17 @@ class TestSpankEndToEnd(ClusterTestCase):
 
     def test_health_check_failing_on_one_node_keeps_it_out(self):
         # n3's check fails: n1 and n2 form the round once the last call for n3 is over,
-        # and train on 2 nodes. n3 keeps checking (it cannot know the job ended), so
-        # srun --wait ends its task once the others are done.
-        r = self.srun(["-N3", "--no-kill", "--wait=15", "--elastic=2:3", "--gpus-per-node=2",
+        # and train on 2 nodes. n3 stays connected to the rendezvous as an observer
+        # (never counted), so the end of the job reaches it and srun ends by itself
+        # (no --wait), well before n3's 10 minutes of re-checks.
+        r = self.srun(["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=2",
                        '--elastic-health-check=test "$(hostname)" != n3',
                        "--elastic-rdzv-conf=last_call_timeout=3", "/usr/bin/python3", WORKER])
         text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
         self.assertRegex(text, r"health check failed on node n3: exit code 1 \(output in .*health_check\.log\): "
                                r"this node stays out of the round")
+        self.assertIn("the job finished while this node was kept out by its health check", text)
         self.assertNotRegex(text, r"health check failed on node n[12]")
         sums = records(r.stdout, "SUM")
         self.assertEqual(len(sums), 4, text)  # 2 nodes x 2 workers
