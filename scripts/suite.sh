@@ -35,6 +35,8 @@ run_suite() {
   shift 2
   local log=$logdir/$name.log rc=0
   ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@" >"$log" 2>&1 || rc=$?
+  # Every test's whole output, passed ones included (a flaky test's first run).
+  cp "$dir/Testing/Temporary/LastTest.log" "$logdir/$name.all.log" 2>/dev/null || true
   local total failed skipped line
   line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n 1 || true)
   total=$(sed -n 's/.*out of \([0-9]*\).*/\1/p' <<<"$line")
@@ -57,10 +59,10 @@ run_suite() {
   fi
   grep -E '\*\*\*(Skipped|Not Run)' "$log" | sed 's/^/   skipped: /' || true
   # Cluster tests that failed once and passed when run again (tests/cluster/cluster.py main).
-  grep -hE "^(flaky: |[0-9]+: flaky: )" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null |
+  grep -hE "^(flaky: |[0-9]+: flaky: )" "$logdir/$name.all.log" 2>/dev/null |
     sed -E 's/^([0-9]+: )?/   /' || true
   # Python tests skipped inside a passing ctest test, with unittest's reason.
-  grep -hE "\.\.\. skipped ['\"]" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u |
+  grep -hE "\.\.\. skipped ['\"]" "$logdir/$name.all.log" 2>/dev/null | sort -u |
     sed 's/^/   skipped: /' || true
 }
 

@@ -335,19 +335,23 @@ def main() -> None:
     summary), so a flaky test stays visible."""
     program = unittest.main(verbosity=2, exit=False)
     result = program.result
-    failed = [test for test, _ in result.failures + result.errors]
+    failed = [(test, trace) for test, trace in result.failures + result.errors]
     if not failed or result.testsRun == 0:
         sys.exit(0 if result.wasSuccessful() else 1)
     if len(failed) > 3:  # not flakiness: something is broken
         sys.exit(1)
     still = []
-    for test in failed:
+    for test, trace in failed:
         name = test.id()
+        # The assertion's first line (its message may carry a whole srun output).
+        last = [line for line in trace.splitlines() if re.match(r"^\w*(Error|Exception)\b", line)]
+        why = (last[-1] if last else trace.strip().splitlines()[-1])[:300]
         print(f"\n== {name} failed: running it once more", file=sys.stderr, flush=True)
         again = unittest.TextTestRunner(verbosity=2).run(
             unittest.defaultTestLoader.loadTestsFromName(name))
         if again.wasSuccessful():
-            print(f"flaky: {name} failed once and passed when run again", file=sys.stderr, flush=True)
+            print(f"flaky: {name} failed once ({why}) and passed when run again", file=sys.stderr,
+                  flush=True)
         else:
             still.append(name)
     sys.exit(1 if still else 0)
