@@ -325,6 +325,13 @@ class ClusterTestCase(unittest.TestCase):
         cls.addClassCleanup(cls.cluster.down)
         cls.cluster.up()
 
+    def setUp(self) -> None:
+        super().setUp()
+        started = time.monotonic()
+        # Where the suite's time goes (CI keeps the whole output: scripts/suite.sh).
+        self.addCleanup(lambda: print(f"[{self.id().split('.')[-1]}: {time.monotonic() - started:.1f} s]",
+                                      file=sys.stderr, flush=True))
+
 
 def main() -> None:
     """unittest.main for the cluster suites, with one second chance: a test that

@@ -322,13 +322,19 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.requeue_watch_done = False
         deadline = time.monotonic() + RUN_TIMEOUT
         while not self.requeue_watch_done and time.monotonic() < deadline:
-            show = self.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout
+            try:  # a slow scontrol on the loaded machine must not end the watch
+                show = self.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout
+            except subprocess.TimeoutExpired:
+                continue
             for line in show.splitlines():
                 m = re.match(r"JobId=(\d+) ", line)
                 if m and "JobState=PENDING" in line and "Restarts=1" in line:
-                    self.cluster.run(["scontrol", "update", f"JobId={m.group(1)}", "StartTime=now"],
-                                     timeout=30)
-                    return
+                    try:
+                        self.cluster.run(["scontrol", "update", f"JobId={m.group(1)}", "StartTime=now"],
+                                         timeout=30)
+                        return
+                    except subprocess.TimeoutExpired:
+                        pass
             time.sleep(0.5)
 
     def test_health_check_failing_on_one_node_keeps_it_out(self):
