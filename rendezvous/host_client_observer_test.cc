@@ -14,7 +14,7 @@
 namespace elastic {
 namespace {
 
-class ObserverTest : public ::testing::Test {
+class ObserverTest : public LoopbackRendezvousTest {
  protected:
   void SetUp() override {
     settings.min_nodes = 2;
@@ -24,21 +24,6 @@ class ObserverTest : public ::testing::Test {
     settings.max_restarts = 0;
     settings.token = "t0ken";
     settings.close_timeout_ms = 60'000;
-  }
-  void StartHost() {
-    std::string err;
-    host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
-    ASSERT_TRUE(host_) << err;
-  }
-  void StartClient(int i) { agents[i].Take(MakeLoopbackClient(loop, settings, i, host_->port())); }
-  // Runs the loop until `cond` holds (a hang guard, not a timing assertion).
-  bool RunUntil(const std::function<bool()>& cond) {
-    auto give_up = MonoClock::now() + std::chrono::seconds(60);
-    while (!cond()) {
-      if (MonoClock::now() > give_up) return false;
-      loop.RunOnce(Millis(100));
-    }
-    return true;
   }
   // Agent `observer` watches (connected first, so the round could count it);
   // the two others join and get round 0.
@@ -57,11 +42,6 @@ class ObserverTest : public ::testing::Test {
     }));
   }
   bool Ended(const TestAgent& a) const { return a.done || a.job_failed || !a.fatal.empty(); }
-
-  EventLoop loop;
-  RendezvousSettings settings;
-  std::map<int, TestAgent> agents;
-  RendezvousHost* host_ = nullptr;
 };
 
 TEST_F(ObserverTest, AWatchingClientIsNotInTheRoundAndIsDoneWhenTheOthersSucceed) {

@@ -19,7 +19,7 @@ namespace {
 
 using Agent = TestAgent;
 
-class HostClientTest : public ::testing::Test {
+class HostClientTest : public LoopbackRendezvousTest {
  protected:
   void SetUp() override {
     settings.min_nodes = 2;
@@ -28,16 +28,6 @@ class HostClientTest : public ::testing::Test {
     settings.max_restarts = 2;
     settings.token = "t0ken";
     settings.close_timeout_ms = 60'000;
-  }
-  void StartHost() {
-    std::string err;
-    host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
-    ASSERT_TRUE(host_) << err;
-  }
-  void StartClient(int i, const std::string& token = "t0ken") {
-    RendezvousSettings s = settings;
-    s.token = token;
-    agents[i].Take(MakeLoopbackClient(loop, s, i, host_->port()));
   }
   int Connect() {
     SocketAddress addr;
@@ -55,15 +45,6 @@ class HostClientTest : public ::testing::Test {
     while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) got->append(buf, size_t(n));
     return n == 0 || (n < 0 && errno == ECONNRESET);
   }
-  // Runs the loop until `cond` holds (a hang guard, not a timing assertion).
-  bool RunUntil(const std::function<bool()>& cond) {
-    auto give_up = MonoClock::now() + std::chrono::seconds(60);
-    while (!cond()) {
-      if (MonoClock::now() > give_up) return false;
-      loop.RunOnce(Millis(100));
-    }
-    return true;
-  }
   void StartThreeAndRun() {
     StartHost();
     StartClient(1);
@@ -74,11 +55,6 @@ class HostClientTest : public ::testing::Test {
              agents[2].rounds.size() == 1;
     }));
   }
-
-  EventLoop loop;
-  RendezvousSettings settings;
-  std::map<int, Agent> agents;
-  RendezvousHost* host_ = nullptr;
 };
 
 TEST_F(HostClientTest, ThreeAgentsGetContiguousRanksAndTheAgentStore) {

@@ -3,6 +3,11 @@
 // rendezvous told it, and a host on a loopback port.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,5 +92,35 @@ inline std::unique_ptr<RendezvousClient> MakeLoopbackClient(EventLoop& loop,
   config.port = port;
   return std::make_unique<RendezvousClient>(loop, config);
 }
+
+// A host (agent 0) and its clients (agents 1..) of one run on one loop: the
+// fixture the host+client tests share. Settings are set by the test's SetUp.
+class LoopbackRendezvousTest : public ::testing::Test {
+ protected:
+  void StartHost() {
+    std::string err;
+    host_ = StartLoopbackHost(loop, settings, &agents[0], &err);
+    ASSERT_TRUE(host_) << err;
+  }
+  void StartClient(int i, const std::string& token = "t0ken") {
+    RendezvousSettings s = settings;
+    s.token = token;
+    agents[i].Take(MakeLoopbackClient(loop, s, i, host_->port()));
+  }
+  // Runs the loop until `cond` holds (a hang guard, not a timing assertion).
+  bool RunUntil(const std::function<bool()>& cond) {
+    auto give_up = MonoClock::now() + std::chrono::seconds(60);
+    while (!cond()) {
+      if (MonoClock::now() > give_up) return false;
+      loop.RunOnce(Millis(100));
+    }
+    return true;
+  }
+
+  EventLoop loop;
+  RendezvousSettings settings;
+  std::map<int, TestAgent> agents;
+  RendezvousHost* host_ = nullptr;
+};
 
 }  // namespace elastic
