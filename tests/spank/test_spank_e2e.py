@@ -105,6 +105,22 @@ class TestSpankEndToEnd(ClusterTestCase):
                     left.append(f"{node}:{pid}:{comm}")
         return left
 
+    def lose_node_during(self, args, ready, node):
+        """srun ARGS in the background; once `ready(output)` holds, every process of
+        `node` is killed; returns the srun (finished) and the output up to the kill.
+        The node is back in service afterwards, whatever happened."""
+        bg = Background(self.cluster, args)
+        try:
+            self.assertTrue(bg.wait_for(ready, RUN_TIMEOUT), bg.text())
+            before = bg.text()
+            self.cluster.kill_node(node)
+            bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            self.restore_node(node)
+        return bg, before
+
     def restore_node(self, node, timeout=90):
         """Brings a killed node back (slurmd restarted, node resumed) so later tests get
         all three nodes; Slurm marks a node that stopped answering DOWN."""
@@ -228,24 +244,15 @@ class TestSpankEndToEnd(ClusterTestCase):
         ckpt = Path(self.cluster.dir) / "ckpt"
         if ckpt.exists():
             shutil.rmtree(ckpt)
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=1",
-                                       "--elastic-max-restarts=1", "/usr/bin/python3", CHECKPOINT_TRAIN,
-                                       f"--checkpoint-dir={ckpt}", "--checkpoint-every=5", "--steps=30",
-                                       "--step-time=0.1"])
-        try:
-            self.assertTrue(bg.wait_for(lambda t: re.search(r"\[rank0\]: step (1[2-9]|2\d) loss", t),
-                                        RUN_TIMEOUT), bg.text())
-            killed_at = max(int(s) for s in re.findall(r"\[rank0\]: step (\d+) loss", bg.text()))
-            self.cluster.kill_node("n3")
-            rc = bg.finish(RUN_TIMEOUT)
-        finally:
-            if bg.proc.poll() is None:
-                bg.proc.kill()
-            self.restore_node("n3")
-        text = bg.text()
+        bg, before = self.lose_node_during(
+            ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=1", "--elastic-max-restarts=1",
+             "/usr/bin/python3", CHECKPOINT_TRAIN, f"--checkpoint-dir={ckpt}", "--checkpoint-every=5",
+             "--steps=30", "--step-time=0.1"],
+            lambda t: re.search(r"\[rank0\]: step (1[2-9]|2\d) loss", t), "n3")
+        killed_at = max(int(s) for s in re.findall(r"\[rank0\]: step (\d+) loss", before))
         # srun's own status reports n3's failure on newer Slurm (1 on 24.11, 0 on 22.05);
         # that training finished is the workers' "done at step 30" below.
-        del rc
+        text = bg.text()
         self.assertIn("[rank0]: world 3 restart 0: resuming at step 0", text)
         resumed = int(re.search(r"\[rank0\]: world 2 restart 1: resuming at step (\d+)", text).group(1))
         self.assertEqual(resumed % 5, 0, text)
@@ -361,37 +368,23 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assert_nothing_left()
 
     def test_node_loss_with_no_kill(self):
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
-                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=12"])
-        try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
-            self.cluster.kill_node("n3")
-            rc = bg.finish(RUN_TIMEOUT)
-        finally:
-            if bg.proc.poll() is None:
-                bg.proc.kill()
-            self.restore_node("n3")
+        bg, _ = self.lose_node_during(
+            ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4", "--elastic-max-restarts=3",
+             "/usr/bin/python3", WORKER, "--seconds=12"],
+            lambda t: len(records(t, "READY")) == 12, "n3")
         text = bg.text()
         done = records(text, "DONE")
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(8)), text)
         self.assertEqual({d["world"] for d in done}, {"8"}, text)
         self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
-        del rc  # Slurm's srun exits 0 here; the report above is elasticrun's
+        # Slurm's srun status is not asserted (it differs by version); the report above is elasticrun's.
 
     def test_a_spare_takes_the_place_of_a_lost_node_at_the_same_world_size(self):
         # -N4 --elastic=3:3: n4 stands by; n2 is lost, n1, n3 and n4 train on at world size 3.
-        bg = Background(self.cluster, ["-N4", "--no-kill", "--elastic=3:3", "--gpus-per-node=1",
-                                       "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
-                                       "--seconds=12"])
-        try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3 and
-                                        "stands by as a spare" in t, RUN_TIMEOUT), bg.text())
-            self.cluster.kill_node("n2")
-            bg.finish(RUN_TIMEOUT)
-        finally:
-            if bg.proc.poll() is None:
-                bg.proc.kill()
-            self.restore_node("n2")
+        bg, _ = self.lose_node_during(
+            ["-N4", "--no-kill", "--elastic=3:3", "--gpus-per-node=1", "--elastic-max-restarts=1",
+             "/usr/bin/python3", WORKER, "--seconds=12"],
+            lambda t: len(records(t, "READY")) == 3 and "stands by as a spare" in t, "n2")
         text = bg.text()
         self.assertEqual(len(re.findall(r"this node stands by as a spare: round 0 is full \(3 node\(s\)\)",
                                         text)), 1, text)
