@@ -46,10 +46,7 @@ ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const En
 
 ElasticAgent::~ElasticAgent() {
   // No orphans: whatever is left of any worker group goes with the agent.
-  for (auto& w : workers_) {
-    if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);
-  }
-  for (pid_t pgid : old_groups_) SignalGroup(pgid, SIGKILL);
+  for (pid_t pgid : OwnGroups(ReadProcTable(), getpid(), KnownGroups())) SignalGroup(pgid, SIGKILL);
   for (auto& w : workers_) {
     if (w->alive) waitpid(w->child.pid, nullptr, 0);
   }
@@ -140,10 +137,12 @@ void ElasticAgent::SetCallbacks() {
   RendezvousHandler::Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) {
     round_ = info;
+    restart_cause_ = RestartCause::kMembership;
     gloo_ifname_ = ChooseGlooInterface(config_.rdzv.hostname, info.store_addr, info.group_world_size);
     Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
   };
-  cb.on_restart_required = [this](const std::string& reason) {
+  cb.on_restart_required = [this](const std::string& reason, RestartCause cause) {
+    restart_cause_ = cause;
     Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };
@@ -246,8 +245,18 @@ void ElasticAgent::Execute(const Action& action) {
   }
 }
 
+// Every group id this agent gave its workers, this attempt's and earlier ones'.
+std::vector<pid_t> ElasticAgent::KnownGroups() const {
+  std::vector<pid_t> groups = old_groups_;
+  for (const auto& w : workers_)
+    if (w->child.pid > 0) groups.push_back(w->child.pid);
+  return groups;
+}
+
 void ElasticAgent::StartWorkers() {
-  for (auto& w : workers_) old_groups_.push_back(w->child.pid);
+  // Earlier groups that still hold one of our processes; the others are forgotten (an
+  // empty group's id may be reused by an unrelated group: never signal it).
+  old_groups_ = OwnGroups(ReadProcTable(), getpid(), KnownGroups());
   workers_.clear();
   workers_started_ = loop_.Now();
   if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
@@ -466,10 +475,11 @@ void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
 void ElasticAgent::EndAttempt() {
   stop_timer_.Cancel();
   StopNativeStacks();
+  // Leftovers of a worker (its own children) die with its group, if it still holds one
+  // of ours (the leaders are reaped: an empty group's id may be someone else's by now).
+  for (pid_t pgid : OwnGroups(ReadProcTable(), getpid(), KnownGroups())) SignalGroup(pgid, SIGKILL);
   for (auto& w : workers_) {
     w->hang_kill_timer.Cancel();
-    // Leftovers of a worker (its own children) die with its group.
-    if (w->child.pid > 0) SignalGroup(w->child.pid, SIGKILL);
     if (w->out) w->out->Close();
     if (w->err) w->err->Close();
   }

@@ -133,7 +133,9 @@ class ElasticAgent {
   std::string python_shim_dir_;  // ELASTIC_TORCH_NO_LIBUV=1 (worker_env.h)
   std::string gloo_ifname_;  // GLOO_SOCKET_IFNAME for this round's workers (gloo_interface.h)
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<pid_t> old_groups_;   // groups of earlier attempts: killed at exit if still there
+  std::vector<pid_t> old_groups_;   // groups of earlier attempts that still held one of our
+                                    // processes when the next attempt started (OwnGroups)
+  std::vector<pid_t> KnownGroups() const;
   UniqueFd signal_fd_;
   sigset_t handled_{};
   sigset_t original_mask_{};
@@ -145,6 +147,7 @@ class ElasticAgent {
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
   PythonCommand python_command_;    // what the zygote's workers run
   CrashLoopState crash_loop_;
+  RestartCause restart_cause_ = RestartCause::kMembership;  // of the last restart asked this round
   Timer crash_loop_answer_;  // EndJob sent: the host's job_failed is due
   MonoClock::time_point workers_started_{};
   MonoClock::time_point first_failure_at_{};  // this round's: HEALTHY -> UNHEALTHY

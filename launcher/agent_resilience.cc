@@ -29,7 +29,9 @@ bool ElasticAgent::EndsInCrashLoop() {
   if (round_.restarts_used >= config_.rdzv.max_restarts) return false;
   CrashLoopSettings settings{config_.crash_loop_count, Millis(config_.crash_loop_window_ms)};
   auto uptime = std::chrono::duration_cast<Millis>(first_failure_at_ - workers_started_);
-  if (!NoteFailedRound(settings, uptime, &crash_loop_)) return false;
+  // Only a worker's failure (here, or anywhere: the host says so) counts; churn never does.
+  bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
+  if (!NoteFailedRound(settings, uptime, worker_failed, &crash_loop_)) return false;
   Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", CrashLoopMessage());
   rendezvous_->EndJob(EndReason::kCrashLoop, status_.has_failure ? status_.failure : WorkerFailure{},
                       CrashLoopMessage());

@@ -3,8 +3,10 @@
 namespace elastic {
 
 bool NoteFailedRound(const CrashLoopSettings& settings, std::chrono::milliseconds uptime,
-                     CrashLoopState* state) {
-  if (uptime < settings.window) {
+                     bool worker_failed, CrashLoopState* state) {
+  if (!worker_failed) {
+    // membership churn: not the workers' doing
+  } else if (uptime < settings.window) {
     ++state->quick_failures;
   } else {
     state->quick_failures = 0;

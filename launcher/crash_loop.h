@@ -22,9 +22,11 @@ struct CrashLoopState {
   int quick_failures = 0;  // consecutive rounds that failed within the window
 };
 
-// One round of workers failed `uptime` after its start (and the group is about
-// to restart). True when that makes a crash loop: end the job.
+// One round of workers ended `uptime` after its start (and the group is about to
+// restart): `worker_failed` when a worker's failure (on any node) ended it, not when
+// nodes were lost or joined (churn: issue 19 item 19): churn neither counts nor resets.
+// True when that makes a crash loop: end the job.
 bool NoteFailedRound(const CrashLoopSettings& settings, std::chrono::milliseconds uptime,
-                     CrashLoopState* state);
+                     bool worker_failed, CrashLoopState* state);
 
 }  // namespace elastic

@@ -116,6 +116,18 @@ std::vector<pid_t> LiveDescendants(const ProcTable& table, pid_t root) {
   return live;
 }
 
+std::vector<pid_t> OwnGroups(const ProcTable& table, pid_t root, const std::vector<pid_t>& pgids) {
+  std::unordered_set<pid_t> live_groups;
+  std::unordered_map<pid_t, pid_t> pgid;
+  for (const ProcEntry& e : table) pgid[e.pid] = e.pgid;
+  for (pid_t pid : LiveDescendants(table, root)) live_groups.insert(pgid[pid]);
+  std::vector<pid_t> own;
+  for (pid_t g : pgids)
+    if (g > 1 && live_groups.count(g) && std::find(own.begin(), own.end(), g) == own.end())
+      own.push_back(g);
+  return own;
+}
+
 int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids) {
   ProcTable table = ReadProcTable();
   std::vector<pid_t> pids = LiveDescendants(table, root);

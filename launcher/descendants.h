@@ -43,6 +43,12 @@ ProcTable ReadProcTable();
 // exited (not Z or X), in breadth-first order; dead ones are walked through.
 std::vector<pid_t> LiveDescendants(const ProcTable& table, pid_t root);
 
+// The process groups of `pgids` that still hold a live descendant of `root`: the only
+// ones that are still ours. A group with none left is forgotten: once it is empty the
+// kernel may reuse its id for an unrelated process group of the same user, which a
+// kill(-pgid) would reach (issue 19 item 20). Order kept, duplicates dropped.
+std::vector<pid_t> OwnGroups(const ProcTable& table, pid_t root, const std::vector<pid_t>& pgids);
+
 // Sends `sig` to every live descendant of `root` whose process group is not in
 // `skip_pgids` (those are signalled by group). Returns how many were signalled.
 int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids);

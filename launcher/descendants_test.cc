@@ -63,6 +63,30 @@ std::string RunShell(const std::string& script) {
   return text;
 }
 
+// Issue 19 item 20: the agent used to SIGKILL every earlier attempt's group id at exit.
+TEST(OwnGroups, OnlyGroupsThatStillHoldOneOfOurProcessesAreOurs) {
+  // Agent 10. Group 11: its leader exited, a child lives on (reparented to us). Group 12:
+  // empty, its id reused by an unrelated process of another tree. Group 13: empty, gone.
+  // Group 14: its leader is a zombie of ours, nothing else. Group 15: alive.
+  ProcTable t = {{10, 1, 10, 'S'},  {30, 10, 11, 'S'}, {12, 1, 12, 'S'}, {40, 12, 12, 'S'},
+                 {14, 10, 14, 'Z'}, {15, 10, 15, 'R'}, {16, 15, 15, 'S'}};
+  struct Row {
+    const char* name;
+    std::vector<pid_t> pgids;
+    std::vector<pid_t> want;
+  };
+  const Row rows[] = {
+      {"a leader gone, its child lives on: ours", {11}, {11}},
+      {"an id reused by another tree: not ours", {12}, {}},
+      {"an empty group: forgotten", {13}, {}},
+      {"only a zombie leader left: nothing to kill", {14}, {}},
+      {"a live group: ours", {15}, {15}},
+      {"all at once, order kept, duplicates dropped", {15, 12, 11, 15, 13}, {15, 11}},
+      {"never init or everyone", {0, 1, -1}, {}},
+  };
+  for (const Row& r : rows) EXPECT_EQ(OwnGroups(t, 10, r.pgids), r.want) << r.name;
+}
+
 TEST(KillDescendants, KillsASetsidGrandchildReparentedToTheSubreaper) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   // The grandchild leaves the group and the session, and its parent exits at once.

@@ -1,6 +1,9 @@
 #include "rendezvous/c10d_rendezvous.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -8,6 +11,7 @@
 #include "rendezvous/auth.h"
 #include "common/net.h"
 #include "rendezvous/failover_rendezvous.h"
+#include "rendezvous/regime_record.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 
@@ -57,8 +61,22 @@ std::unique_ptr<RendezvousHandler> MakeStandalone(EventLoop& loop, C10dParams p,
   return MakeHost(loop, p, std::move(listener), "127.0.0.1", "127.0.0.1", AuthMethod::kToken, err);
 }
 
-FailoverParams Failover(const C10dParams& p) {
-  return FailoverParams{p.settings, p.run_id, p.node_name};
+FailoverParams Failover(const C10dParams& p, const std::string& regime_path) {
+  return FailoverParams{p.settings, p.run_id, p.node_name, regime_path};
+}
+
+// The run's regime as this node's records know it, while a successor of it may still
+// run (regime_record.h); nullopt: none, or gone (every successor refused).
+std::optional<RoundInfo> RecordedRegime(const C10dParams& p, const std::string& dir,
+                                        const std::string& key) {
+  if (dir.empty()) return std::nullopt;
+  std::optional<RoundInfo> regime = LatestRegime(ReadRegimeRecords(dir, key));
+  if (!regime) return std::nullopt;
+  auto timeout = std::chrono::milliseconds(std::min<int64_t>(p.settings.heartbeat_interval_ms, 2000));
+  if (AnySuccessorListening(*regime, timeout)) return regime;
+  Log(LogLevel::kInfo, "rendezvous: the regime of run {} recorded here (round {}) is gone: no "
+      "successor of it listens", p.run_id, regime->round);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -69,6 +87,16 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
   if (p.standalone) return MakeStandalone(loop, p, err);
   const std::string& host = p.endpoint.host;
   int port = p.endpoint.PortOr(kDefaultRendezvousPort);
+  std::string dir_err;
+  std::string dir = RegimeDir(p.settings.state_dir, &dir_err);
+  if (dir.empty())
+    Log(LogLevel::kWarning, "rendezvous: no regime records ({}): an agent restarted on this node "
+        "cannot tell whether run {} still runs", dir_err, p.run_id);
+  std::string key = RegimeKey(p.run_id, FormatEndpoint(p.endpoint));
+  std::string regime_path = dir.empty() ? "" : RegimeRecordPath(dir, key);
+  // A fresh host must never start a second regime of a run that has one (split brain).
+  if (std::optional<RoundInfo> regime = RecordedRegime(p, dir, key))
+    return std::make_unique<FailoverRendezvous>(loop, Failover(p, regime_path), *regime);
   SocketAddress addr;
   if (!ResolveAddress(host, port, &addr, err)) return nullptr;
   bool loopback = IsLoopback(addr.storage);
@@ -89,7 +117,7 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
       auto hosting = MakeHost(loop, p, std::move(listener), host, bind_text,
                               ChooseHostAuth(p, loopback && !name_for_loopback), err);
       if (!hosting) return nullptr;
-      return std::make_unique<FailoverRendezvous>(loop, Failover(p), std::move(hosting));
+      return std::make_unique<FailoverRendezvous>(loop, Failover(p, regime_path), std::move(hosting));
     }
     bool someone_else = bind_errno == EADDRINUSE || bind_errno == EADDRNOTAVAIL;
     if (p.settings.host_mode == HostMode::kHost || !someone_else) {
@@ -98,7 +126,7 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
     }
   }
   // Resolved here, before the agent's loop runs: the client never looks names up.
-  return std::make_unique<FailoverRendezvous>(loop, Failover(p), host, port, addr);
+  return std::make_unique<FailoverRendezvous>(loop, Failover(p, regime_path), host, port, addr);
 }
 
 }  // namespace elastic

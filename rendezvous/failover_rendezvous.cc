@@ -1,10 +1,13 @@
 #include "rendezvous/failover_rendezvous.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "common/log.h"
 #include "common/net.h"
 #include "rendezvous/failover_rules.h"
+#include "rendezvous/regime_record.h"
 
 namespace elastic {
 
@@ -18,6 +21,21 @@ FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params, s
                                        int port, std::optional<SocketAddress> address)
     : loop_(loop), params_(std::move(params)), posted_(loop) {
   UseClient(std::move(host), port, std::nullopt, address);
+}
+
+FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params,
+                                       const RoundInfo& regime)
+    : loop_(loop), params_(std::move(params)), posted_(loop) {
+  last_round_ = regime;
+  last_round_->group_rank = -1;  // never takes over from a record: it ran no round of it
+  restarts_ = RestartsKnown{regime.restarts_used, -1, false};
+  rejoining_ = true;
+  failing_over_ = true;
+  failover_deadline_ = loop_.Now() + Millis(params_.settings.join_timeout_ms);
+  Log(LogLevel::kWarning, "rendezvous: run {} had a regime here (round {} of {} node(s)) that may "
+      "still run: joining it as a latecomer instead of starting a fresh one", params_.run_id,
+      regime.round, regime.successors.size());
+  posted_.Post([this] { TryNext(); });
 }
 
 FailoverRendezvous::~FailoverRendezvous() = default;
@@ -71,14 +89,17 @@ void FailoverRendezvous::Shutdown() {
 RendezvousHandler::Callbacks FailoverRendezvous::InnerCallbacks() {
   Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) { OnRound(info); };
-  cb.on_restart_required = [this](const std::string& reason) {
+  cb.on_restart_required = [this](const std::string& reason, RestartCause cause) {
     running_ = false;
-    if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
+    if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason, cause);
   };
+  // The job ended for all: no regime is left to rejoin (the records would only pile up).
   cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& end) {
+    ForgetRegime();
     if (callbacks_.on_job_failed) callbacks_.on_job_failed(f, end);
   };
   cb.on_done = [this] {
+    ForgetRegime();
     if (callbacks_.on_done) callbacks_.on_done();
   };
   cb.on_fatal = [this](const JobEnd& end, const std::string& message) { Fatal(message, end); };
@@ -96,6 +117,10 @@ void FailoverRendezvous::UseHost(std::unique_ptr<RendezvousHost> host) {
   if (!probe_timer_.armed())
     probe_timer_ = loop_.Every(Millis(params_.settings.heartbeat_timeout_ms),
                                [this] { OnProbeTimer(); });
+}
+
+void FailoverRendezvous::ForgetRegime() {
+  if (!params_.regime_path.empty()) unlink(params_.regime_path.c_str());
 }
 
 // ---- a stuck host looks for a newer one ----
@@ -159,7 +184,10 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
   config.address = address;  // unset on the loop: successors are numeric addresses
   config.listen_port = [this](const std::string& local_addr) { return ListenPort(local_addr); };
   config.on_host_lost = [this](const std::string& why) { OnHostLost(why); };
-  if (last_round_) config.last_round_run = last_round_->round;
+  if (last_round_ && !rejoining_) config.last_round_run = last_round_->round;
+  // Fencing for an agent that ran no round: only a host that completed the recorded
+  // round or a later one (a fresh host has completed none).
+  if (last_round_ && rejoining_) config.only_ahead_of = static_cast<int64_t>(last_round_->round) - 1;
   if (candidate_rank) {
     int rank = *candidate_rank;
     config.on_unreachable = [this, rank](const std::string& why) { OnUnreachable(rank, why); };
@@ -192,6 +220,11 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
 
 void FailoverRendezvous::OnRound(const RoundInfo& info) {
   last_round_ = info;
+  rejoining_ = false;
+  std::string err;
+  if (!params_.regime_path.empty() && !WriteRegimeRecord(params_.regime_path, info, &err))
+    Log(LogLevel::kWarning, "rendezvous: {}: a restarted agent of this node may not find the "
+        "run's regime", err);
   restarts_ = RestartsKnown{info.restarts_used, -1, false};
   running_ = true;
   join_.reset();
@@ -211,7 +244,9 @@ void FailoverRendezvous::OnRound(const RoundInfo& info) {
 // until a takeover), so a refused connection means that agent is gone.
 int FailoverRendezvous::ListenPort(const std::string& local_addr) {
   if (listener_) return LocalPort(listener_.get());
-  if (host_ || cannot_listen_) return 0;
+  // The host needs none (it listens already), but a host's probe does: should it yield
+  // and join that host, it must be able to take over later (a port of 0 never can).
+  if ((host_ && !probe_) || cannot_listen_) return 0;
   SocketAddress addr;
   std::string err;
   int bind_errno = 0;
@@ -261,7 +296,7 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
       r.round);
   if (running_) {
     running_ = false;
-    if (callbacks_.on_restart_required) callbacks_.on_restart_required(lost + "; failing over");
+    if (callbacks_.on_restart_required) callbacks_.on_restart_required(lost + "; failing over", RestartCause::kMembership);
   }
   posted_.Post([this] { TryNext(); });
 }
@@ -302,9 +337,10 @@ void FailoverRendezvous::TryNext() {
   if (!rank)
     return Fatal(fmt::format("no successor of round {} is left", r.round),
                  JobEnd{EndReason::kHostLost, false});
-  if (*rank == r.group_rank) return TakeOver();
   const Successor& s = r.successors[static_cast<size_t>(*rank)];
-  if (s.port == 0) {
+  // A member without a port (it could not listen) is skipped by every node, itself too.
+  if (*rank == r.group_rank && (s.port != 0 || listener_)) return TakeOver();
+  if (s.port == 0 || *rank == r.group_rank) {
     excluded_.insert(*rank);
     return TryNext();
   }

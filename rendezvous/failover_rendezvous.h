@@ -22,6 +22,9 @@
 // other successors every heartbeat_timeout; one that completed a later round
 // (ShouldYield) is a newer regime: the stuck host gives up hosting (its clients
 // fail over in turn) and joins it as a latecomer.
+// Every agent records each round it takes part in (regime_record.h); an agent
+// started where a record of its run says a regime runs walks that record's
+// successors as a latecomer instead (Rejoin): it never hosts a fresh round 0.
 #pragma once
 
 #include <memory>
@@ -45,6 +48,7 @@ struct FailoverParams {
   RendezvousSettings settings;
   std::string run_id;
   std::string node_name;
+  std::string regime_path;  // where this agent records each round (regime_record.h); "": nowhere
 };
 
 class FailoverRendezvous : public RendezvousHandler {
@@ -55,6 +59,10 @@ class FailoverRendezvous : public RendezvousHandler {
   // `address`; unset, host must be a numeric address (rendezvous_client.h).
   FailoverRendezvous(EventLoop& loop, FailoverParams params, std::string host, int port,
                      std::optional<SocketAddress> address = std::nullopt);
+  // This agent was started where `regime` (a record, regime_record.h) may still run: it
+  // walks that round's successors and joins, as a latecomer, the first host that has
+  // completed that round or a later one (never a fresh host of round 0).
+  FailoverRendezvous(EventLoop& loop, FailoverParams params, const RoundInfo& regime);
   ~FailoverRendezvous() override;
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
@@ -88,6 +96,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void TryNext();
   void TakeOver();
   void Retire();
+  void ForgetRegime();  // the job ended for all: this agent's record goes
   void Fatal(const std::string& message, const JobEnd& end);
 
   EventLoop& loop_;
@@ -109,6 +118,7 @@ class FailoverRendezvous : public RendezvousHandler {
   std::optional<int> join_;              // the agent's Join, not answered by a round yet
   bool watching_ = false;                // the agent's Watch, no Join since (an observer)
   bool failing_over_ = false;
+  bool rejoining_ = false;               // last_round_ is a record, not a round this agent ran
   std::set<int> excluded_;               // successors lost or found unreachable
   MonoClock::time_point failover_deadline_{};
   bool shut_down_ = false;

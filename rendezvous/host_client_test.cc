@@ -82,6 +82,10 @@ TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) 
   agents[1].handler->Join(2);
   ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
   EXPECT_TRUE(agents[1].restarts.empty());
+  // A worker's failure, on the host's own agent and through the protocol alike: it counts
+  // toward a crash loop (issue 19 item 19).
+  EXPECT_EQ(agents[0].restart_causes[0], RestartCause::kWorkerFailure);
+  EXPECT_EQ(agents[2].restart_causes[0], RestartCause::kWorkerFailure);
   agents[0].handler->Join(2);
   agents[2].handler->Join(2);
   ASSERT_TRUE(RunUntil([&] {
@@ -200,6 +204,9 @@ TEST_F(HostClientTest, LostClientRestartsSurvivorsIntoASmallerWorld) {
   StartThreeAndRun();
   agents[2].handler.reset();  // its connection drops: an immediate leave
   ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[1].restarts.size() == 1; }));
+  // Churn: never counted toward a crash loop (issue 19 item 19).
+  EXPECT_EQ(agents[0].restart_causes[0], RestartCause::kMembership);
+  EXPECT_EQ(agents[1].restart_causes[0], RestartCause::kMembership);
   agents[0].handler->Join(2);
   agents[1].handler->Join(2);
   ASSERT_TRUE(RunUntil([&] { return agents[0].rounds.size() == 2 && agents[1].rounds.size() == 2; }));
@@ -372,7 +379,8 @@ class FailoverTest : public HostClientTest {
     auto host = MakeLoopbackHost(loop, settings, &err);
     ASSERT_TRUE(host) << err;
     int port = host->port();
-    FailoverParams params{settings, "job", "host"};
+    first_host = host.get();
+    FailoverParams params{settings, "job", "host", ""};
     agents[0].handler = std::make_unique<FailoverRendezvous>(loop, params, std::move(host));
     agents[0].Wire();
     for (int i = 1; i <= 2; ++i) {
@@ -387,7 +395,52 @@ class FailoverTest : public HostClientTest {
              agents[2].rounds.size() == 1;
     }));
   }
+  RendezvousHost* first_host = nullptr;  // agents[0]'s
 };
+
+// Issue 19 item 14: an agent started from a regime record (regime_record.h) walks the
+// record's successors and joins only a host that completed the recorded round: a fresh
+// host of round 0 at the first successor's address (the restarted first node binding the
+// endpoint's free port) is skipped, the running regime's host is joined, as a latecomer.
+TEST_F(FailoverTest, AnAgentStartedFromARecordNeverJoinsAFreshHost) {
+  StartFailoverThree();
+  std::string err;
+  auto fresh = MakeLoopbackHost(loop, settings, &err);
+  ASSERT_TRUE(fresh) << err;
+  RoundInfo regime = agents[0].rounds[0];
+  regime.group_rank = -1;
+  regime.successors.insert(regime.successors.begin(), Successor{"fresh", "127.0.0.1", fresh->port()});
+  FailoverParams params{settings, "job", "client3", ""};
+  agents[3].handler = std::make_unique<FailoverRendezvous>(loop, params, regime);
+  agents[3].Wire();
+  agents[3].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return first_host->state().nodes.size() == 4; }));
+  EXPECT_TRUE(fresh->state().nodes.empty());  // refused at its challenge: never a member
+  EXPECT_EQ(agents[3].fatal, "");
+  // A full round (MAX 3): the latecomer stands by, wait-listed by the regime's host.
+  EXPECT_EQ(first_host->state().wait_list.size(), 1u);
+}
+
+// With no successor of the record left but a fresh host, the agent ends (host lost):
+// it never joins a second regime.
+TEST_F(FailoverTest, AnAgentStartedFromARecordWithOnlyAFreshHostLeftEnds) {
+  settings.join_timeout_ms = 60'000;
+  std::string err;
+  auto fresh = MakeLoopbackHost(loop, settings, &err);
+  ASSERT_TRUE(fresh) << err;
+  RoundInfo regime;
+  regime.round = 2;
+  regime.group_rank = -1;
+  regime.successors.push_back(Successor{"fresh", "127.0.0.1", fresh->port()});
+  FailoverParams params{settings, "job", "client3", ""};
+  agents[3].handler = std::make_unique<FailoverRendezvous>(loop, params, regime);
+  agents[3].Wire();
+  agents[3].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return !agents[3].fatal.empty(); }));
+  EXPECT_NE(agents[3].fatal.find("no successor of round 2 is left"), std::string::npos)
+      << agents[3].fatal;
+  EXPECT_TRUE(fresh->state().nodes.empty());
+}
 
 TEST_F(FailoverTest, RoundsTellEveryMemberItsSuccessors) {
   StartFailoverThree();
@@ -442,7 +495,7 @@ TEST_F(FailoverTest, LosingTheHostWithRestartsExhaustedFailsTheJob) {
 TEST_F(FailoverTest, LosingTheHostBeforeAnyRoundIsFatal) {
   settings.expected_nodes = 3;
   StartHost();
-  FailoverParams params{settings, "job", "client1"};
+  FailoverParams params{settings, "job", "client1", ""};
   agents[1].handler = std::make_unique<FailoverRendezvous>(loop, params, "127.0.0.1", host_->port());
   agents[1].Wire();
   agents[1].handler->Join(2);

@@ -29,6 +29,7 @@ struct TestAgent {
   bool job_failed = false;
   WorkerFailure failure;
   JobEnd end;  // of on_fatal or on_job_failed
+  std::vector<RestartCause> restart_causes;  // of each restart
 
   void Take(std::unique_ptr<RendezvousHandler> h) {
     handler = std::move(h);
@@ -37,7 +38,10 @@ struct TestAgent {
   void Wire() {
     RendezvousHandler::Callbacks cb;
     cb.on_round = [this](const RoundInfo& r) { rounds.push_back(r); };
-    cb.on_restart_required = [this](const std::string& why) { restarts.push_back(why); };
+    cb.on_restart_required = [this](const std::string& why, RestartCause cause) {
+      restarts.push_back(why);
+      restart_causes.push_back(cause);
+    };
     cb.on_done = [this] { done = true; };
     cb.on_fatal = [this](const JobEnd& e, const std::string& m) {
       end = e;

@@ -95,7 +95,8 @@ bool DecodeWelcome(const json& j, WelcomeMsg* w, std::string* err) {
 bool DecodeRestart(const json& j, RestartMsg* r, std::string* err) {
   int64_t round = 0, used = -1;
   if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) || !GetTextOr(j, "reason", &r->reason, err) ||
-      !GetIntOr(j, "restarts_used", -1, 0, kMaxCount, &used, err))
+      !GetIntOr(j, "restarts_used", -1, 0, kMaxCount, &used, err) ||
+      !GetBoolOr(j, "worker_failed", false, &r->worker_failed, err))
     return false;
   r->round = static_cast<uint64_t>(round);
   r->restarts_used = static_cast<int>(used);

@@ -6,7 +6,7 @@
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave | end_job {end_reason, failure, message}
-//   host  -> agent  round {round info} | restart {round, reason, restarts_used}
+//   host  -> agent  round {round info} | restart {round, reason, restarts_used, worker_failed}
 //                   | job_failed {failure, message, end_reason} | done {message}
 //                   | fatal {message, end_reason} | waiting {message, standby?} | heartbeat
 //                   | error
@@ -84,6 +84,7 @@ struct RestartMsg {
   uint64_t round = 0;
   std::string reason;
   int restarts_used = -1;  // -1: not told
+  bool worker_failed = false;  // a worker's failure ended the round (not churn); optional
 };
 struct JobFailedMsg {
   WorkerFailure failure;

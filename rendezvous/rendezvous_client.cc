@@ -328,7 +328,10 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
       }
       running_round_.reset();
       std::string reason = msg.restart.reason.empty() ? "restart" : msg.restart.reason;
-      if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
+      if (callbacks_.on_restart_required)
+        callbacks_.on_restart_required(reason, msg.restart.worker_failed
+                                                   ? RestartCause::kWorkerFailure
+                                                   : RestartCause::kMembership);
       return;
     }
     case K::kJobFailed: {

@@ -90,12 +90,16 @@ struct JobEnd {
   int restarts_used = -1;
 };
 
+// Why the workers must stop and rejoin: only a worker's failure counts toward a crash
+// loop (launcher/crash_loop.h); nodes lost, joining or rejoining (churn) never do.
+enum class RestartCause { kMembership, kWorkerFailure };
+
 class RendezvousHandler {
  public:
   struct Callbacks {
     std::function<void(const RoundInfo&)> on_round;             // round complete: start workers
-    std::function<void(const std::string& reason)> on_restart_required;  // membership changed or a
-                                                                 // peer failed: stop workers, Join again
+    std::function<void(const std::string& reason, RestartCause cause)>
+        on_restart_required;  // membership changed or a peer failed: stop workers, Join again
     std::function<void(const WorkerFailure&, const JobEnd&)> on_job_failed;  // restarts exhausted
                                                                  // anywhere
     std::function<void()> on_done;                              // job finished: safe to exit 0

@@ -345,7 +345,8 @@ void RendezvousHost::SendToPeer(const RendezvousAction& action) {
     }
     case RendezvousActionKind::kRestartRequired:
       return conn.Send("restart", {{"round", action.round.round}, {"reason", action.message},
-                                   {"restarts_used", action.round.restarts_used}});
+                                   {"restarts_used", action.round.restarts_used},
+                                   {"worker_failed", action.worker_failed}});
     case RendezvousActionKind::kJobFailed:
       return conn.Send("job_failed", {{"failure", FailureToJson(action.failure)},
                                       {"message", action.message},
@@ -382,8 +383,10 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
       });
     }
     case RendezvousActionKind::kRestartRequired:
-      return posted_.Post([this, reason = action.message] {
-        if (callbacks_.on_restart_required) callbacks_.on_restart_required(reason);
+      return posted_.Post([this, reason = action.message, failed = action.worker_failed] {
+        if (callbacks_.on_restart_required)
+          callbacks_.on_restart_required(reason, failed ? RestartCause::kWorkerFailure
+                                                        : RestartCause::kMembership);
       });
     case RendezvousActionKind::kJobFailed:
       return FinishLocal([this, f = action.failure, end = LocalEnd(action)] {

@@ -82,6 +82,13 @@ const std::map<std::string, ConfKey>& Keys() {
                           return true;
                         },
                         "path of munged's socket (library default)"}},
+      {"state_dir", {[](const std::string&, const std::string& value, RendezvousSettings* s,
+                        std::string*) {
+                       s->state_dir = value;
+                       return true;
+                     },
+                     "directory of this node's regime records, for restarted agents "
+                     "($XDG_RUNTIME_DIR/slurm-elastic or /tmp/slurm-elastic-UID)"}},
       {"auth_timeout", {Seconds(&RendezvousSettings::auth_timeout_ms),
                         "seconds a connection may take to authenticate, either side (10)"}},
       {"max_unauthenticated", {Integer(&RendezvousSettings::max_unauthenticated, 1, 1 << 16),

@@ -41,6 +41,10 @@ struct RendezvousSettings {
   // hold many descriptors, and an agent never waits forever for a challenge.
   uint32_t auth_max_frame_bytes = 4096;
   int max_unauthenticated = 64;
+  // Where each agent records the rounds it takes part in, so that an agent restarted on
+  // this node rejoins the run's regime (regime_record.h). "": $XDG_RUNTIME_DIR/slurm-elastic,
+  // else /tmp/slurm-elastic-UID.
+  std::string state_dir;
   int64_t auth_timeout_ms = 10'000;
 };
 

@@ -181,9 +181,12 @@ void MaybeComplete(Ctx& c) {
 }
 
 // Starts forming the next round: wait-listed nodes are already participants.
-void StartNextRound(Ctx& c, const std::string& reason, NodeId except) {
-  for (NodeId id : c.s.members)
-    if (id != except) c.Emit(RendezvousActionKind::kRestartRequired, id, reason);
+void StartNextRound(Ctx& c, const std::string& reason, NodeId except, bool worker_failed = false) {
+  for (NodeId id : c.s.members) {
+    if (id == except) continue;
+    c.Emit(RendezvousActionKind::kRestartRequired, id, reason);
+    c.out.back().worker_failed = worker_failed;
+  }
   c.s.pending_rejoin = std::set<NodeId>(c.s.members.begin(), c.s.members.end());
   c.s.members.clear();
   for (NodeId id : c.s.wait_list) {
@@ -210,11 +213,36 @@ void RestartAfterFailure(Ctx& c, const std::string& reason, const WorkerFailure&
     return;
   }
   c.s.restarts_used += 1;
-  StartNextRound(c, reason, except);
+  StartNextRound(c, reason, except, exhausted == EndReason::kWorkerFailed);
 }
 
 size_t SurvivorsAfterLoss(const RendezvousState& s) {
   return s.members.size() + s.wait_list.size() + s.pending_rejoin.size() + s.num_joined;
+}
+
+// The voters of the last completed round still connected here (known by id, or by the
+// round they said they ran). Nodes not yet known as voters are not counted: the safe
+// side (a host that undercounts waits instead of acting for the job).
+// Silent ones (past heartbeat_timeout, about to be dropped on this tick) are not alive:
+// a host cut off from all its peers drops them one by one, and the first drop must
+// already see the minority it is in.
+size_t VotersAlive(const Ctx& c) {
+  const RendezvousState& s = c.s;
+  size_t n = 0;
+  for (const auto& [id, rec] : s.nodes) {
+    bool voter = s.quorum.count(id) || (s.quorum_round >= 0 && rec.member_of == s.quorum_round);
+    bool silent = !rec.desc.local && c.now - rec.last_heard >= Millis(c.settings.heartbeat_timeout_ms);
+    if (voter && !silent) ++n;
+  }
+  return n;
+}
+
+// A host left with no strict majority of the last round's voters may be the cut-off or
+// frozen side: the others may train on. It never acts for the job (no job-wide end, no
+// requeue): it waits out join_timeout for a majority (OnTick: no_majority) and may find
+// the others' host meanwhile (FailoverRendezvous: it gives way and rejoins).
+bool IsMinority(const Ctx& c) {
+  return c.s.quorum_round >= 0 && !HasMajority(VotersAlive(c), c.s.quorum_size);
 }
 
 void BelowMinCheck(Ctx& c, const std::string& why) {
@@ -222,7 +250,7 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
   // rejoin, participants and the wait list (disjoint sets by construction).
   size_t alive = SurvivorsAfterLoss(c.s);
   size_t smallest = SmallestRound(c.settings);
-  if (alive >= smallest) return;
+  if (alive >= smallest || IsMinority(c)) return;
   std::string limit = c.settings.node_multiple > 1
                           ? fmt::format("the smallest allowed round of {} (--nnodes MIN {}, "
                                         "--node-multiple {})", smallest, c.settings.min_nodes,
@@ -254,6 +282,9 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
       if (!member) return;
       BelowMinCheck(c, why);
       if (c.s.phase != RendezvousPhase::kRunning) return;
+      // A minority neither counts the loss nor ends the job when none is left: the
+      // majority, if any, does; this side waits for one (OnTick).
+      if (IsMinority(c)) return StartNextRound(c, why, 0);
       WorkerFailure failure;
       failure.host = name;
       failure.message = why;
@@ -358,8 +389,9 @@ void OnTick(Ctx& c) {
                                        c.settings.heartbeat_timeout_ms / 1000.0)});
   }
   if (c.s.phase != RendezvousPhase::kJoining) return;
-  if (c.now >= c.s.join_deadline && c.s.num_joined >= SmallestRound(c.settings) &&
-      !QuorumMet(c.s)) {
+  // Whether or not MIN nodes joined: without a majority this is no reason of its own to
+  // end the job (too_few_nodes may requeue it while the majority trains).
+  if (c.now >= c.s.join_deadline && !QuorumMet(c.s)) {
     Close(c, RendezvousActionKind::kFatal, EndReason::kNoMajority,
           fmt::format("no strict majority of round {}'s {} node(s) came back within join_timeout "
                       "({} s): {} of the {} needed; the others may go on without this group, so it "

@@ -126,6 +126,7 @@ struct RendezvousAction {
   std::string message;
   WorkerFailure failure;
   EndReason end_reason = EndReason::kUnknown;  // kJobFailed, kDone, kFatal: why the job ended
+  bool worker_failed = false;  // kRestartRequired: a worker's failure (not churn) ended the round
 };
 
 // The allowed round sizes: multiples of node_multiple within min_nodes..max_nodes.

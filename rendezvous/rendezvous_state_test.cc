@@ -514,3 +514,103 @@ TEST_F(RendezvousStateTest, WaitingMessageNamesSurvivorsYetToRejoin) {
 
 }  // namespace
 }  // namespace elastic
+
+namespace elastic {
+namespace {
+
+// Issue 19 item 15: a host cut off from its peers (cable cut, or frozen past
+// heartbeat_timeout while they failed over) with MIN >= 2 closed the job at once as
+// too_few_nodes (or nodes_lost with no restart left), which may requeue it while the
+// majority trains. A minority never acts for the job: it waits out join_timeout and
+// ends with no_majority (never requeued); a majority still ends below MIN at once.
+TEST_F(RendezvousStateTest, ACutOffHostNeverActsForTheJob) {
+  using R = EndReason;
+  struct Row {
+    const char* name;
+    int min_nodes;
+    int max_restarts;
+    bool frozen;                 // the host heard nothing for heartbeat_timeout first
+    std::vector<NodeId> closed;  // connections that closed (else: the peers went silent)
+    std::vector<NodeId> silent;
+    R at_once;                   // kUnknown: no end at once (then no_majority at join_timeout)
+  };
+  const Row rows[] = {
+      {"cable cut, MIN 2: alone of 3", 2, 3, false, {}, {2, 3}, R::kUnknown},
+      {"cable cut, MIN 2, no restart left", 2, 0, false, {}, {2, 3}, R::kUnknown},
+      {"cable cut, MIN 3: alone of 3", 3, 3, false, {}, {2, 3}, R::kUnknown},
+      {"frozen host: its peers closed and went on, MIN 2", 2, 3, true, {2, 3}, {}, R::kUnknown},
+      {"frozen host, MIN 3, no restart left", 3, 0, true, {2, 3}, {}, R::kUnknown},
+      {"a majority below MIN ends at once (and may requeue)", 3, 3, false, {3}, {}, R::kTooFewNodes},
+      {"a majority with no restart left ends at once", 2, 0, false, {3}, {}, R::kNodesLost},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    settings.min_nodes = r.min_nodes;
+    settings.max_restarts = r.max_restarts;
+    settings.expected_nodes = 3;
+    state = InitialState(settings, now);
+    Connect(1, 0, /*local=*/true);
+    Do(EvJoin{1, 2});
+    Connect(2, 1);
+    Do(EvJoin{2, 2});
+    Connect(3, 2);
+    ASSERT_EQ(Rounds(Do(EvJoin{3, 2})).size(), 3u);
+    std::vector<RendezvousAction> actions;
+    auto add = [&actions](std::vector<RendezvousAction> more) {
+      actions.insert(actions.end(), more.begin(), more.end());
+    };
+    if (r.frozen || !r.silent.empty()) Advance(settings.heartbeat_timeout_ms);
+    for (NodeId id : r.closed) add(Do(EvLeave{id, "connection closed"}));
+    if (!r.silent.empty()) add(Do(EvTick{}));
+    std::vector<R> ends;
+    for (const auto& a : actions)
+      if (a.kind == RendezvousActionKind::kFatal || a.kind == RendezvousActionKind::kJobFailed)
+        ends.push_back(a.end_reason);
+    if (r.at_once != R::kUnknown) {
+      ASSERT_FALSE(ends.empty());
+      EXPECT_EQ(ends[0], r.at_once) << EndReasonName(ends[0]);
+      continue;
+    }
+    EXPECT_TRUE(ends.empty()) << EndReasonName(ends[0]);
+    EXPECT_EQ(state.phase, RendezvousPhase::kJoining);
+    Do(EvJoin{1, 2});  // the host's own agent rejoins and waits
+    Advance(settings.join_timeout_ms);
+    auto end = Do(EvTick{});
+    ASSERT_EQ(Targets(end, RendezvousActionKind::kFatal), std::vector<NodeId>{1});
+    EXPECT_EQ(end[0].end_reason, R::kNoMajority) << EndReasonName(end[0].end_reason);
+  }
+}
+
+// A lone survivor that took over (no majority ever came) said too_few_nodes.
+TEST_F(RendezvousStateTest, ALoneSuccessorTimesOutWithNoMajority) {
+  settings.min_nodes = 2;
+  settings.heartbeat_timeout_ms = 3'600'000;
+  state = TakeoverState(settings, now, CarriedRound{1, 1, 0, 3, 2});
+  Connect(1, 1, /*local=*/true);
+  Do(EvJoin{1, 2, 0});
+  Advance(settings.join_timeout_ms);
+  auto end = Do(EvTick{});
+  ASSERT_EQ(Targets(end, RendezvousActionKind::kFatal), std::vector<NodeId>{1});
+  EXPECT_EQ(end[0].end_reason, EndReason::kNoMajority) << EndReasonName(end[0].end_reason);
+}
+
+// Issue 19 item 19: the restart says whether a worker's failure ended the round.
+TEST_F(RendezvousStateTest, RestartsSayWhetherAWorkerFailed) {
+  RunRound(3);
+  auto after_failure = Do(EvWorkerFailed{2, 0, WorkerFailure{}});
+  ASSERT_EQ(Targets(after_failure, RendezvousActionKind::kRestartRequired),
+            (std::vector<NodeId>{1, 3}));
+  for (const auto& a : after_failure)
+    EXPECT_TRUE(a.kind != RendezvousActionKind::kRestartRequired || a.worker_failed);
+  settings = RendezvousSettings{};
+  SetUp();
+  RunRound(3);
+  auto after_loss = Do(EvLeave{3, "connection closed"});
+  ASSERT_EQ(Targets(after_loss, RendezvousActionKind::kRestartRequired),
+            (std::vector<NodeId>{1, 2}));
+  for (const auto& a : after_loss)
+    EXPECT_TRUE(a.kind != RendezvousActionKind::kRestartRequired || !a.worker_failed);
+}
+
+}  // namespace
+}  // namespace elastic

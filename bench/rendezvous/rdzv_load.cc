@@ -148,7 +148,7 @@ int Run(int agents, size_t window) {
     clients.push_back(std::make_unique<RendezvousClient>(loop, config));
     RendezvousHandler::Callbacks cb;
     cb.on_round = [&](const RoundInfo&) { ++rounds; };
-    cb.on_restart_required = [&](const std::string&) { ++restarts; };
+    cb.on_restart_required = [&](const std::string&, RestartCause) { ++restarts; };
     cb.on_fatal = [&](const JobEnd&, const std::string& m) { fatal = m; };
     clients.back()->SetCallbacks(cb);
   }

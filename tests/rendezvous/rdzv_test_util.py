@@ -119,6 +119,9 @@ class RendezvousTestCase(unittest.TestCase):
             # Deterministic auth whatever daemons run on this machine: tests that are
             # not about munge use a token or nothing (loopback).
             conf = ",".join(filter(None, ["munge=0", conf]))
+        if "state_dir" not in conf:
+            # Each test's regime records (rendezvous/regime_record.h) in its own directory.
+            conf = ",".join(filter(None, ["state_dir=" + os.path.join(self.dir, "state"), conf]))
         args.append("--rdzv-conf=" + conf)
         args += list(extra) + [program] + list(worker_args)
         with open(log, "wb") as out:

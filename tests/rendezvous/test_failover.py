@@ -32,6 +32,30 @@ class FailoverTest(RendezvousTestCase):
                 self.wait_listening()
         return agents
 
+    def restart_agent(self, index, count, nnodes, conf, nproc, max_restarts, env=None):
+        """Node `index` of start_agents(count, ...) again, with its own command line (what
+        docs/user.md prescribes to bring a node back)."""
+        conf = ",".join(filter(None, ["expected_nodes=%d" % count, conf]))
+        return self.start_agent(nnodes, nproc=nproc, conf=conf, env=env,
+                                extra=["--max-restarts=%d" % max_restarts,
+                                       "--node-rank=%d" % index])
+
+    def stop_all(self):
+        for agent in self.agents:
+            if agent.proc.poll() is None:
+                os.kill(agent.proc.pid, signal.SIGTERM)
+        for agent in self.agents:
+            self.wait_exit(agent)
+        self.assert_nothing_left()
+
+    def assert_one_group_per_round(self):
+        """No two groups of the run at once: every round's workers agree on its world size."""
+        worlds = {}
+        for agent in self.agents:
+            for w in agent.workers():
+                worlds.setdefault(w[2], set()).add(w[1])
+        self.assertTrue(all(len(v) == 1 for v in worlds.values()), (worlds, self.dump()))
+
     def assert_trained(self, agents, round_, world, nproc=2):
         """Each agent exits 0 after its workers of `round_` all_reduced in a world of `world`."""
         for agent in agents:
@@ -173,6 +197,68 @@ class FailoverTest(RendezvousTestCase):
             self.assertIn("restarts exhausted (0 of --max-restarts=0 used)", agent.output())
             self.assert_never_trained_after(agent, 0)
         self.assert_nothing_left()
+
+    def test_restarted_first_node_and_another_rejoin_the_regime_never_a_second_one(self):
+        # Issue 19 item 14: the host (node 0) is lost, node 1 takes over; node 0 is started
+        # again with its own command line, then node 3 is killed and started again. Node 0
+        # used to find the endpoint's port free and host a fresh round 0 (no quorum round,
+        # no majority rule), node 3 joined it, and [0, 3] trained while [1, 2] trained on.
+        conf = "last_call_timeout=2"
+        agents = self.start_agents(4, "2:4", conf=conf, env={"HOLD_ROUNDS": "100"}, nproc=1,
+                                   max_restarts=10)
+        for agent in agents:
+            self.wait_workers(agent, 0, 1)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        for agent in agents[1:]:
+            self.wait_workers(agent, 1, 1)
+        self.wait_exit(agents[0])
+        node0 = self.restart_agent(0, 4, "2:4", conf, 1, 10, env={"HOLD_ROUNDS": "100"})
+        self.wait_for(lambda: node0.workers() or node0.proc.poll() is not None,
+                      "the restarted node 0 to train")
+        os.kill(agents[3].agent_pid(), signal.SIGKILL)
+        self.wait_exit(agents[3])
+        node3 = self.restart_agent(3, 4, "2:4", conf, 1, 10, env={"HOLD_ROUNDS": "100"})
+        self.wait_for(lambda: node3.workers() or node3.proc.poll() is not None,
+                      "the restarted node 3 to train")
+        for agent in (node0, node3):
+            self.assertIsNone(agent.proc.poll(), self.dump())
+            self.assertIn("joining it as a latecomer", agent.output())
+            self.assertNotIn("hosting:", agent.output())
+            # Never a round 0 of their own: they trained in node 1's regime, with all four.
+            self.assertTrue(all(int(w[2]) >= 2 and w[1] == "4" and w[6] == "OK"
+                                for w in agent.workers()), self.dump())
+        self.assert_one_group_per_round()
+        self.stop_all()
+
+    def test_a_node_that_gave_way_as_host_can_take_over_later(self):
+        # Issue 19 item 16: node 1 is frozen past heartbeat_timeout, comes back, takes over
+        # alone (no majority), finds node 0's later round and gives way. It used to join with
+        # no rendezvous port of its own, so when the host was lost next, it exited 3 ("cannot
+        # take over") and node 2 was left without a majority.
+        conf = "heartbeat_interval=0.5,heartbeat_timeout=3,last_call_timeout=2"
+        agents = self.start_agents(3, "1:3", conf=conf, env={"HOLD_ROUNDS": "100"}, nproc=1,
+                                   max_restarts=10)
+        for agent in agents:
+            self.wait_workers(agent, 0, 1)
+        os.kill(agents[1].agent_pid(), signal.SIGSTOP)
+        self.wait_workers(agents[2], 1, 1)  # node 0 and 2 went on
+        time.sleep(2)  # frozen past heartbeat_timeout (3 s) in all
+        os.kill(agents[1].agent_pid(), signal.SIGCONT)
+        self.wait_for(lambda: "stops hosting" in agents[1].output(), "node 1 to give way")
+        self.wait_for(lambda: any(w[1] == "3" and int(w[2]) >= 2 for w in agents[1].workers()),
+                      "node 1 back in a round of three")
+        last = max(int(w[2]) for w in agents[2].workers())
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.wait_for(lambda: agents[1].proc.poll() is not None or
+                      any(int(w[2]) > last for w in agents[2].workers()),
+                      "the survivors' next round")
+        self.assertIsNone(agents[1].proc.poll(), self.dump())
+        self.assertEqual(agents[1].output().count("taking over as the host"), 2, self.dump())
+        for agent in agents[1:]:
+            self.wait_for(lambda a=agent: any(int(w[2]) > last and w[1] == "2" and w[6] == "OK"
+                                              for w in a.workers()), "the survivors' workers")
+        self.assert_one_group_per_round()
+        self.stop_all()
 
 
 if __name__ == "__main__":

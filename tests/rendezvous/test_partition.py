@@ -57,19 +57,20 @@ class PartitionTest(RendezvousTestCase):
         for k in ks:
             ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b1")
 
-    def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1, conf=CONF):
+    def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1, conf=CONF, env_extra=None,
+                           args_extra=()):
         agents = []
         for k in range(count):
             ns, dev = self.add_node(k)
             log = os.path.join(self.dir, "agent%d.log" % k)
             env = dict(os.environ, ELASTIC_RDZV_TEST_MARKER=self.marker, HOLD_ROUNDS=str(hold_rounds),
-                       GLOO_SOCKET_IFNAME=dev)
+                       GLOO_SOCKET_IFNAME=dev, **(env_extra or {}))
             env.pop("OMP_NUM_THREADS", None)
             args = ["ip", "netns", "exec", ns, ELASTICRUN, "--nnodes=%s" % nnodes,
                     "--nproc-per-node=%d" % nproc, "--rdzv-backend=c10d",
                     "--rdzv-endpoint=10.231.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
                     "--python=" + PYTHON, "--max-restarts=3", "--node-rank=%d" % k,
-                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), WORKER]
+                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), *args_extra, WORKER]
             with open(log, "wb") as out:
                 proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
@@ -134,6 +135,37 @@ class PartitionTest(RendezvousTestCase):
             workers = [w for w in agent.workers() if w[2] == "2"]
             self.assertTrue(workers and all(w[1] == "3" and w[6] == "OK" for w in workers),
                             self.dump())
+        self.assert_nothing_left()
+
+    def fake_batch_job(self):
+        """A batch job's environment with a fake scontrol that logs its calls."""
+        fake = os.path.join(self.dir, "bin")
+        os.makedirs(fake, exist_ok=True)
+        with open(os.path.join(fake, "scontrol"), "w") as f:
+            f.write('#!/bin/sh\necho "$@" >> "%s/scontrol.log"\n' % self.dir)
+        os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        return {"PATH": fake + ":" + os.environ["PATH"], "SLURM_JOB_ID": "77",
+                "ENVIRONMENT": "BATCH"}
+
+    def test_cut_off_host_with_min_2_never_requeues_and_the_others_go_on(self):
+        # Issue 19 item 15: with MIN 2 the host cut off from both peers used to end at once
+        # as too_few_nodes and, with --requeue in a batch job, run `scontrol requeue` on the
+        # job the majority was training.
+        agents = self.start_netns_agents(3, "2:3", env_extra=self.fake_batch_job(),
+                                         args_extra=["--requeue=1"])
+        self.cut_off([0])
+        self.assert_went_on(agents[1:], 1, 2)
+        self.assert_stopped_alone(agents[:1])
+        self.assertNotIn("requeueing job", agents[0].output(), self.dump())
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "scontrol.log")), self.dump())
+        self.assert_nothing_left()
+
+    def test_cut_off_non_host_with_min_2_takes_over_alone_and_ends_with_no_majority(self):
+        # Issue 19 item 15: the lone node takes over, no majority comes: it said too_few_nodes.
+        agents = self.start_netns_agents(3, "2:3")
+        self.cut_off([2])
+        self.assert_went_on(agents[:2], 1, 2)
+        self.assert_stopped_alone(agents[2:])  # "no strict majority", not "timed out"
         self.assert_nothing_left()
 
 

@@ -1,0 +1,154 @@
+#include "rendezvous/regime_record.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/net.h"
+#include "common/unique_fd.h"
+#include "rendezvous/messages.h"
+
+namespace elastic {
+
+std::string RegimeKey(std::string_view run_id, std::string_view endpoint) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a: a stable name, not a secret
+  auto mix = [&h](std::string_view text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  };
+  mix(run_id);
+  mix(std::string_view("\n", 1));
+  mix(endpoint);
+  return fmt::format("regime-{:016x}", h);
+}
+
+std::string EncodeRegimeRecord(const RoundInfo& round) {
+  return EncodeMessage("waiting", {{"message", "regime record"}, {"standby", StandbyToJson(round)}});
+}
+
+bool DecodeRegimeRecord(std::string_view text, RoundInfo* out, std::string* err) {
+  Message msg;
+  HostMessage host;
+  if (!DecodeMessage(text, &msg, err) || !DecodeHostMessage(msg, &host, err)) return false;
+  if (host.kind != HostMessage::Kind::kWaiting || !host.standby) {
+    if (err) *err = fmt::format("a '{}' message without a standby round is no regime record",
+                                HostMessageName(host.kind));
+    return false;
+  }
+  *out = *host.standby;
+  return true;
+}
+
+std::optional<RoundInfo> LatestRegime(const std::vector<std::string>& records) {
+  std::optional<RoundInfo> latest;
+  for (const std::string& text : records) {
+    RoundInfo r;
+    if (DecodeRegimeRecord(text, &r, nullptr) && !r.successors.empty() &&
+        (!latest || r.round > latest->round))
+      latest = std::move(r);
+  }
+  return latest;
+}
+
+// ---- the shell ----
+
+std::string RegimeDir(const std::string& setting, std::string* err) {
+  std::string dir = setting;
+  if (dir.empty()) {
+    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+    dir = runtime && *runtime ? fmt::format("{}/slurm-elastic", runtime)
+                              : fmt::format("/tmp/slurm-elastic-{}", getuid());
+  }
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    if (err) *err = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
+    return {};
+  }
+  struct stat st{};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+      (st.st_mode & 022) != 0) {
+    if (err) *err = fmt::format("{} is not a directory of uid {} that only it may write", dir,
+                                getuid());
+    return {};
+  }
+  return dir;
+}
+
+std::string RegimeRecordPath(const std::string& dir, const std::string& key) {
+  return fmt::format("{}/{}.{}", dir, key, getpid());
+}
+
+bool WriteRegimeRecord(const std::string& path, const RoundInfo& round, std::string* err) {
+  std::string tmp = path + ".tmp";
+  std::string text = EncodeRegimeRecord(round);
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  bool ok = fd && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (ok) ok = rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    if (err) *err = fmt::format("cannot write {}: {}", path, std::strerror(errno));
+    unlink(tmp.c_str());
+  }
+  return ok;
+}
+
+std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::string& key) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  std::string prefix = key + ".";
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0 || name.ends_with(".tmp")) continue;
+    UniqueFd fd(open((dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st{};
+    // A regular file of ours, no larger than the largest round message could be.
+    if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+        st.st_size <= 0 || st.st_size > (64 << 20))
+      continue;
+    std::string text(static_cast<size_t>(st.st_size), '\0');
+    ssize_t n = read(fd.get(), text.data(), text.size());
+    if (n <= 0) continue;
+    text.resize(static_cast<size_t>(n));
+    out.push_back(std::move(text));
+  }
+  closedir(d);
+  return out;
+}
+
+bool AnySuccessorListening(const RoundInfo& round, std::chrono::milliseconds timeout) {
+  std::vector<UniqueFd> fds;
+  for (const Successor& s : round.successors) {
+    SocketAddress addr;
+    if (s.port == 0 || !ResolveAddress(s.addr, s.port, &addr, nullptr)) continue;
+    UniqueFd fd = StartConnect(addr, nullptr);
+    if (fd) fds.push_back(std::move(fd));
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!fds.empty()) {
+    std::vector<pollfd> polls;
+    for (const UniqueFd& fd : fds) polls.push_back(pollfd{fd.get(), POLLOUT, 0});
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return true;  // silent, not refused: maybe alive behind a partition
+    int n = poll(polls.data(), polls.size(), static_cast<int>(left.count()));
+    if (n < 0 && errno != EINTR) return true;  // cannot tell: the safe side
+    std::vector<UniqueFd> pending;
+    for (size_t i = 0; i < polls.size(); ++i) {
+      if (polls[i].revents == 0) {
+        pending.push_back(std::move(fds[i]));
+        continue;
+      }
+      if (ConnectError(polls[i].fd) == 0) return true;  // someone listens there
+    }
+    fds = std::move(pending);
+  }
+  return false;
+}
+
+}  // namespace elastic
