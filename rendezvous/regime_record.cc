@@ -30,7 +30,10 @@ std::string RegimeKey(std::string_view run_id, std::string_view endpoint) {
 }
 
 std::string EncodeRegimeRecord(const RoundInfo& round) {
-  return EncodeMessage("waiting", {{"message", "regime record"}, {"standby", StandbyToJson(round)}});
+  // The message's JSON without the frame header: the file is the payload.
+  nlohmann::json j = {{"type", "waiting"}, {"message", "regime record"},
+                      {"standby", StandbyToJson(round)}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 bool DecodeRegimeRecord(std::string_view text, RoundInfo* out, std::string* err) {
