@@ -14,6 +14,9 @@ rm -rf "$logdir"
 mkdir -p "$logdir"
 
 bash scripts/install-deps.sh
+# Builds inside the tests (ship.packager_build_without_tests) hit ccache in a
+# fresh clone too, as scripts/build.sh's builds do: paths relative to the checkout.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 bash scripts/build.sh release
 [ "$system" != bookworm ] || bash scripts/build.sh asan
 
