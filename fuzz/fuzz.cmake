@@ -53,6 +53,7 @@ function(elastic_add_fuzzer name)
   # an earlier build compiled, and a source shared by several targets is
   # compiled once), then one link. Headers are tracked by the compiler's depfile.
   set(_objs)
+  file(MAKE_DIRECTORY ${ELASTIC_FUZZ_DIR}/obj/${name})
   foreach(_s ${F_MAIN} ${F_SOURCES})
     string(MAKE_C_IDENTIFIER "${_s}" _o)
     set(_obj ${ELASTIC_FUZZ_DIR}/obj/${name}/${_o}.o)
