@@ -46,7 +46,7 @@ run_suite() {
     --test-output-size-passed 4194304 --test-output-size-failed 4194304 "$@" >"$log" 2>&1 || rc=$?
   # Every test's whole output, passed ones included.
   cp "$dir/Testing/Temporary/LastTest.log" "$logdir/$name.all.log" 2>/dev/null || true
-  report=$(python3 scripts/junit_summary.py --system "$system" --suite "$name" --junit "$junit" \
+  report=$(/usr/bin/python3 scripts/junit_summary.py --system "$system" --suite "$name" --junit "$junit" \
              --ctest-rc "$rc" --build "$dir") || status=1
   head -n 1 <<<"$report" >>"$summary"
   echo "$report"

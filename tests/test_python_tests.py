@@ -130,10 +130,10 @@ class CheckTest(unittest.TestCase):
     def test_every_test_registered_passes(self):
         with tempfile.TemporaryDirectory() as tmp:
             tree = Tree(tmp)
-            r = tree.check([tree.unittest_cmd("test_base"),
+            r = tree.check([tree.unittest_cmd("test_base.BaseTest.test_a", "test_base.BaseTest.test_b"),
                             ctest_test("d", ["py", str(tree.tests / "test_derived.py")])])
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn("2 Python test files, 5 Python tests", r.stdout)
+            self.assertIn("2 Python test files (1 run whole), 2 Python tests in the others", r.stdout)
 
     def test_a_test_method_no_ctest_runs_fails_naming_it(self):
         with tempfile.TemporaryDirectory() as tmp:
