@@ -65,9 +65,14 @@ std::optional<RoundInfo> LatestRegime(const std::vector<std::string>& records) {
 std::string RegimeDir(const std::string& setting, std::string* err) {
   std::string dir = setting;
   if (dir.empty()) {
+    // Slurm passes the submitting shell's XDG_RUNTIME_DIR on, which may not exist on
+    // the compute node: use it only where it does.
     const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-    dir = runtime && *runtime ? fmt::format("{}/slurm-elastic", runtime)
-                              : fmt::format("/tmp/slurm-elastic-{}", getuid());
+    struct stat rt{};
+    bool usable = runtime && *runtime == '/' && stat(runtime, &rt) == 0 && S_ISDIR(rt.st_mode) &&
+                  rt.st_uid == getuid();
+    dir = usable ? fmt::format("{}/slurm-elastic", runtime)
+                 : fmt::format("/tmp/slurm-elastic-{}", getuid());
   }
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     if (err) *err = fmt::format("cannot create {}: {}", dir, std::strerror(errno));

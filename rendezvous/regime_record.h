@@ -40,8 +40,8 @@ std::optional<RoundInfo> LatestRegime(const std::vector<std::string>& records);
 
 // ---- the shell: files and sockets ----
 
-// The directory of the records: `setting` if not empty, else $XDG_RUNTIME_DIR/slurm-elastic,
-// else /tmp/slurm-elastic-UID. Created mode 0700; refused (empty, *err says why) unless it is
+// The directory of the records: `setting` if not empty, else $XDG_RUNTIME_DIR/slurm-elastic
+// where that directory exists and is ours, else /tmp/slurm-elastic-UID. Created mode 0700; refused (empty, *err says why) unless it is
 // a directory of ours that nobody else may write (another user could forge a regime).
 std::string RegimeDir(const std::string& setting, std::string* err);
 // Writes this agent's record (DIR/KEY.PID) atomically (a temporary file renamed over it).
