@@ -29,6 +29,7 @@ int Init(SpankApi& api, const std::vector<std::string>& plugstack_args) {
     default:
       return 0;  // slurmd itself, prolog/epilog: nothing to do
   }
+  if (state.context == Context::kLocal) ApplyJobLevelNoKill(api);
   std::string err;
   if (!ParsePluginArgs(plugstack_args, DefaultLauncher(), &state.config, &err)) {
     state.config_error = err;

@@ -35,6 +35,8 @@ class SpankApi {
   virtual bool GetEnv(const std::string& name, std::string* value) = 0;
   // Remote: spank_setenv into the task's environment. Local: setenv().
   virtual bool SetEnv(const std::string& name, const std::string& value) = 0;
+  // Remote: spank_unsetenv from the task's environment. Local: unsetenv().
+  virtual bool UnsetEnv(const std::string& name) = 0;
   // Makes `launcher` the program the task runs, with the original argv after it:
   // argv[0] replaced in place on Slurm < 23.11 (docs/design.md, "The SPANK plugin:
   // facts by Slurm version"),

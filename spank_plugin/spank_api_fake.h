@@ -45,6 +45,10 @@ class FakeSpank : public SpankApi {
     env[name] = value;
     return true;
   }
+  bool UnsetEnv(const std::string& name) override {
+    env.erase(name);
+    return true;
+  }
   bool WrapTask(const std::string& launcher, bool* prepended, std::string*) override {
     if (prepend) {
       argv.insert(argv.begin(), launcher);

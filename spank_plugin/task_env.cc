@@ -1,5 +1,7 @@
 #include "spank_plugin/task_env.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/device_list.h"
@@ -129,7 +131,25 @@ bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
     return false;
   }
   // More nodes than MAX is allowed: the extra ones stand by as spares.
-  return ValidateNodeMultiple(layout, options, config, err);
+  return ValidateMinNodes(layout, options, err) && ValidateNodeMultiple(layout, options, config, err);
+}
+
+bool ValidateMinNodes(const StepLayout& layout, const ElasticOptions& options, std::string* err) {
+  if (!options.nnodes) return true;  // MIN is the step's node count
+  auto [lo, hi] = *options.nnodes;
+  if (static_cast<int>(layout.nnodes) >= lo) return true;
+  // Agents of another step (or job) may join this rendezvous: scale-up, a
+  // shared id and endpoint (docs/user.md). Only then can a round still form.
+  if (options.rdzv_id || options.endpoint) return true;
+  // A running step never gains nodes: without this the agents would wait out
+  // join_timeout (600 s) for nodes that cannot come.
+  std::string nodes = lo == hi ? fmt::format("-N{}", lo) : fmt::format("-N{}-{} --no-kill", lo, hi);
+  *err = fmt::format(
+      "the step has {} node{} and --elastic={} needs at least {}: add {} (a running step never "
+      "gains nodes)",
+      layout.nnodes, layout.nnodes == 1 ? "" : "s",
+      lo == hi ? std::to_string(lo) : FormatNodeRange(NodeRange{lo, hi}), lo, nodes);
+  return false;
 }
 
 bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& options,
@@ -145,6 +165,15 @@ bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& option
                          : fmt::format("plugstack.conf node_multiple={} with --elastic={}", *k,
                                        FormatNodeRange(range));
   return CheckNodeMultiple(what, *k, range, err);
+}
+
+int DefaultMaxRestarts(uint32_t nnodes, const ElasticOptions& options, const PluginConfig& config) {
+  if (options.max_restarts) return *options.max_restarts;
+  if (config.max_restarts) return *config.max_restarts;
+  // A lost node counts as a restart: --elastic=MIN:MAX on N nodes promises to
+  // go on after N - MIN losses (spares included), so that is the budget.
+  int lo = options.nnodes ? options.nnodes->first : static_cast<int>(nnodes);
+  return std::max(0, static_cast<int>(nnodes) - lo);
 }
 
 bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
@@ -171,11 +200,8 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.node_multiple) {
     out.emplace_back("PET_NODE_MULTIPLE", std::to_string(*config.node_multiple));
   }
-  if (options.max_restarts) {
-    out.emplace_back("PET_MAX_RESTARTS", std::to_string(*options.max_restarts));
-  } else if (config.max_restarts) {
-    out.emplace_back("PET_MAX_RESTARTS", std::to_string(*config.max_restarts));
-  }
+  out.emplace_back("PET_MAX_RESTARTS",
+                   std::to_string(DefaultMaxRestarts(step.nnodes, options, config)));
 
   std::string host, host_source, port_source;
   bool deferred = false;

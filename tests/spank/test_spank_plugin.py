@@ -221,6 +221,68 @@ class TestSpankPlugin(ClusterTestCase):
             self.assertEqual(env["PET_RDZV_ID"], f"{job}.0")
             self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
 
+    # ------------------------------------------------------- first contact (issue 20)
+
+    def test_fewer_nodes_than_min_is_refused_before_anything_starts(self):
+        # The README's headline without -N gets one node: refused at once with the fix,
+        # not 600 s of waiting for nodes a running step can never gain.
+        for args, what in ((["--elastic=2:8"], "the step has 1 node and --elastic=2:8 needs at least 2: "
+                                               "add -N2-8 --no-kill"),
+                           (["-N2", "--elastic=3:4"], "the step has 2 nodes and --elastic=3:4 needs at "
+                                                      "least 3: add -N3-4 --no-kill")):
+            with self.subTest(args=args):
+                start = time.monotonic()
+                r, nodes = self.srun_dump([*args, "true"], timeout=30)
+                self.assertNotEqual(r.returncode, 0, r.stdout)
+                self.assertIn(what, r.stderr)
+                self.assertEqual(nodes, {}, "a task started")
+                self.assertLess(time.monotonic() - start, 10)
+        # Meant to be joined by another step (scale-up): an explicit rendezvous id.
+        r, nodes = self.srun_dump(["-N1", "--elastic=2:3", "--elastic-rdzv-id=joinme", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(nodes["n1"]["PET_NNODES"], "2:3")
+
+    def test_torchrun_under_elastic_is_refused_with_drop_torchrun(self):
+        r, nodes = self.srun_dump(["-N2", "--elastic", "torchrun", "--nnodes=2", "train.py"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("drop torchrun: srun --elastic replaces it", r.stderr)
+        self.assertEqual(nodes, {})
+
+    def test_bare_job_level_elastic_means_the_steps_nodes(self):
+        # Slurm 22.05 hands `#SBATCH --elastic` / `salloc --elastic` to every srun of
+        # the job as the string "(null)".
+        rc, job, out = self.cluster.sbatch("#!/bin/sh\n#SBATCH -N2\n#SBATCH --elastic\nsrun true\n",
+                                           timeout=120)
+        self.assertEqual(rc, 0, out)
+        nodes = parse_dump(out)
+        self.assertEqual(sorted(nodes), ["n1", "n2"], out)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:2")
+        r = self.cluster.run(["salloc", "-N2", "--elastic", "srun", "true"], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        nodes = parse_dump(r.stdout)
+        self.assertEqual(sorted(nodes), ["n1", "n2"], r.stdout + r.stderr)
+        self.assertEqual({env["PET_NNODES"] for env in nodes.values()}, {"2:2"})
+
+    def test_job_level_elastic_is_not_inherited_by_the_tasks(self):
+        # The task (elasticrun and its workers) gets its options as PET_*; the
+        # variables that make an srun elastic are gone, so a worker's own srun
+        # is a plain one. `srun --elastic=off` opts a setup step out.
+        rc, job, out = self.cluster.sbatch(
+            "#!/bin/sh\n#SBATCH -N2\n#SBATCH --elastic=2:3\n#SBATCH --elastic-max-restarts=2\n"
+            "srun --elastic=off sh -c 'echo \"setup $(hostname) x${PET_NNODES}x\"'\n"
+            "srun true\n", timeout=120)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(sorted(line for line in out.splitlines() if line.startswith("setup ")),
+                         ["setup n1 xx", "setup n2 xx"], out)
+        nodes = parse_dump(out)
+        self.assertEqual(sorted(nodes), ["n1", "n2"], out)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:3")
+            self.assertEqual(env["PET_MAX_RESTARTS"], "2")
+            leaked = [k for k in env if "SLURM_SPANK_OPTION_elastic_" in k]
+            self.assertEqual(leaked, [], env)
+
     def test_default_on_and_off(self):
         self.set_plugstack_args(f"launcher={DUMP}", "default=on")
         r, nodes = self.srun_dump(["-N2", "true"])
