@@ -48,7 +48,7 @@ std::string MungeSocketFromSlurmConf(const std::string& conf_text);
 inline constexpr const char* kJobLevelElasticVar = "SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic";
 
 // srun's init (before srun reads its options and environment): a job-level
-// --elastic (other than off) makes the step --no-kill (SLURM_NO_KILL=1, which
+// --elastic (other than off) makes the step --no-kill (SLURM_NO_KILL=set, which
 // srun reads as -k) unless the user set SLURM_NO_KILL: `#SBATCH --no-kill` does
 // not reach the job's steps, and without it Slurm ends the whole step at the
 // first lost node, which --elastic=MIN:MAX promises to survive.

@@ -182,11 +182,11 @@ TEST_F(PluginTest, JobLevelElasticMakesTheJobsSrunsNoKill) {
     std::map<std::string, std::string> env;
     const char* expected;  // SLURM_NO_KILL after init; "" = unset
   } rows[] = {
-      {"job-level --elastic=4:8", {{kJobLevelElasticVar, "4:8"}}, "1"},
-      {"bare job-level --elastic (Slurm's \"(null)\")", {{kJobLevelElasticVar, "(null)"}}, "1"},
+      {"job-level --elastic=4:8", {{kJobLevelElasticVar, "4:8"}}, "set"},
+      {"bare job-level --elastic (Slurm's \"(null)\")", {{kJobLevelElasticVar, "(null)"}}, "set"},
       {"job-level --elastic=off", {{kJobLevelElasticVar, "off"}}, ""},
-      {"the user's own SLURM_NO_KILL wins", {{kJobLevelElasticVar, "4:8"}, {"SLURM_NO_KILL", "0"}},
-       "0"},
+      {"the user's own SLURM_NO_KILL wins", {{kJobLevelElasticVar, "4:8"}, {"SLURM_NO_KILL", "off"}},
+       "off"},
       {"no job-level --elastic", {}, ""},
   };
   for (const Row& row : rows) {
@@ -210,7 +210,8 @@ TEST(NoKillRequested, OptionsBeforeTheCommandAndTheEnvironment) {
       {{"srun", "-N3", "--no-k", "--elastic=2:3", "train.py"}, "", true},
       {{"srun", "-N3", "--no-kill=off", "--elastic=2:3", "train.py"}, "", false},
       {{"srun", "-N3", "--elastic=2:3", "train.py", "--no-kill"}, "", false},  // the program's
-      {{"srun", "-N3", "--elastic=2:3", "train.py"}, "1", true},
+      {{"srun", "-N3", "--elastic=2:3", "train.py"}, "set", true},
+      {{"srun", "-N3", "--elastic=2:3", "train.py"}, "off", false},
       {{"srun", "-N3", "--elastic=2:3", "train.py"}, "", false},
   };
   for (const Row& row : rows) {

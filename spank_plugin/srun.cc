@@ -27,12 +27,13 @@ void ApplyJobLevelNoKill(SpankApi& api) {
   if (!ApplyOption(OptionId::kElastic, value.c_str(), &job, &err) || job.mode != ElasticMode::kOn) {
     return;  // off, or a bad value (the option callback reports it)
   }
-  api.SetEnv("SLURM_NO_KILL", "1");
+  // srun's --no-kill takes [set|off|no]; the variable is read the same way.
+  api.SetEnv("SLURM_NO_KILL", "set");
 }
 
 bool NoKillRequested(const std::vector<std::string>& cmdline, const std::string& argv0,
                      const std::string& no_kill_env) {
-  if (!no_kill_env.empty() && no_kill_env != "0" && no_kill_env != "off") return true;
+  if (!no_kill_env.empty() && no_kill_env != "off" && no_kill_env != "no") return true;
   static const std::string kOption = "--no-kill";
   for (size_t i = 1; i < cmdline.size(); ++i) {
     const std::string& word = cmdline[i];
