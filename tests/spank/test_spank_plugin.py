@@ -242,6 +242,16 @@ class TestSpankPlugin(ClusterTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(nodes["n1"]["PET_NNODES"], "2:3")
 
+    def test_min_below_the_node_count_without_no_kill_warns(self):
+        warning = "--elastic=2:3 on 3 nodes without --no-kill: Slurm ends the whole step when a node is lost"
+        r, nodes = self.srun_dump(["-N3", "--elastic=2:3", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(warning, r.stderr)
+        self.assertEqual(len(nodes), 3)
+        r, nodes = self.srun_dump(["-N3", "--no-kill", "--elastic=2:3", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(warning, r.stderr)
+
     def test_torchrun_under_elastic_is_refused_with_drop_torchrun(self):
         r, nodes = self.srun_dump(["-N2", "--elastic", "torchrun", "--nnodes=2", "train.py"], timeout=30)
         self.assertNotEqual(r.returncode, 0)
