@@ -55,7 +55,13 @@ namespace {
 // node in host, and what it saw in message).
 std::string FormatNodeLossSummary(const WorkerFailure& f, int restarts_used, int max_restarts,
                                   const std::string& restarts_flag) {
-  std::string node = f.host.empty() ? "a node" : "node " + f.host;
+  // The rendezvous names an agent "host:pid"; the user lost the host.
+  std::string host = f.host;
+  if (size_t colon = host.rfind(':'); colon != std::string::npos && colon + 1 < host.size() &&
+      host.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    host.resize(colon);
+  }
+  std::string node = host.empty() ? "a node" : "node " + host;
   std::string out = fmt::format(
       "job failed: {} was lost and no restart was left: a lost node counts against {}, which "
       "is {}\n",

@@ -65,13 +65,13 @@ TEST(FailureReportTest, SummaryNamesEverything) {
 // "rank -1 ... exit code 0", no 1970 timestamp; it says what happened.
 TEST(FailureReportTest, LostNodeWithNoRestartLeftSaysSo) {
   WorkerFailure f;
-  f.host = "n2";
-  f.message = "node n2 left (connection closed)";
+  f.host = "n2:4711";  // the rendezvous names the agent: host:pid
+  f.message = "node n2:4711 left (connection closed)";
   std::string s = FormatFailureSummary(f, 0, 0, EndReason::kNodesLost, "--elastic-max-restarts");
   EXPECT_TRUE(s.starts_with("job failed: node n2 was lost and no restart was left: a lost node "
                             "counts against --elastic-max-restarts, which is 0\n"))
       << s;
-  EXPECT_NE(s.find("node n2 left (connection closed)"), std::string::npos) << s;
+  EXPECT_NE(s.find("what:          node n2:4711 left (connection closed)"), std::string::npos) << s;
   for (const char* bad : {"rank -1", "exit code 0", "1970"}) {
     EXPECT_EQ(s.find(bad), std::string::npos) << bad << "\n" << s;
   }
