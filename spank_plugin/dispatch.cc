@@ -77,7 +77,13 @@ int LocalUserInit(SpankApi& api) {
 int TaskInit(SpankApi& api, NodeDirectory& nodes) {
   PluginState& state = State();
   if (state.context != Context::kRemote) return 0;
-  return StepdTaskInit(api, nodes, state);
+  int rc = StepdTaskInit(api, nodes, state);
+  // Every failure here is an elastic step that must not run unwrapped (the
+  // message is out already). With `optional` on the plugstack line Slurm would
+  // ignore -1 and exec the command without elasticrun: end the task ourselves,
+  // with elasticrun's "bad configuration, do not requeue" status.
+  if (rc != 0) api.ExitTask(kTaskInitFailedExit);
+  return rc;
 }
 
 }  // namespace elastic::spank

@@ -26,6 +26,10 @@ struct PluginState {
 PluginState& State();
 void ResetState();  // tests
 
+// The task's exit status when task_init refuses an elastic step (elasticrun's
+// kExitDoNotRequeue: a configuration error).
+inline constexpr int kTaskInitFailedExit = 2;
+
 // Return values are SPANK's: 0 = success, -1 = error (message already shown).
 int Init(SpankApi& api, const std::vector<std::string>& plugstack_args);
 int OptionCallback(OptionId id, const char* value, bool remote);

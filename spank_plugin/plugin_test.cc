@@ -53,6 +53,15 @@ TEST_F(PluginTest, SlurmstepdDefersBadPlugstackArgumentToTaskInit) {
   ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
   EXPECT_EQ(TaskInit(api, nodes), -1);
   EXPECT_NE(api.errors.at(0).find("port: 'x'"), std::string::npos);
+  // `optional` makes Slurm ignore -1: the task ends itself rather than run unwrapped.
+  EXPECT_EQ(api.exit_code, kTaskInitFailedExit);
+  EXPECT_EQ(api.argv[0], "python3");
+}
+
+TEST_F(PluginTest, APlainStepWithABadPlugstackArgumentRunsOnTheNode) {
+  EXPECT_EQ(RemoteInit({"port=x"}), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_EQ(api.exit_code, -1);
 }
 
 TEST_F(PluginTest, SrunOptionErrorFailsAtOnce) {
@@ -76,7 +85,8 @@ TEST_F(PluginTest, SrunNeedsOneTaskPerNode) {
   ASSERT_EQ(InitPostOpt(api), 0);
   api.items[Item::kTotalTaskCount] = 12;
   EXPECT_EQ(LocalUserInit(api), -1);
-  EXPECT_NE(api.errors.at(0).find("12 tasks on 3 nodes: add --ntasks-per-node=1"),
+  EXPECT_NE(api.errors.at(0).find("12 tasks on 3 nodes: ask for nodes and GPUs per node instead of "
+                                  "tasks: add --ntasks-per-node=1 and --gpus-per-node=G"),
             std::string::npos);
 }
 

@@ -90,7 +90,9 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     return -1;
   }
   if (step_id == kBatchStep || step_id == kExternStep || step_id == kInteractiveStep) return 0;
-  if (!state.config_error.empty() && state.options.mode != ElasticMode::kOff) {
+  // A broken plugstack line fails the steps that ask for --elastic; a plain step
+  // runs (under `optional` srun let it start; default=on is unknown then).
+  if (!state.config_error.empty() && state.options.mode == ElasticMode::kOn) {
     api.Error(state.config_error);
     return -1;
   }

@@ -114,7 +114,7 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
 }
 
 StepLayout WholeStepLayout(uint32_t nnodes, uint32_t ntasks) {
-  return StepLayout{nnodes, ntasks, nnodes, fmt::format("{} nodes", nnodes)};
+  return StepLayout{nnodes, ntasks, nnodes, fmt::format("{} node{}", nnodes, nnodes == 1 ? "" : "s")};
 }
 
 StepLayout NodeLayout(const StepInfo& step) {
@@ -124,10 +124,19 @@ StepLayout NodeLayout(const StepInfo& step) {
 bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
                         const PluginConfig& config, std::string* err) {
   if (layout.tasks != layout.nodes_seen) {
+    // --ntasks-per-node=1 alone would keep --gpus-per-task's one GPU per task, so
+    // one worker per node: the fix asks for GPUs per node. A 1-node step with
+    // -n N most likely meant N nodes.
+    std::string more_nodes =
+        layout.nnodes == 1 && layout.tasks > 1 ? fmt::format(" (for {} nodes: -N{})", layout.tasks,
+                                                             layout.tasks)
+                                               : "";
     *err = fmt::format(
-        "--elastic needs exactly one task per node (elasticrun starts the workers), but this step "
-        "has {} tasks on {}: add --ntasks-per-node=1",
-        layout.tasks, layout.where);
+        "--elastic needs exactly one task per node (elasticrun starts one worker per GPU of the "
+        "node itself), but this step has {} tasks on {}: ask for nodes and GPUs per node instead "
+        "of tasks: add --ntasks-per-node=1 and --gpus-per-node=G rather than -n or "
+        "--gpus-per-task{}",
+        layout.tasks, layout.where, more_nodes);
     return false;
   }
   // More nodes than MAX is allowed: the extra ones stand by as spares.

@@ -264,7 +264,12 @@ TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
   } rows[] = {
       {"srun, one task per node", WholeStepLayout(3, 3), &any, &none, ""},
       {"srun, 12 tasks", WholeStepLayout(3, 12), &any, &none,
-       "has 12 tasks on 3 nodes: add --ntasks-per-node=1"},
+       "has 12 tasks on 3 nodes: ask for nodes and GPUs per node instead of tasks: add "
+       "--ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task"},
+      {"srun -n3 on 1 node", WholeStepLayout(1, 3), &any, &none,
+       "has 3 tasks on 1 node: ask for nodes and GPUs per node instead of tasks: add "
+       "--ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task (for 3 nodes: "
+       "-N3)"},
       {"srun, more nodes than MAX: spares", WholeStepLayout(3, 3), &up_to_2, &none, ""},
       {"node, one task", NodeLayout(node), &any, &none, ""},
       {"pairs within 2:3", WholeStepLayout(3, 3), &pairs_of_2_3, &none, ""},
@@ -291,7 +296,7 @@ TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
   EXPECT_EQ(err, "--elastic-node-multiple=4 with --elastic=1:2: 4 is more than MAX of 1:2 nodes (1..2)");
   node.local_tasks = 4;
   EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, none, &err));
-  EXPECT_NE(err.find("has 4 tasks on node 2: add --ntasks-per-node=1"), std::string::npos) << err;
+  EXPECT_NE(err.find("has 4 tasks on node 2: ask for nodes and GPUs per node"), std::string::npos) << err;
 }
 
 // A running step never gains nodes: fewer than MIN is refused before anything

@@ -118,6 +118,19 @@ class TestSpankPlugin(ClusterTestCase):
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn(what, r.stderr)
 
+    def test_optional_with_a_typo_fails_elastic_steps_and_leaves_plain_ones(self):
+        # The package's own line is `optional`: Slurm then ignores the callbacks'
+        # errors, and `srun --elastic` used to run the program without elasticrun.
+        self.cluster.plugstack_conf.write_text(
+            f"optional {Path(SPANK_SO).resolve()} launcher={DUMP} colour=blue\n")
+        r, nodes = self.srun_dump(["-N2", "--elastic", "true"])
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("unknown argument 'colour'", r.stderr)
+        self.assertEqual(nodes, {}, "the launcher ran")
+        r = self.cluster.srun(["-N2", "sh", "-c", "echo plain"], timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["plain", "plain"])
+
     # ---------------------------------------------------------------- wrapping
 
     def test_wraps_every_node_with_the_contract(self):
@@ -323,7 +336,13 @@ class TestSpankPlugin(ClusterTestCase):
     def test_more_than_one_task_per_node_says_what_to_add(self):
         r = self.cluster.srun(["-N2", "-n4", "--elastic", "true"], timeout=30)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("add --ntasks-per-node=1", r.stderr)
+        self.assertIn("add --ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task",
+                      r.stderr)
+        # `-n 3` on one node most likely meant three nodes.
+        r = self.cluster.srun(["-n3", "--elastic", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("has 3 tasks on 1 node: ", r.stderr)
+        self.assertIn("(for 3 nodes: -N3)", r.stderr)
 
     def test_node_multiple_outside_min_max_is_refused(self):
         r = self.cluster.srun(["-N3", "--elastic=3:3", "--elastic-node-multiple=2", "true"], timeout=30)
