@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/log_escape.h"
 #include "common/parse.h"
 #include "launcher/child_process.h"
 
@@ -49,20 +50,26 @@ std::string FormatUnixMillis(int64_t ms) {
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
 }
 
+// Every text in a failure came from a worker (its error file) or over the
+// network (a host's job_failed): escaped as log lines from the network are
+// (common/log_escape.h), so a newline cannot forge an "elasticrun:" line and an
+// escape sequence never reaches the terminal. Only the traceback keeps its line
+// breaks, each line escaped on its own and indented under the summary.
 std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int max_restarts) {
+  std::string host = f.host.empty() ? "?" : EscapeForLog(f.host, kSummaryHostBytes);
   std::string out = fmt::format("job failed: first failure: rank {} (local rank {}) on {}: {}\n",
-                                f.global_rank, f.local_rank, f.host.empty() ? "?" : f.host,
-                                DescribeExit(f));
+                                f.global_rank, f.local_rank, host, DescribeExit(f));
   out += fmt::format("  rank:          {} (local rank {})\n", f.global_rank, f.local_rank);
-  out += fmt::format("  host:          {}\n", f.host);
+  out += fmt::format("  host:          {}\n", EscapeForLog(f.host, kSummaryHostBytes));
   out += fmt::format("  exit:          {}\n", DescribeExit(f));
   out += fmt::format("  time:          {}\n", FormatUnixMillis(f.time_unix_ms));
   out += fmt::format("  restarts used: {} of {}\n", restarts_used, max_restarts);
-  if (!f.message.empty()) out += fmt::format("  message:       {}\n", f.message);
+  if (!f.message.empty())
+    out += fmt::format("  message:       {}\n", EscapeForLog(f.message, kSummaryMessageBytes));
   if (!f.traceback.empty()) {
     out += "  traceback:\n";
     for (const std::string& line : Split(f.traceback, '\n')) {
-      if (!line.empty()) out += "    " + line + "\n";
+      if (!line.empty()) out += "    " + EscapeForLog(line, kSummaryMessageBytes) + "\n";
     }
   }
   if (f.message.empty() && f.traceback.empty()) {

@@ -2,6 +2,7 @@
 // file (TORCHELASTIC_ERROR_FILE) into it.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "rendezvous/rendezvous_handler.h"
@@ -15,6 +16,10 @@ bool ReadErrorFile(const std::string& path, std::string* message, std::string* t
 
 // The multi-line summary naming the first failure:
 //   "worker failed: rank 3 (local rank 3) on host h: exit code 1 ..." and details.
+// Host, message and each traceback line are escaped (EscapeForLog) and bounded:
+// they come from a worker's error file or from the network.
+inline constexpr size_t kSummaryHostBytes = 255;
+inline constexpr size_t kSummaryMessageBytes = 4096;
 std::string FormatFailureSummary(const WorkerFailure& failure, int restarts_used, int max_restarts);
 
 // "exit code 1" / "signal SIGKILL (9)".

@@ -1,6 +1,10 @@
 #include "rendezvous/auth.h"
 
+#include <cerrno>
+
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sys/random.h>
@@ -56,18 +60,20 @@ std::string MakeNonce() {
   return Hex(bytes, sizeof(bytes));
 }
 
-std::string AuthTranscript(AuthDirection direction, const std::string& host_nonce,
-                           const std::string& agent_nonce, const std::string& run_id) {
-  const char* dir = direction == AuthDirection::kAgentToHost ? "agent->host" : "host->agent";
-  return fmt::format("slurm-elastic rendezvous v2\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
-                     "run_id={}", dir, host_nonce, agent_nonce, run_id);
+std::string AuthTranscript(AuthDirection direction, const Handshake& h) {
+  bool down = direction == AuthDirection::kHostToAgent;
+  std::string node_id = down ? fmt::format("node_id={}\n", h.node_id) : "";
+  return fmt::format("slurm-elastic rendezvous v4\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
+                     "auth={}\nround={}\nlast_completed={}\nname={}\npid={}\npreferred_rank={}\n"
+                     "listen_port={}\n{}run_id={}",
+                     down ? "host->agent" : "agent->host", h.host_nonce, h.agent_nonce, h.auth,
+                     h.round, h.last_completed, h.name, h.pid, h.preferred_rank, h.listen_port,
+                     node_id, h.run_id);
 }
 
-bool SessionKey(const std::string& token, AuthDirection direction, const std::string& host_nonce,
-                const std::string& agent_nonce, const std::string& run_id, std::string* key,
-                std::string* err) {
-  return HmacSha256Hex(token, "session\n" + AuthTranscript(direction, host_nonce, agent_nonce, run_id),
-                       key, err);
+bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,
+                std::string* key, std::string* err) {
+  return HmacSha256Hex(token, "session\n" + AuthTranscript(direction, h), key, err);
 }
 
 namespace {
@@ -201,6 +207,46 @@ bool MungeAvailable(const std::string&, std::string* err) {
 }
 #endif
 
+bool ReadTokenFile(const std::string& path, std::string* token, std::string* err) {
+  auto fail = [&](std::string why) {
+    if (err) *err = fmt::format("token_file '{}': {}", path, why);
+    return false;
+  };
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return fail(std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (st.st_uid != geteuid())
+    return fail(fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid, geteuid()));
+  if ((st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH)) != 0)
+    return fail(fmt::format("mode {:04o} lets others read or change the token: chmod 600 {}",
+                            st.st_mode & 07777, path));
+  if (st.st_size > static_cast<off_t>(kMaxTokenFileBytes))
+    return fail(fmt::format("{} bytes, more than {} for a token", st.st_size, kMaxTokenFileBytes));
+  std::string text(kMaxTokenFileBytes + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxTokenFileBytes) return fail(fmt::format("more than {} bytes for a token", kMaxTokenFileBytes));
+  text.resize(got);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
+                           text.back() == '\t'))
+    text.pop_back();
+  if (text.empty()) return fail("empty (no token in it)");
+  *token = std::move(text);
+  return true;
+}
+
 bool MakeProof(AuthMethod method, const std::string& token, const std::string& munge_socket,
                const std::string& challenge, std::string* proof, std::string* err) {
   switch (method) {
@@ -209,8 +255,8 @@ bool MakeProof(AuthMethod method, const std::string& token, const std::string& m
       return true;
     case AuthMethod::kToken:
       if (token.empty()) {
-        if (err) *err = "the rendezvous host requires a token: set --rdzv-conf token=... or "
-                        "ELASTIC_RDZV_TOKEN to the host's value";
+        if (err) *err = "the rendezvous host requires a token: set --rdzv-conf token_file=PATH, "
+                        "ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN to the host's value";
         return false;
       }
       return HmacSha256Hex(token, challenge, proof, err);

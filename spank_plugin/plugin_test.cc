@@ -123,6 +123,36 @@ TEST_F(PluginTest, SrunAcceptsSparesAndRefusesANodeMultipleOutsideMinMax) {
             std::string::npos) << api.errors.at(0);
 }
 
+// A token given to srun is warned about (srun's argv is world-readable) and
+// reaches elasticrun in its environment only, never in the task's argv.
+TEST_F(PluginTest, TokenInRdzvConfIsWarnedAndKeptOutOfTheTaskArgv) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvConf, "token=s3cret", false), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);
+  ASSERT_EQ(api.infos.size(), 1u);
+  EXPECT_NE(api.infos[0].find("token_file=PATH"), std::string::npos) << api.infos[0];
+  EXPECT_EQ(api.infos[0].find("s3cret"), std::string::npos) << api.infos[0];
+
+  SetUp();
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvConf, "token=s3cret", true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  for (const std::string& word : api.argv) EXPECT_EQ(word.find("s3cret"), std::string::npos) << word;
+  EXPECT_NE(api.env["PET_RDZV_CONF"].find("token=s3cret"), std::string::npos);
+}
+
+TEST_F(PluginTest, TokenFileInRdzvConfIsNotWarned) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvConf, "token_file=/home/u/.elastic-token", false), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);
+  EXPECT_TRUE(api.infos.empty());
+}
+
 TEST_F(PluginTest, SbatchChecksTheCombination) {
   api.context = Context::kAllocator;
   ASSERT_EQ(Init(api, {}), 0);
