@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "rendezvous/auth.h"
+#include "rendezvous/token_file.h"
 #include "rendezvous/c10d_rendezvous.h"
 
 namespace elastic {

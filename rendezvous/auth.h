@@ -15,7 +15,6 @@
 // limited to the addresses of the round's nodes.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -61,14 +60,6 @@ std::string AuthTranscript(AuthDirection direction, const Handshake& h);
 // each direction has its own. Token mode only: munge and none share no secret.
 bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,
                 std::string* key, std::string* err);
-
-// The token kept in a file (--rdzv-conf token_file=PATH, ELASTIC_RDZV_TOKEN_FILE):
-// a command line is readable by every local user (/proc/PID/cmdline), a file
-// need not be. Refuses a file that is not regular, not owned by this user, or
-// readable by its group or others ("chmod 600 PATH"), over 4 KiB, or empty; one
-// trailing newline (and whitespace) is not part of the token.
-inline constexpr size_t kMaxTokenFileBytes = 4096;
-bool ReadTokenFile(const std::string& path, std::string* token, std::string* err);
 
 // HMAC-SHA256 of data under key, as hex; false with *err when libcrypto cannot be loaded.
 bool HmacSha256Hex(const std::string& key, const std::string& data, std::string* out, std::string* err);

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "common/parse.h"
-#include "rendezvous/auth.h"
+#include "rendezvous/token_file.h"
 
 namespace elastic {
 namespace {
