@@ -11,7 +11,7 @@ import time
 
 from fake_host import (FakeHost, handshake_fields, hmac_hex, recv_frame, recv_msg, round_msg, send_msg,
                        transcript)
-from rdzv_test_util import RendezvousTestCase, free_port
+from rdzv_test_util import RendezvousTestCase, free_port, marked_pids
 from test_elastic import MungeTest
 
 TOKEN = "the-token"
