@@ -98,6 +98,7 @@ class EventLoop {
 
   // Now on the loop's clock: what timers and the logic on the loop compare against.
   MonoClock::time_point Now() const { return clock_.Now(); }
+  const Clock& clock() const { return clock_; }
 
   // Runs `cb` on this loop's next turn, after that turn's fd events and
   // timers, in the order posted. `cb` must not outlive what it captures:
