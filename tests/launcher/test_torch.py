@@ -308,6 +308,9 @@ class ConsoleBackpressureTest(LauncherTestCase):
         rcs = [p.wait(timeout=DEADLINE_S) for p in procs]
         for t in threads:
             t.join(DEADLINE_S)
+        for p in procs:
+            p.stdout.close()
+            p.stderr.close()
         stdouts = [b"".join(o).decode(errors="replace") for o in outs]
         stderrs = [b"".join(e).decode(errors="replace") for e in errs]
         self.assertFalse(printed_while_unread, "the chatty worker was never held back: the test "
