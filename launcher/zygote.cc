@@ -188,26 +188,29 @@ void Zygote::WhenSettled(std::function<void()> settled) {
 // The first reply (ready or unfit), read as it comes: a frame header, then its payload.
 void Zygote::OnReadable() {
   char buf[4096];
-  while (true) {
+  std::string ended;  // why nothing more can come (its reply may be complete all the same)
+  while (ended.empty()) {
     ssize_t n = read(socket_.get(), buf, sizeof buf);
     if (n > 0) {
       incoming_.append(buf, static_cast<size_t>(n));
-      continue;
+    } else if (n == 0) {
+      ended = "it did not say it was ready: it closed the socket";  // "unfit", then exit
+    } else if (errno == EAGAIN) {
+      break;
+    } else if (errno != EINTR) {
+      ended = fmt::format("it did not say it was ready: read: {}", strerror(errno));
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    Drop(n == 0 ? "it did not say it was ready: it closed the socket"
-                : fmt::format("it did not say it was ready: read: {}", strerror(errno)));
-    return;
   }
   size_t size = 0;
   std::string err;
-  if (incoming_.size() < 4) return;
-  if (!ParseFrameHeader(std::string_view(incoming_).substr(0, 4), &size, &err)) {
+  if (incoming_.size() >= 4 && !ParseFrameHeader(std::string_view(incoming_).substr(0, 4), &size, &err)) {
     Drop(fmt::format("it did not say it was ready: {}", err));
     return;
   }
-  if (incoming_.size() < 4 + size) return;
+  if (incoming_.size() < 4 || incoming_.size() < 4 + size) {
+    if (!ended.empty()) Drop(ended);
+    return;
+  }
   if (incoming_.size() > 4 + size) {
     Drop("it said more than ready before it was asked anything");
     return;
