@@ -549,7 +549,9 @@ void ElasticAgent::Finish(int exit_code) {
     Log(JobEvent(LogLevel::kError), "{}", CrashLoopMessage());
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
-    std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
+    std::string summary =
+        FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts, status_.fail_end.reason,
+                             config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
     Log(level, "{}", summary.substr(0, summary.size() - 1));
