@@ -104,7 +104,8 @@ elastic_add_fuzzer(spank_task_env RUNS 50000
           common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
           common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc)
 elastic_add_fuzzer(error_file RUNS 20000
-  SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc)
+  SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc
+          common/log_escape.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000
@@ -112,6 +113,7 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc launcher/option_values.cc launcher/native_stacks.cc common/parse.cc rendezvous/rendezvous_settings.cc
+          rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
           common/node_range.cc common/module_list.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.

@@ -66,10 +66,11 @@ void ElasticAgent::JoinRound() {
 }
 
 // The environment of the programs the agent runs beside its workers (health check,
-// scontrol): the agent's own, less the agents' secret.
+// scontrol): the agent's own, less the agents' secret (PET_RDZV_CONF may hold token=).
 std::vector<std::string> ElasticAgent::SideProgramEnv() const {
   EnvMap env = env_;
   env.erase("ELASTIC_RDZV_TOKEN");
+  env.erase("PET_RDZV_CONF");
   return EnvToStrings(env);
 }
 

@@ -3,12 +3,13 @@
 //   0        every worker succeeded
 //   1        the job failed: a worker failed and the restarts are used up (the summary
 //            names it and its exit code or signal), or another agent error
-//   2        do not requeue: a bad option or value (nothing started), a configuration
-//            the rendezvous refuses (run id, protocol version, authentication), or a
-//            crash loop (the workers failed soon after their start round after round)
+//   2        do not requeue: a bad option or value (nothing started), or a crash loop
+//            (the workers failed soon after their start round after round)
 //   3        nodes were lost: fewer than MIN nodes are left, the restarts were used up
 //            by node losses, no strict majority came back, or the rendezvous host was
-//            lost: requeueing the job on healthy nodes may help
+//            lost or refused this agent before authenticating (another run id,
+//            protocol version or token: nothing said before the welcome is proven,
+//            so it cannot be a verdict on the job): requeueing may help
 //   128+N    elasticrun got terminating signal N (scancel, preemption), or was killed by it
 #pragma once
 

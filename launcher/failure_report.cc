@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/log_escape.h"
 #include "common/parse.h"
 #include "launcher/child_process.h"
 
@@ -61,12 +62,13 @@ std::string FormatNodeLossSummary(const WorkerFailure& f, int restarts_used, int
       host.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
     host.resize(colon);
   }
-  std::string node = host.empty() ? "a node" : "node " + host;
+  std::string node = host.empty() ? "a node" : "node " + EscapeForLog(host, kSummaryHostBytes);
   std::string out = fmt::format(
       "job failed: {} was lost and no restart was left: a lost node counts against {}, which "
       "is {}\n",
       node, restarts_flag, max_restarts);
-  if (!f.message.empty()) out += fmt::format("  what:          {}\n", f.message);
+  if (!f.message.empty())
+    out += fmt::format("  what:          {}\n", EscapeForLog(f.message, kSummaryMessageBytes));
   out += fmt::format("  restarts used: {} of {}\n", restarts_used, max_restarts);
   return out;
 }
@@ -78,11 +80,16 @@ std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int 
   if (f.global_rank < 0 && (reason == EndReason::kNodesLost || reason == EndReason::kHostLost)) {
     return FormatNodeLossSummary(f, restarts_used, max_restarts, restarts_flag);
   }
+  // Every text in a failure came from a worker (its error file) or over the
+  // network (a host's job_failed): escaped as log lines from the network are
+  // (common/log_escape.h), so a newline cannot forge an "elasticrun:" line and an
+  // escape sequence never reaches the terminal. Only the traceback keeps its line
+  // breaks, each line escaped on its own and indented under the summary.
+  std::string host = f.host.empty() ? "?" : EscapeForLog(f.host, kSummaryHostBytes);
   std::string out = fmt::format("job failed: first failure: rank {} (local rank {}) on {}: {}\n",
-                                f.global_rank, f.local_rank, f.host.empty() ? "?" : f.host,
-                                DescribeExit(f));
+                                f.global_rank, f.local_rank, host, DescribeExit(f));
   out += fmt::format("  rank:          {} (local rank {})\n", f.global_rank, f.local_rank);
-  out += fmt::format("  host:          {}\n", f.host);
+  out += fmt::format("  host:          {}\n", EscapeForLog(f.host, kSummaryHostBytes));
   out += fmt::format("  exit:          {}\n", DescribeExit(f));
   // 0: not told (an older agent's report); never print 1970.
   if (f.time_unix_ms > 0) out += fmt::format("  time:          {}\n", FormatUnixMillis(f.time_unix_ms));
@@ -91,11 +98,12 @@ std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int 
                        "earlier attempt is in the log above\n", restarts_used);
   }
   out += fmt::format("  restarts used: {} of {} ({})\n", restarts_used, max_restarts, restarts_flag);
-  if (!f.message.empty()) out += fmt::format("  message:       {}\n", f.message);
+  if (!f.message.empty())
+    out += fmt::format("  message:       {}\n", EscapeForLog(f.message, kSummaryMessageBytes));
   if (!f.traceback.empty()) {
     out += "  traceback:\n";
     for (const std::string& line : Split(f.traceback, '\n')) {
-      if (!line.empty()) out += "    " + line + "\n";
+      if (!line.empty()) out += "    " + EscapeForLog(line, kSummaryMessageBytes) + "\n";
     }
   }
   if (f.message.empty() && f.traceback.empty()) {

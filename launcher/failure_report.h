@@ -2,6 +2,7 @@
 // file (TORCHELASTIC_ERROR_FILE) into it.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "rendezvous/rendezvous_handler.h"
@@ -18,6 +19,10 @@ bool ReadErrorFile(const std::string& path, std::string* message, std::string* t
 // A job ended by a lost node (`reason` kNodesLost, no worker failure: the
 // rendezvous names only the node) says so instead of a rank -1 that "exited 0".
 // `restarts_flag` is the option the user typed (--elastic-max-restarts under srun).
+// Host, message and each traceback line are escaped (EscapeForLog) and bounded:
+// they come from a worker's error file or from the network.
+inline constexpr size_t kSummaryHostBytes = 255;
+inline constexpr size_t kSummaryMessageBytes = 4096;
 std::string FormatFailureSummary(const WorkerFailure& failure, int restarts_used, int max_restarts,
                                  EndReason reason = EndReason::kWorkerFailed,
                                  const std::string& restarts_flag = "--max-restarts");

@@ -97,5 +97,52 @@ TEST(FailureReportTest, ExitCodeAndHintWithoutErrorFile) {
   EXPECT_NE(s.find("@record"), std::string::npos) << s;
 }
 
+// Worker and network text in the summary, as a table: what each field holds and
+// what must appear instead. Before the fix a newline in error.json or in a host's
+// job_failed forged an "elasticrun:" line and ESC c cleared the terminal.
+TEST(FailureReportTest, ForeignTextIsEscaped) {
+  struct Row {
+    const char* what;
+    std::string host, message, traceback;
+    const char* expected;
+  };
+  const Row rows[] = {
+      {"newline in the message", "n1", "boom\nelasticrun: job succeeded", "",
+       "  message:       boom\\x0aelasticrun: job succeeded\n"},
+      {"terminal reset in the message", "n1", "\x1b" "c\x1b[2J", "", "  message:       \\x1bc\\x1b[2J\n"},
+      {"carriage return in the message", "n1", "ok\rFAKE", "", "  message:       ok\\x0dFAKE\n"},
+      {"newline in the host", "n1\nelasticrun: forged", "m", "",
+       "on n1\\x0aelasticrun: forged: exit code 1\n"},
+      {"escape in a traceback line", "n1", "", "Traceback\n  \x1b]0;title\x07\n",
+       "    \\x1b]0;title\\x07\n"},
+      {"carriage return in a traceback line", "n1", "", "line\r\n", "    line\\x0d\n"},
+      {"backslash stays readable", "n1", "C:\\dir", "", "  message:       C:\\\\dir\n"},
+  };
+  for (const Row& row : rows) {
+    WorkerFailure f;
+    f.exit_code = 1;
+    f.host = row.host;
+    f.message = row.message;
+    f.traceback = row.traceback;
+    std::string s = FormatFailureSummary(f, 0, 0);
+    EXPECT_NE(s.find(row.expected), std::string::npos) << row.what << "\n" << s;
+    for (char c : s) {
+      unsigned char u = static_cast<unsigned char>(c);
+      EXPECT_TRUE(u == '\n' || (u >= 0x20 && u < 0x7f)) << row.what << ": byte " << int(u) << "\n" << s;
+    }
+    // Every line of the summary is the summary's own: none starts like a log line.
+    for (size_t at = s.find('\n'); at != std::string::npos && at + 1 < s.size(); at = s.find('\n', at + 1))
+      EXPECT_EQ(s[at + 1], ' ') << row.what << "\n" << s;
+  }
+}
+
+TEST(FailureReportTest, LongMessageIsBounded) {
+  WorkerFailure f;
+  f.message = std::string(100000, 'x');
+  std::string s = FormatFailureSummary(f, 0, 0);
+  EXPECT_LT(s.size(), kSummaryMessageBytes + 1000);
+  EXPECT_NE(s.find("...(100000 bytes)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace elastic

@@ -36,6 +36,7 @@ enum class Opt : size_t {
   kNodeMultiple,
   kRequeue,
   kNativeStacks, kNativeStacksTimeout,
+  kConsoleDrainTimeout,
   kCount
 };
 
@@ -138,6 +139,9 @@ constexpr OptionDef kOptions[] = {
     {Opt::kNativeStacksTimeout, "--native-stacks-timeout,--native_stacks_timeout", "native_stacks_timeout",
      "15", false, "Seconds the --native-stacks tool may run before it is killed (the Python stacks "
      "still follow)."},
+    {Opt::kConsoleDrainTimeout, "--console-drain-timeout,--console_drain_timeout", "console_drain_timeout",
+     "10", false, "Seconds the agent waits at exit for a full console (stdout/stderr) to take the "
+     "worker output it still holds; the rest is dropped with a warning."},
 };
 
 constexpr bool RowsInOrder() {
@@ -183,17 +187,20 @@ Precedence: command line > PET_<NAME> environment variable > default. Under
 Exit status (for batch scripts): 0 every worker succeeded; 1 the job failed:
 restarts used up by a worker's failures (the summary names the worker's exit
 code or signal) or an agent error; 2 do not requeue: a bad option or value
-(nothing was started), a configuration the rendezvous refuses (run id,
-version, authentication) or a crash loop (--crash-loop-count); 3 nodes were
+(nothing was started) or a crash loop (--crash-loop-count); 3 nodes were
 lost: fewer than MIN left, the restarts used up by node losses, no majority
-came back or the rendezvous host lost: requeueing may help (--requeue N does
-it in a batch job); 128+N elasticrun got terminating signal N.)";
+came back, or the rendezvous host lost or refused this agent before it was
+authenticated (run id, version, token: unproven, so never "do not requeue"):
+requeueing may help (--requeue N does it in a batch job); 128+N elasticrun
+got terminating signal N.)";
 
 constexpr const char* kAuthHelp = R"(
 
 Rendezvous authentication is mutual: agent and host each prove themselves over
 fresh nonces of both, with the shared token when one is set (--rdzv-conf
-token=... or ELASTIC_RDZV_TOKEN), else with a munge credential of the same user
+token_file=PATH of mode 0600, ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN; a
+token on the command line is readable by every local user and is warned
+about), else with a munge credential of the same user
 where munged runs (every Slurm cluster with auth/munge); an agent with either
 never joins a host that offers none. It keeps other users' and other jobs'
 processes from joining or posing as the host; it does not encrypt the traffic.
@@ -392,7 +399,8 @@ bool Parser::ConvertResilience(std::string* err) {
                        Text(Opt::kNativeStacksTimeout));
     return false;
   }
-  return true;
+  return ParseSeconds(What(Opt::kConsoleDrainTimeout), Text(Opt::kConsoleDrainTimeout),
+                      &c_->console_drain_timeout_ms, err);
 }
 
 bool Parser::ConvertRendezvous(std::string* err) {
@@ -432,6 +440,11 @@ bool Parser::ConvertRendezvous(std::string* err) {
   if (!ParseKeyValues(What(Opt::kRdzvConf), Text(Opt::kRdzvConf), &r.conf, err)) return false;
   r.local_addr = Text(Opt::kLocalAddr);
   if (const std::string* token = Env("ELASTIC_RDZV_TOKEN")) r.token = *token;
+  if (const std::string* file = Env("ELASTIC_RDZV_TOKEN_FILE")) r.token_file = *file;
+  // A command line is world-readable (/proc/PID/cmdline); PET_RDZV_CONF, the
+  // plugin's path, is in the environment, readable by this user only.
+  for (const auto& [key, value] : r.conf)
+    if (key == "token" && V(Opt::kRdzvConf).source == V(Opt::kRdzvConf).name) r.token_in_argv = true;
   if (r.standalone) {
     // torchrun: --standalone means one node with a private local rendezvous.
     r.min_nodes = r.max_nodes = 1;

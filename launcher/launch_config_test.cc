@@ -190,6 +190,34 @@ TEST(LaunchConfigTest, PetEnvironmentVariables) {
   EXPECT_EQ(p.config.bind, BindMode::kNone);
 }
 
+// Where a token may come from, and which source is warned about: only the
+// command line is readable by other users (/proc/PID/cmdline); PET_RDZV_CONF
+// (the plugin's path) and ELASTIC_RDZV_TOKEN[_FILE] are in the environment.
+TEST(LaunchConfigTest, TokenOnTheCommandLineIsFlagged) {
+  struct Row {
+    const char* name;
+    std::vector<const char*> args;
+    EnvMap env;
+    bool in_argv;
+    std::string token, token_file;
+  };
+  const Row rows[] = {
+      {"--rdzv-conf token=", {"--rdzv-conf", "token=s3cret", "t.py"}, {}, true, "", ""},
+      {"--rdzv-conf=...,token=", {"--rdzv-conf=join_timeout=5,token=s3cret", "t.py"}, {}, true, "", ""},
+      {"--rdzv-conf token_file=", {"--rdzv-conf", "token_file=/run/t", "t.py"}, {}, false, "", ""},
+      {"PET_RDZV_CONF token=", {"t.py"}, {{"PET_RDZV_CONF", "token=s3cret"}}, false, "", ""},
+      {"ELASTIC_RDZV_TOKEN", {"t.py"}, {{"ELASTIC_RDZV_TOKEN", "s3cret"}}, false, "s3cret", ""},
+      {"ELASTIC_RDZV_TOKEN_FILE", {"t.py"}, {{"ELASTIC_RDZV_TOKEN_FILE", "/run/t"}}, false, "", "/run/t"},
+  };
+  for (const Row& row : rows) {
+    Parsed p = Parse(row.args, row.env);
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << row.name << ": " << p.err;
+    EXPECT_EQ(p.config.rdzv.token_in_argv, row.in_argv) << row.name;
+    EXPECT_EQ(p.config.rdzv.token, row.token) << row.name;
+    EXPECT_EQ(p.config.rdzv.token_file, row.token_file) << row.name;
+  }
+}
+
 // One source for this node's rank and the node count: the parser reads Slurm's
 // step variables once (the plugin's PET_NODE_RANK and --node-rank win).
 TEST(LaunchConfigTest, SlurmStepGivesNodeRankAndExpectedNodes) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "rendezvous/token_file.h"
 #include "rendezvous/c10d_rendezvous.h"
 
 namespace elastic {
@@ -14,7 +15,15 @@ bool BuildSettings(const RendezvousOptions& o, RendezvousSettings* s, std::strin
   s->node_multiple = o.node_multiple;
   s->preferred_rank = o.node_rank;
   if (o.expected_nodes) s->expected_nodes = *o.expected_nodes;
+  if (!o.token.empty() && !o.token_file.empty()) {
+    if (err) *err = "both ELASTIC_RDZV_TOKEN and ELASTIC_RDZV_TOKEN_FILE are set: keep one";
+    return false;
+  }
   if (!o.token.empty()) s->token = o.token;
+  if (!o.token_file.empty() && !ReadTokenFile(o.token_file, &s->token, err)) {
+    if (err) *err = "ELASTIC_RDZV_TOKEN_FILE: " + *err;
+    return false;
+  }
   // --rdzv-conf wins over the environment.
   return ApplyRendezvousConf(o.conf, s, err);
 }

@@ -33,7 +33,9 @@ struct RendezvousOptions {
   std::string hostname;               // this node's name, for summaries and logs
   int max_restarts = 0;               // --max-restarts: job-wide budget of failure restarts
   int node_multiple = 1;              // --node-multiple K: rounds of a multiple of K nodes
-  std::string token;                  // ELASTIC_RDZV_TOKEN; --rdzv-conf token= wins
+  std::string token;                  // ELASTIC_RDZV_TOKEN; --rdzv-conf token= or token_file= wins
+  std::string token_file;             // ELASTIC_RDZV_TOKEN_FILE (read by MakeRendezvous); likewise
+  bool token_in_argv = false;         // --rdzv-conf token= on the command line (warned: /proc/PID/cmdline)
 };
 
 // Returns nullptr with *err naming the bad setting.

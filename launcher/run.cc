@@ -215,6 +215,10 @@ int ElasticrunMain(int argc, const char* const* argv) {
       break;
   }
   SetLogVerbose(config.verbose);
+  if (config.rdzv.token_in_argv)
+    Log(LogLevel::kWarning, "--rdzv-conf token=... is on the command line, which every local user "
+        "can read (/proc/PID/cmdline, ps): give the token as token_file=PATH (mode 0600), "
+        "ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN instead");
   if (!BootstrapFromPmix(env, &config.rdzv)) return 1;
   return RunElasticrun(std::move(config), env);
 }

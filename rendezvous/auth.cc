@@ -56,18 +56,20 @@ std::string MakeNonce() {
   return Hex(bytes, sizeof(bytes));
 }
 
-std::string AuthTranscript(AuthDirection direction, const std::string& host_nonce,
-                           const std::string& agent_nonce, const std::string& run_id) {
-  const char* dir = direction == AuthDirection::kAgentToHost ? "agent->host" : "host->agent";
-  return fmt::format("slurm-elastic rendezvous v2\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
-                     "run_id={}", dir, host_nonce, agent_nonce, run_id);
+std::string AuthTranscript(AuthDirection direction, const Handshake& h) {
+  bool down = direction == AuthDirection::kHostToAgent;
+  std::string node_id = down ? fmt::format("node_id={}\n", h.node_id) : "";
+  return fmt::format("slurm-elastic rendezvous v4\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
+                     "auth={}\nround={}\nlast_completed={}\nname={}\npid={}\npreferred_rank={}\n"
+                     "listen_port={}\n{}run_id={}",
+                     down ? "host->agent" : "agent->host", h.host_nonce, h.agent_nonce, h.auth,
+                     h.round, h.last_completed, h.name, h.pid, h.preferred_rank, h.listen_port,
+                     node_id, h.run_id);
 }
 
-bool SessionKey(const std::string& token, AuthDirection direction, const std::string& host_nonce,
-                const std::string& agent_nonce, const std::string& run_id, std::string* key,
-                std::string* err) {
-  return HmacSha256Hex(token, "session\n" + AuthTranscript(direction, host_nonce, agent_nonce, run_id),
-                       key, err);
+bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,
+                std::string* key, std::string* err) {
+  return HmacSha256Hex(token, "session\n" + AuthTranscript(direction, h), key, err);
 }
 
 namespace {
@@ -209,8 +211,8 @@ bool MakeProof(AuthMethod method, const std::string& token, const std::string& m
       return true;
     case AuthMethod::kToken:
       if (token.empty()) {
-        if (err) *err = "the rendezvous host requires a token: set --rdzv-conf token=... or "
-                        "ELASTIC_RDZV_TOKEN to the host's value";
+        if (err) *err = "the rendezvous host requires a token: set --rdzv-conf token_file=PATH, "
+                        "ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN to the host's value";
         return false;
       }
       return HmacSha256Hex(token, challenge, proof, err);

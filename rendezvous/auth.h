@@ -15,6 +15,7 @@
 // limited to the addresses of the round's nodes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace elastic {
@@ -26,18 +27,39 @@ bool ParseAuthMethod(const std::string& text, AuthMethod* out);
 
 std::string MakeNonce();  // 32 random bytes, hex
 enum class AuthDirection { kAgentToHost, kHostToAgent };
-// What a proof covers: "slurm-elastic rendezvous v2", the direction, both nonces
-// (hex) and the run id last (the only free-form field, so the text is unambiguous).
-std::string AuthTranscript(AuthDirection direction, const std::string& host_nonce,
-                           const std::string& agent_nonce, const std::string& run_id);
+
+// Every field of the handshake that either side acts on (protocol 4): the
+// challenge's (host nonce, auth method, round, last completed round, run id), the
+// hello's (agent nonce, name, pid, preferred rank, failover port) and, from the
+// host, the welcome's node id. Each side fills it from what it sent and what it
+// received, so a field a man in the middle rewrote makes the proofs disagree and
+// the handshake fail (protocol 3 covered the nonces and the run id only: a relay
+// could swap the hello's rank preference and failover port).
+struct Handshake {
+  std::string host_nonce;
+  std::string agent_nonce;
+  std::string auth;
+  uint64_t round = 0;
+  int64_t last_completed = -1;
+  std::string run_id;
+  std::string name;
+  int64_t pid = 0;
+  int preferred_rank = -1;
+  int listen_port = 0;
+  int64_t node_id = -1;  // the welcome's; covered by the host's proof only (the agent's comes first)
+};
+
+// What a proof covers: "slurm-elastic rendezvous v4", the direction, then every
+// field of `h` one per line in a fixed order (names and run ids are printable
+// ASCII without newlines, messages.cc), the run id last.
+std::string AuthTranscript(AuthDirection direction, const Handshake& h);
 
 // The key that authenticates the frames one direction sends after the
 // handshake (RendezvousConnection::AuthenticateFrames): HMAC-SHA256 under the
 // token of "session" and that direction's transcript, so each connection and
 // each direction has its own. Token mode only: munge and none share no secret.
-bool SessionKey(const std::string& token, AuthDirection direction, const std::string& host_nonce,
-                const std::string& agent_nonce, const std::string& run_id, std::string* key,
-                std::string* err);
+bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,
+                std::string* key, std::string* err);
 
 // HMAC-SHA256 of data under key, as hex; false with *err when libcrypto cannot be loaded.
 bool HmacSha256Hex(const std::string& key, const std::string& data, std::string* out, std::string* err);

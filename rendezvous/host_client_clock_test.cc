@@ -5,10 +5,14 @@
 // run the loop until the bytes already sent are handled (Settle) before they
 // move the clock; the clock stands still meanwhile.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/fake_clock.h"
 #include "common/net.h"
@@ -78,6 +82,71 @@ class HostClientClockTest : public ::testing::Test {
   RendezvousHost* host_ = nullptr;
   int port = 0;
 };
+
+// A stranger on the host's port: connects, sends a hello that is not one.
+int BadHelloStranger(int port) {
+  SocketAddress addr;
+  std::string err;
+  if (!ResolveNumericAddress("127.0.0.1", port, &addr, &err)) return -1;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr.storage), addr.len) != 0) return -1;
+  const std::string json = R"({"type":"hello"})";
+  std::string frame = {0, 0, 0, static_cast<char>(json.size())};
+  frame += json;
+  if (send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size())) return -1;
+  return fd;
+}
+
+// True once the host closed fd (its error read and dropped).
+bool ClosedByHost(int fd) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {}
+  return n == 0;
+}
+
+int CountLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Issue 19 item 8: one stranger produced 18,350 warning lines in 10 s. The
+// host's warnings a stranger can cause are limited as the store's are: 5 per
+// second (LogRateLimiter), then the next allowed line says how many were held back.
+TEST_F(HostClientClockTest, StrangersRefusedAtOneInstantCostFiveLinesThenACount) {
+  StartHost();
+  port = host_->port();
+  std::vector<int> fds;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 20; ++i) fds.push_back(BadHelloStranger(port));
+  bool all_closed = Pump([&] {
+    for (int fd : fds)
+      if (fd < 0 || !ClosedByHost(fd)) return false;
+    return true;
+  });
+  std::string burst = testing::internal::GetCapturedStderr();
+  for (int fd : fds) close(fd);
+  ASSERT_TRUE(all_closed);
+  EXPECT_EQ(CountLines(burst, "refused connection from"), 5) << burst;
+  EXPECT_EQ(CountLines(burst, "more like it"), 0) << burst;
+
+  Advance(999);  // still the same second: held back
+  testing::internal::CaptureStderr();
+  int fd = BadHelloStranger(port);
+  ASSERT_TRUE(Pump([&] { return fd >= 0 && ClosedByHost(fd); }));
+  close(fd);
+  EXPECT_EQ(CountLines(testing::internal::GetCapturedStderr(), "refused connection from"), 0);
+
+  Advance(1);  // a new second: one line, with the count of what was held back
+  testing::internal::CaptureStderr();
+  fd = BadHelloStranger(port);
+  ASSERT_TRUE(Pump([&] { return fd >= 0 && ClosedByHost(fd); }));
+  close(fd);
+  std::string next = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(CountLines(next, "refused connection from"), 1) << next;
+  EXPECT_NE(next.find("(and 16 more like it)"), std::string::npos) << next;
+}
 
 TEST_F(HostClientClockTest, HostDropsASilentAgentAtHeartbeatTimeoutNotBefore) {
   settings.max_restarts = 1;

@@ -45,7 +45,10 @@ namespace elastic {
 // 2: mutual authentication (agent nonce in hello, host proof in welcome).
 // 3: with a token, every frame after the welcome carries an authentication tag
 //    (RendezvousConnection::AuthenticateFrames).
-inline constexpr int kRendezvousProtocolVersion = 3;
+// 4: both proofs cover every handshake field (challenge, hello, the welcome's
+//    node id: Handshake in auth.h), not only the nonces and the run id. Agents
+//    and hosts of different versions refuse each other by name at the challenge.
+inline constexpr int kRendezvousProtocolVersion = 4;
 
 struct Message {
   std::string type;

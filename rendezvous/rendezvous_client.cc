@@ -164,9 +164,13 @@ void RendezvousClient::OnAuthMessage(const HostMessage& msg) {
   using K = HostMessage::Kind;
   if (msg.kind == K::kChallenge && !challenged_) return OnChallenge(msg.challenge);
   if (msg.kind == K::kWelcome && challenged_) return OnWelcome(msg.welcome);
+  // Nothing before the welcome is authenticated: an `error` may come from a man
+  // in the middle as well as from the host, so it ends the agent as a lost
+  // connection would (exit 3), never as a verdict on the job (exit 2: do not requeue).
   if (msg.kind == K::kError)
-    return Fatal(fmt::format("the rendezvous host {} refused this agent: {}", HostName(),
-                             EscapeForLog(msg.text)), EndReason::kBadInput);
+    return Fatal(fmt::format("the rendezvous host {} refused this agent (unauthenticated, before "
+                             "its welcome): {}", HostName(), EscapeForLog(msg.text)),
+                 EndReason::kHostLost);
   Fatal(fmt::format("protocol error from the rendezvous host {}: '{}' while awaiting its {}",
                     HostName(), HostMessageName(msg.kind), challenged_ ? "welcome" : "challenge"));
 }
@@ -186,13 +190,15 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   candidate_timer_.Cancel();
   if (!auth_timer_.armed())
     auth_timer_ = loop_.After(Millis(config_.settings.auth_timeout_ms), [this] { OnAuthDeadline(); });
+  // The challenge is unauthenticated (its fields are proven only by the welcome):
+  // what it says can refuse the host, never end the job as bad input.
   if (c.version != kRendezvousProtocolVersion)
     return Fatal(fmt::format("the rendezvous host {} speaks protocol version {}, this agent {}: "
                              "use the same slurm-elastic on every node", HostName(), c.version,
-                             kRendezvousProtocolVersion), EndReason::kBadInput);
+                             kRendezvousProtocolVersion), EndReason::kHostLost);
   if (c.run_id != config_.run_id)
     return Fatal(fmt::format("the rendezvous host {} runs '{}', not '{}' (--rdzv-id)", HostName(),
-                             c.run_id, config_.run_id), EndReason::kBadInput);
+                             c.run_id, config_.run_id), EndReason::kHostLost);
   if (HostIsStale(c.round, config_.last_round_run)) {
     std::string why = fmt::format("it forms round {}, but this agent already ran round {}: a "
                                   "former host", c.round, *config_.last_round_run);
@@ -214,43 +220,51 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
         "downgrade (a host without the secret, or a man in the middle){}", HostName(),
         required == AuthMethod::kToken ? "a token" : "munge",
         required == AuthMethod::kMunge ? "; --rdzv-conf munge=0 allows it" : ""),
-        EndReason::kBadInput);
-  host_nonce_ = c.nonce;
-  agent_nonce_ = MakeNonce();
+        EndReason::kHostLost);
+  // Our proof covers the challenge as we read it and our whole hello (protocol 4).
+  Handshake& h = handshake_;
+  h = Handshake{};
+  h.host_nonce = c.nonce;
+  h.agent_nonce = MakeNonce();
+  h.auth = c.auth;
+  h.round = c.round;
+  h.last_completed = c.last_completed;
+  h.run_id = config_.run_id;
+  h.name = config_.node_name;
+  h.pid = static_cast<int64_t>(getpid());
+  h.preferred_rank = config_.settings.preferred_rank;
+  h.listen_port = config_.listen_port ? config_.listen_port(local_addr_) : 0;
   std::string proof, err;
-  std::string transcript = AuthTranscript(AuthDirection::kAgentToHost, host_nonce_, agent_nonce_,
-                                          config_.run_id);
-  if (!MakeProof(auth_, config_.settings.token, config_.settings.munge_socket, transcript, &proof,
-                 &err))
+  if (!MakeProof(auth_, config_.settings.token, config_.settings.munge_socket,
+                 AuthTranscript(AuthDirection::kAgentToHost, h), &proof, &err))
     return Fatal(fmt::format("cannot authenticate to the rendezvous host {} ({}): {}", HostName(),
                              c.auth, err));
   conn_->Send("hello", {{"version", kRendezvousProtocolVersion},
-                        {"run_id", config_.run_id},
-                        {"name", config_.node_name},
-                        {"pid", static_cast<int64_t>(getpid())},
-                        {"preferred_rank", config_.settings.preferred_rank},
-                        {"nonce", agent_nonce_},
+                        {"run_id", h.run_id},
+                        {"name", h.name},
+                        {"pid", h.pid},
+                        {"preferred_rank", h.preferred_rank},
+                        {"nonce", h.agent_nonce},
                         {"proof", proof},
-                        {"listen_port", config_.listen_port ? config_.listen_port(local_addr_) : 0}});
+                        {"listen_port", h.listen_port}});
 }
 
 // The host proves it knows the token (or is of our munge realm) over this
 // connection's nonces before anything it says is believed.
 void RendezvousClient::OnWelcome(const WelcomeMsg& welcome) {
-  std::string transcript = AuthTranscript(AuthDirection::kHostToAgent, host_nonce_, agent_nonce_,
-                                          config_.run_id);
+  handshake_.node_id = welcome.node_id;
+  std::string transcript = AuthTranscript(AuthDirection::kHostToAgent, handshake_);
   std::string err;
+  // Unproven: a relay or a stranger, not a verdict on this job (fail as a network failure).
   if (!VerifyProof(auth_, config_.settings.token, config_.settings.munge_socket, transcript,
                    welcome.proof, &err))
     return Fatal(fmt::format("the rendezvous host {} failed to prove itself ({}): {}", HostName(),
-                             AuthMethodName(auth_), err));
+                             AuthMethodName(auth_), err), EndReason::kHostLost);
   if (auth_ == AuthMethod::kToken) {  // every frame after the welcome is authenticated
     RendezvousConnection::FrameKeys keys;
     const std::string& token = config_.settings.token;
-    if (!SessionKey(token, AuthDirection::kAgentToHost, host_nonce_, agent_nonce_, config_.run_id,
-                    &keys.send, &err) ||
-        !SessionKey(token, AuthDirection::kHostToAgent, host_nonce_, agent_nonce_, config_.run_id,
-                    &keys.receive, &err))
+    if (!SessionKey(token, AuthDirection::kAgentToHost, handshake_, &keys.send, &err) ||
+        !SessionKey(token, AuthDirection::kHostToAgent, handshake_, &keys.receive, &err))
       return Fatal("cannot derive the rendezvous session keys: " + err);
     conn_->AuthenticateFrames(std::move(keys));
   }

@@ -130,7 +130,7 @@ class RendezvousClient : public RendezvousHandler {
   bool watching_ = false;                   // Watch() called, no Join() since: an observer
   uint64_t last_round_ = 0;
   int restarts_used_ = -1;                  // restarts_used()
-  std::string host_nonce_, agent_nonce_;    // this connection's, for both proofs
+  Handshake handshake_;  // this connection's challenge and hello: what both proofs cover
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
   std::string last_waiting_;                // printed once, not every tick
   std::optional<RoundInfo> standby_;        // a spare's round (waiting {standby})

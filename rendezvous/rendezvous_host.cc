@@ -109,7 +109,12 @@ void RendezvousHost::OnAccept() {
     peer.addr = PeerAddress(fd.get());
     local_addrs_.insert(LocalAddress(fd.get()));  // our own workers may come from it
     allowed_addrs_.insert(LocalAddress(fd.get()));
-    peer.nonce = MakeNonce();
+    // What the challenge says; the hello adds its fields and both proofs cover all.
+    peer.handshake.host_nonce = MakeNonce();
+    peer.handshake.auth = AuthMethodName(config_.auth);
+    peer.handshake.round = state_.round;
+    peer.handshake.last_completed = static_cast<int64_t>(state_.quorum_round);
+    peer.handshake.run_id = config_.run_id;
     RendezvousConnection::Callbacks cb;
     cb.on_message = [this, id](const Message& m) { OnPeerMessage(id, m); };
     cb.on_close = [this, id](const std::string& reason) { OnPeerClosed(id, reason); };
@@ -118,15 +123,16 @@ void RendezvousHost::OnAccept() {
                                                        config_.settings.auth_max_frame_bytes, cb);
     std::string err;
     if (!peer.conn->Start(&err)) {
-      Log(LogLevel::kWarning, "rendezvous: cannot watch connection from {}: {}", peer.addr, err);
+      Warn(refuse_log_, fmt::format("rendezvous: cannot watch connection from {}: {}", peer.addr, err));
       continue;
     }
+    const Handshake& h = peer.handshake;
     peer.conn->Send("challenge", {{"version", kRendezvousProtocolVersion},
-                                  {"run_id", config_.run_id},
-                                  {"nonce", peer.nonce},
-                                  {"auth", AuthMethodName(config_.auth)},
-                                  {"round", state_.round},
-                                  {"last_completed", state_.quorum_round}});
+                                  {"run_id", h.run_id},
+                                  {"nonce", h.host_nonce},
+                                  {"auth", h.auth},
+                                  {"round", h.round},
+                                  {"last_completed", h.last_completed}});
     // Whoever does not authenticate in time is dropped: no fd is held by strangers.
     peer.auth_deadline = loop_.After(Millis(config_.settings.auth_timeout_ms),
                                      [this, id] { OnAuthDeadline(id); });
@@ -166,7 +172,7 @@ void RendezvousHost::LeftPreAuth() {
 void RendezvousHost::Refuse(Peer& peer, const std::string& why) {
   if (peer.refused) return;
   peer.refused = true;
-  Log(LogLevel::kWarning, "rendezvous: refused connection from {}: {}", peer.addr, why);
+  Warn(refuse_log_, fmt::format("rendezvous: refused connection from {}: {}", peer.addr, why));
   peer.conn->Send("error", {{"message", why}});
   peer.conn->CloseAfterFlush();
 }
@@ -182,13 +188,21 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
                                     config_.run_id, hello.run_id));
   const RendezvousSettings& s = config_.settings;
   std::string err, proof;
-  std::string up = AuthTranscript(AuthDirection::kAgentToHost, peer.nonce, hello.nonce, hello.run_id);
-  if (!VerifyProof(config_.auth, s.token, s.munge_socket, up, hello.proof, &err))
+  // The agent's proof covers the challenge as it read it and its whole hello
+  // (protocol 4): a field rewritten on the way either way fails here.
+  Handshake& h = peer.handshake;
+  h.agent_nonce = hello.nonce;
+  h.name = hello.name;
+  h.pid = hello.pid;
+  h.preferred_rank = hello.preferred_rank;
+  h.listen_port = hello.listen_port;
+  h.node_id = static_cast<int64_t>(id);
+  if (!VerifyProof(config_.auth, s.token, s.munge_socket, AuthTranscript(AuthDirection::kAgentToHost, h),
+                   hello.proof, &err))
     return Refuse(peer, fmt::format("authentication ({}) failed: {}", AuthMethodName(config_.auth),
                                     err));
-  // Our own proof, over the same nonces the other way: the agent checks it.
-  std::string down = AuthTranscript(AuthDirection::kHostToAgent, peer.nonce, hello.nonce,
-                                    hello.run_id);
+  // Our own proof, over the same fields the other way: the agent checks it.
+  std::string down = AuthTranscript(AuthDirection::kHostToAgent, h);
   if (!MakeProof(config_.auth, s.token, s.munge_socket, down, &proof, &err))
     return Refuse(peer, fmt::format("cannot prove this host ({}): {}",
                                     AuthMethodName(config_.auth), err));
@@ -198,10 +212,8 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
   peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
   if (config_.auth == AuthMethod::kToken) {  // every frame after the welcome is authenticated
     RendezvousConnection::FrameKeys keys;
-    if (!SessionKey(s.token, AuthDirection::kHostToAgent, peer.nonce, hello.nonce, hello.run_id,
-                    &keys.send, &err) ||
-        !SessionKey(s.token, AuthDirection::kAgentToHost, peer.nonce, hello.nonce, hello.run_id,
-                    &keys.receive, &err))
+    if (!SessionKey(s.token, AuthDirection::kHostToAgent, h, &keys.send, &err) ||
+        !SessionKey(s.token, AuthDirection::kAgentToHost, h, &keys.receive, &err))
       return Refuse(peer, "cannot derive the session keys: " + err);
     peer.conn->AuthenticateFrames(std::move(keys));
   }
@@ -220,7 +232,7 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
   std::string err;
   if (!DecodeAgentMessage(raw, &msg, &err)) {
     if (!peer.authenticated) return Refuse(peer, err);
-    Log(LogLevel::kWarning, "rendezvous: dropping {} after a bad message: {}", peer.addr, err);
+    Warn(drop_log_, fmt::format("rendezvous: dropping {} after a bad message: {}", peer.addr, err));
     peer.conn->Send("error", {{"message", err}});
     return peer.conn->CloseAfterFlush();
   }
@@ -244,7 +256,7 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
     case K::kHello:
       break;
   }
-  Log(LogLevel::kWarning, "rendezvous: dropping {} after a second hello", peer.addr);
+  Warn(drop_log_, fmt::format("rendezvous: dropping {} after a second hello", peer.addr));
   peer.conn->Send("error", {{"message", "hello after welcome"}});
   peer.conn->CloseAfterFlush();
 }
@@ -260,12 +272,17 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
   bool authenticated = it->second.authenticated;
   // E.g. a frame that failed authentication (a man in the middle): worth a line.
   if (authenticated && reason.rfind("protocol error", 0) == 0)
-    Log(LogLevel::kWarning, "rendezvous: dropping {}: {}", it->second.addr, EscapeForLog(reason));
+    Warn(drop_log_, fmt::format("rendezvous: dropping {}: {}", it->second.addr, EscapeForLog(reason)));
   // Destroying the connection from its own on_close is allowed (connection.h).
   peers_.erase(it);
   if (!authenticated) LeftPreAuth();
   if (authenticated) Feed(EvLeave{id, reason});
   MaybeRunTerminal();
+}
+
+void RendezvousHost::Warn(LogRateLimiter& limiter, const std::string& message) {
+  uint64_t dropped = 0;
+  if (limiter.Allow(loop_.Now(), &dropped)) Log(LogLevel::kWarning, "{}{}", message, MoreLikeIt(dropped));
 }
 
 // ---- the state machine ----

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "common/event_loop.h"
+#include "common/log_limit.h"
 #include "common/unique_fd.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/connection.h"
@@ -71,7 +72,7 @@ class RendezvousHost : public RendezvousHandler {
  private:
   struct Peer {
     std::unique_ptr<RendezvousConnection> conn;
-    std::string nonce;  // the host's, sent in this connection's challenge
+    Handshake handshake;  // what this connection's challenge said (its nonce, round...), then the hello
     std::string addr;
     bool authenticated = false;
     bool refused = false;  // an error is on its way; closing
@@ -104,6 +105,9 @@ class RendezvousHost : public RendezvousHandler {
   void OnHeartbeatTick();
   void FinishLocal(std::function<void()> terminal);
   void MaybeRunTerminal();
+  // A warning whoever reaches the port can cause: a few lines per second, then
+  // a count of those held back (common/log_limit.h).
+  void Warn(LogRateLimiter& limiter, const std::string& message);
 
   EventLoop& loop_;
   HostConfig config_;
@@ -117,6 +121,8 @@ class RendezvousHost : public RendezvousHandler {
   int unauthenticated_ = 0;       // peers not (yet) authenticated, refused ones included
   bool accept_paused_ = false;    // at max_unauthenticated: the listener is not watched
   uint64_t accept_pauses_ = 0;    // times accepting paused (logged rate-limited)
+  LogRateLimiter refuse_log_;     // strangers refused before (or at) their hello
+  LogRateLimiter drop_log_;       // authenticated peers dropped for what they (or a relay) sent
   std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
   std::set<std::string> local_addrs_;
   uint64_t local_round_ = 0;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/parse.h"
+#include "rendezvous/token_file.h"
 
 namespace elastic {
 namespace {
@@ -72,7 +73,11 @@ const std::map<std::string, ConfKey>& Keys() {
                    s->token = value;
                    return true;
                  },
-                 "shared secret for HMAC-SHA256 challenge-response (or ELASTIC_RDZV_TOKEN)"}},
+                 "shared secret for HMAC-SHA256 challenge-response; visible to every local "
+                 "user on a command line: prefer token_file (or ELASTIC_RDZV_TOKEN)"}},
+      {"token_file", {[](const std::string&, const std::string& value, RendezvousSettings* s,
+                         std::string* err) { return ReadTokenFile(value, &s->token, err); },
+                      "file holding the token, mode 0600 (or ELASTIC_RDZV_TOKEN_FILE)"}},
       {"munge", {[](const std::string& key, const std::string& value, RendezvousSettings* s,
                     std::string* err) { return SetBool(key, value, &s->use_munge, err); },
                  "0: do not authenticate with munge even where munged runs (1)"}},
@@ -92,7 +97,8 @@ const std::map<std::string, ConfKey>& Keys() {
       {"auth_timeout", {Seconds(&RendezvousSettings::auth_timeout_ms),
                         "seconds a connection may take to authenticate, either side (10)"}},
       {"max_unauthenticated", {Integer(&RendezvousSettings::max_unauthenticated, 1, 1 << 16),
-                               "host: connections not yet authenticated; more are closed (64)"}},
+                               "host: connections not yet authenticated; past it accepting "
+                               "pauses, later ones wait in the listen queue (64)"}},
       {"auth_max_frame_bytes", {[](const std::string& key, const std::string& value,
                                    RendezvousSettings* s, std::string* err) {
                                   long long v = 0;

@@ -135,6 +135,39 @@ TEST_F(PluginTest, SrunAcceptsSparesAndRefusesANodeMultipleOutsideMinMax) {
             std::string::npos) << api.errors.at(0);
 }
 
+// A token given to srun is warned about (srun's argv is world-readable) and
+// reaches elasticrun in its environment only, never in the task's argv.
+TEST_F(PluginTest, TokenInRdzvConfIsWarnedAndKeptOutOfTheTaskArgv) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvConf, "token=s3cret", false), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);
+  int warned = 0;
+  for (const std::string& info : api.infos) {
+    if (info.find("token_file=PATH") != std::string::npos) ++warned;
+    EXPECT_EQ(info.find("s3cret"), std::string::npos) << info;
+  }
+  EXPECT_EQ(warned, 1);
+
+  SetUp();
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvConf, "token=s3cret", true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  for (const std::string& word : api.argv) EXPECT_EQ(word.find("s3cret"), std::string::npos) << word;
+  EXPECT_NE(api.env["PET_RDZV_CONF"].find("token=s3cret"), std::string::npos);
+}
+
+TEST_F(PluginTest, TokenFileInRdzvConfIsNotWarned) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvConf, "token_file=/home/u/.elastic-token", false), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);
+  for (const std::string& info : api.infos) EXPECT_EQ(info.find("token"), std::string::npos) << info;
+}
+
 // srun knows the step's node count: a step that can never reach MIN is refused
 // before anything starts, with the options that fix it (issue: the README's
 // `srun --elastic=2:8 ...` without -N waited 600 s, then looked like a lost node).

@@ -65,6 +65,14 @@ bool IsTorchrunCommand(const std::vector<std::string>& argv) {
 
 int SrunLocalUserInit(SpankApi& api, PluginState& state) {
   if (!ElasticActive(state.options, state.config)) return 0;
+  // The plugin hands --elastic-rdzv-conf to elasticrun in the task's environment
+  // (PET_RDZV_CONF, readable by the user only), never in its argv; but srun's and
+  // sbatch's own command lines are readable by every local user.
+  for (const auto& [key, value] : state.options.rdzv_conf)
+    if (key == "token")
+      api.Info("warning: --elastic-rdzv-conf token=... is on srun's (or sbatch's) command line, "
+               "which every local user can read (/proc/PID/cmdline): use token_file=PATH (mode "
+               "0600, on every node) or export ELASTIC_RDZV_TOKEN_FILE instead");
   std::vector<std::string> argv;
   api.GetArgv(&argv);
   if (CmdlineHasMultiProg(api.ProcessCmdline(), argv.empty() ? "" : argv[0])) {

@@ -61,10 +61,10 @@ struct StoreServer::Connection {
   uint32_t interest = EPOLLIN;
   bool eof = false;
   bool doomed = false;  // closing from the loop (Doom); nothing more is done for it
-  EventLoop::TimerId partial_timer = 0;  // armed while a frame is half-sent
+  Timer partial_timer;  // armed while a frame is half-sent
   MonoClock::time_point last_input{};
   MonoClock::time_point frame_start{};  // when the first byte of the buffered frame arrived
-  EventLoop::TimerId stall_timer = 0;  // armed while output is above the high-water mark
+  Timer stall_timer;  // armed while output is above the high-water mark
   size_t pending() const { return out.size() - out_pos; }
   size_t counted_out = 0;  // its share of output_bytes_
   bool partial() const { return !in.empty() && in.size() < need; }
@@ -89,14 +89,9 @@ StoreServer::StoreServer(EventLoop& loop, StoreLimits limits)
       read_buf_(64 * 1024) {}
 
 StoreServer::~StoreServer() {
-  for (auto& [id, c] : conns_) {
-    loop_.Remove(c->fd.get());
-    if (c->partial_timer) loop_.CancelTimer(c->partial_timer);
-    if (c->stall_timer) loop_.CancelTimer(c->stall_timer);
-  }
+  for (auto& [id, c] : conns_) loop_.Remove(c->fd.get());
   if (listen_fd_) loop_.Remove(listen_fd_.get());
-  if (accept_timer_) loop_.CancelTimer(accept_timer_);
-  if (doom_timer_) loop_.CancelTimer(doom_timer_);
+  // The timers (connections' and ours) are handles: they cancel themselves.
 }
 
 bool StoreServer::Listen(const std::string& host, int port, std::string* err) {
@@ -212,17 +207,13 @@ void StoreServer::PauseAccept() {
   if (!loop_.Modify(listen_fd_.get(), 0, &err)) Warn(refuse_log_, "store: " + err);
   Warn(refuse_log_, fmt::format("store: out of file descriptors with {} connections: not accepting for up to {} ms",
                                 conns_.size(), limits_.accept_retry_ms));
-  accept_timer_ = loop_.AddTimer(Millis(limits_.accept_retry_ms), [this] {
-    accept_timer_ = 0;
-    ResumeAccept();
-  });
+  accept_timer_ = loop_.After(Millis(limits_.accept_retry_ms), [this] { ResumeAccept(); });
 }
 
 void StoreServer::ResumeAccept() {
   if (!accept_paused_) return;
   accept_paused_ = false;
-  if (accept_timer_) loop_.CancelTimer(accept_timer_);
-  accept_timer_ = 0;
+  accept_timer_.Cancel();
   if (!spare_fd_) spare_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   std::string err;
   if (!loop_.Modify(listen_fd_.get(), EPOLLIN, &err)) Warn(refuse_log_, "store: " + err);
@@ -415,12 +406,7 @@ void StoreServer::Doom(Connection& c, std::string reason) {
   Log(LogLevel::kDebug, "store: connection {} doomed: {}", c.id, reason);
   doomed_.push_back(c.id);
   doomed_reasons_.push_back(std::move(reason));
-  if (doom_timer_ == 0) {
-    doom_timer_ = loop_.AddTimer(Millis(0), [this] {
-      doom_timer_ = 0;
-      CloseDoomed();
-    });
-  }
+  if (!doom_timer_.armed()) doom_timer_ = loop_.After(Millis(0), [this] { CloseDoomed(); });
 }
 
 void StoreServer::CloseDoomed() {
@@ -437,23 +423,21 @@ void StoreServer::CloseDoomed() {
 // when they fire, so a busy connection costs no timer churn.
 void StoreServer::ArmTimers(Connection& c) {
   StoreConnId id = c.id;
-  if (c.partial() && c.partial_timer == 0) {
+  if (c.partial() && !c.partial_timer.armed()) {
     Millis first = Millis(std::min(limits_.partial_frame_timeout_ms, limits_.frame_deadline_ms));
-    c.partial_timer = loop_.AddTimer(first, [this, id] { OnPartialFrameTimer(id); });
+    c.partial_timer = loop_.After(first, [this, id] { OnPartialFrameTimer(id); });
   }
   bool stalled = c.pending() >= limits_.output_high_water;
-  if (stalled && c.stall_timer == 0) {
-    c.stall_timer = loop_.AddTimer(Millis(limits_.output_stall_timeout_ms), [this, id] { OnStallTimer(id); });
-  } else if (!stalled && c.stall_timer != 0) {
-    loop_.CancelTimer(c.stall_timer);
-    c.stall_timer = 0;
+  if (stalled && !c.stall_timer.armed()) {
+    c.stall_timer = loop_.After(Millis(limits_.output_stall_timeout_ms), [this, id] { OnStallTimer(id); });
+  } else if (!stalled) {
+    c.stall_timer.Cancel();
   }
 }
 
 void StoreServer::OnPartialFrameTimer(StoreConnId id) {
   Connection* c = Find(id);
   if (!c) return;
-  c->partial_timer = 0;
   if (!c->partial()) return;
   if (c->pending() >= limits_.output_high_water) {
     ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
@@ -473,13 +457,12 @@ void StoreServer::OnPartialFrameTimer(StoreConnId id) {
     return;
   }
   Millis next = std::min(Millis(limits_.partial_frame_timeout_ms) - idle, Millis(limits_.frame_deadline_ms) - age);
-  c->partial_timer = loop_.AddTimer(next, [this, id] { OnPartialFrameTimer(id); });
+  c->partial_timer = loop_.After(next, [this, id] { OnPartialFrameTimer(id); });
 }
 
 void StoreServer::OnStallTimer(StoreConnId id) {
   Connection* c = Find(id);
   if (!c) return;
-  c->stall_timer = 0;
   if (c->pending() < limits_.output_high_water) return;
   Close(id, fmt::format("left {} bytes of replies unread for {} ms", c->pending(), limits_.output_stall_timeout_ms),
         true);
@@ -651,8 +634,6 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   input_bytes_ -= c.in.size();
   output_bytes_ -= c.counted_out;
   loop_.Remove(c.fd.get());
-  if (c.partial_timer) loop_.CancelTimer(c.partial_timer);
-  if (c.stall_timer) loop_.CancelTimer(c.stall_timer);
   state_.ForgetConnection(id);
   conns_.erase(it);
   ResumeAccept();

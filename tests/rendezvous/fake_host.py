@@ -10,20 +10,33 @@ import socket
 import struct
 import threading
 
-TRANSCRIPT = ("slurm-elastic rendezvous v2\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
-              "run_id={}")
+TRANSCRIPT = ("slurm-elastic rendezvous v4\ndirection={}\nhost_nonce={host_nonce}\n"
+              "agent_nonce={agent_nonce}\nauth={auth}\nround={round}\nlast_completed={last_completed}\n"
+              "name={name}\npid={pid}\npreferred_rank={preferred_rank}\nlisten_port={listen_port}\n"
+              "{}run_id={run_id}")
+WELCOME_NODE_ID = 2  # the fake host's welcome
 
 
-def transcript(direction, host_nonce, agent_nonce, run_id):
-    return TRANSCRIPT.format(direction, host_nonce, agent_nonce, run_id)
+def handshake_fields(challenge, hello, node_id=WELCOME_NODE_ID):
+    """Every field both proofs cover (protocol 4, rendezvous/auth.h Handshake)."""
+    return {"host_nonce": challenge["nonce"], "agent_nonce": hello["nonce"], "auth": challenge["auth"],
+            "round": challenge.get("round", 0), "last_completed": challenge.get("last_completed", -1),
+            "run_id": hello["run_id"], "name": hello["name"], "pid": hello["pid"],
+            "preferred_rank": hello["preferred_rank"], "listen_port": hello.get("listen_port", 0),
+            "node_id": node_id}
+
+
+def transcript(direction, fields):
+    node = "node_id={}\n".format(fields["node_id"]) if direction == "host->agent" else ""
+    return TRANSCRIPT.format(direction, node, **fields)
 
 
 def hmac_hex(token, text):
     return hmac.new(token.encode(), text.encode(), hashlib.sha256).hexdigest()
 
 
-def session_key(token, direction, host_nonce, agent_nonce, run_id):
-    return hmac_hex(token, "session\n" + transcript(direction, host_nonce, agent_nonce, run_id))
+def session_key(token, direction, fields):
+    return hmac_hex(token, "session\n" + transcript(direction, fields))
 
 
 def frame_tag(key, number, payload):
@@ -104,27 +117,29 @@ class FakeHost:
         except Exception as e:  # the agent closing on us is the usual end
             self.error = e
 
-    def challenge(self, auth="token", version=3):
+    def challenge(self, auth="token", version=4):
         # "challenge": what protocol v1 agents signed, so one fake host can show
         # the same attack against an agent from before the fix (v2 ignores it).
         v1 = "slurm-elastic rendezvous v1\nnonce={}\nrun_id={}".format(self.nonce, self.run_id)
-        send_msg(self.conn, {"type": "challenge", "version": version, "run_id": self.run_id,
-                             "nonce": self.nonce, "challenge": v1, "auth": auth})
+        self.challenge_msg = {"type": "challenge", "version": version, "run_id": self.run_id,
+                              "nonce": self.nonce, "challenge": v1, "auth": auth}
+        send_msg(self.conn, self.challenge_msg)
         self.hello = recv_msg(self.conn)
         return self.hello
+
+    def fields(self):
+        return handshake_fields(self.challenge_msg, self.hello)
 
     def host_proof(self, token):
         if "nonce" not in self.hello:
             return ""  # a v1 agent checks nothing
         self.token = token
-        return hmac_hex(token, transcript("host->agent", self.nonce, self.hello["nonce"],
-                                          self.run_id))
+        return hmac_hex(token, transcript("host->agent", self.fields()))
 
     def welcome(self, proof):
-        send_msg(self.conn, {"type": "welcome", "node_id": 2, "proof": proof})
+        send_msg(self.conn, {"type": "welcome", "node_id": WELCOME_NODE_ID, "proof": proof})
         if self.token is not None:  # a genuine welcome: frames are authenticated from now on
-            keys = [session_key(self.token, d, self.nonce, self.hello["nonce"], self.run_id)
-                    for d in ("host->agent", "agent->host")]
+            keys = [session_key(self.token, d, self.fields()) for d in ("host->agent", "agent->host")]
             self.session = Session(*keys)
 
     def send(self, obj):

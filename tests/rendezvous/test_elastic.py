@@ -38,7 +38,9 @@ class ProtocolTest(RendezvousTestCase):
         self.wait_listening()
         self.run_id = "another-run"
         stray = self.start_agent(2, extra=["--no-python"], program=ENV_WORKER)
-        self.assertEqual(self.wait_exit(stray), 2, stray.output())  # bad input: do not requeue
+        # The challenge is unauthenticated: its run id refuses the host but never
+        # ends the job as bad input (exit 2, do not requeue); as a lost host: 3.
+        self.assertEqual(self.wait_exit(stray), 3, stray.output())
         self.assertIn("(--rdzv-id)", stray.output())
         os.kill(host.proc.pid, signal.SIGTERM)
         self.assertNotEqual(self.wait_exit(host), 0)

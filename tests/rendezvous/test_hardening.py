@@ -9,8 +9,9 @@ import struct
 import threading
 import time
 
-from fake_host import FakeHost, hmac_hex, recv_frame, recv_msg, round_msg, send_msg, transcript
-from rdzv_test_util import RendezvousTestCase, free_port
+from fake_host import (FakeHost, handshake_fields, hmac_hex, recv_frame, recv_msg, round_msg, send_msg,
+                       transcript)
+from rdzv_test_util import RendezvousTestCase, free_port, marked_pids
 from test_elastic import MungeTest
 
 TOKEN = "the-token"
@@ -205,10 +206,10 @@ class StrangerTest(RendezvousTestCase):
     def handshake(self, s):
         """An authenticated peer (it holds the token): challenge, hello, welcome."""
         challenge = recv_msg(s)
-        nonce = os.urandom(32).hex()
-        proof = hmac_hex(TOKEN, transcript("agent->host", challenge["nonce"], nonce, self.run_id))
-        send_msg(s, {"type": "hello", "version": challenge["version"], "run_id": self.run_id,
-                     "name": "slow", "pid": 1, "preferred_rank": -1, "nonce": nonce, "proof": proof})
+        hello = {"type": "hello", "version": challenge["version"], "run_id": self.run_id,
+                 "name": "slow", "pid": 1, "preferred_rank": -1, "nonce": os.urandom(32).hex()}
+        hello["proof"] = hmac_hex(TOKEN, transcript("agent->host", handshake_fields(challenge, hello)))
+        send_msg(s, hello)
         self.assertEqual(recv_msg(s)["type"], "welcome")
 
     def trickle(self, s, frame, every_s=0.3):
@@ -243,6 +244,31 @@ class StrangerTest(RendezvousTestCase):
         self.assertNotIn("\x1b", out)
         self.assertIn("\\x0aelasticrun: error: FORGED\\x1b[2J", out)
         self.assertLess(max(len(l) for l in out.splitlines()), 400)
+        self.assert_a_round_still_completes(host)
+
+    # Issue 19 item 8: one stranger sending bad hellos in a loop produced 18,350
+    # warning lines (159 KB/s) in 10 s. Now a few lines per second, with a count.
+    def test_a_stranger_flooding_bad_hellos_costs_a_few_lines_per_second(self):
+        host = self.real_host()
+        attempts, start = 0, time.monotonic()
+        while time.monotonic() - start < 3:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+                    recv_msg(s)  # the challenge
+                    send_msg(s, {"type": "hello"})
+                    try:
+                        recv_msg(s)  # the host's error, then the close
+                    except (OSError, EOFError):
+                        pass
+                    attempts += 1
+            except (OSError, EOFError):
+                pass
+        seconds = time.monotonic() - start
+        lines = [l for l in host.output().splitlines() if "refused connection" in l]
+        print("%d bad hellos in %.1f s: %d warning lines" % (attempts, seconds, len(lines)))
+        self.assertGreater(attempts, 50, "the flood did not reach the host")
+        self.assertLessEqual(len(lines), 5 * (int(seconds) + 2), "\n".join(lines[:20]))
+        self.assertTrue(any("more like it" in l for l in lines), "\n".join(lines))
         self.assert_a_round_still_completes(host)
 
     # 3: 1 MiB - 1 frame headers from strangers used to be buffered in full.
@@ -300,8 +326,9 @@ class Relay:
     after the handshake (challenge and welcome down, hello up) through
     `alter(direction, payload)`, which returns the frames to send instead."""
 
-    def __init__(self, port, host_port, alter):
+    def __init__(self, port, host_port, alter, handshake_too=False):
         self.alter = alter
+        self.handshake_too = handshake_too  # alter the challenge, hello and welcome as well
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", port))
@@ -325,7 +352,8 @@ class Relay:
             n = 0
             while True:
                 payload = recv_frame(src)
-                frames = [payload] if n < handshake_frames else self.alter(direction, payload)
+                in_handshake = n < handshake_frames and not self.handshake_too
+                frames = [payload] if in_handshake else self.alter(direction, payload)
                 n += 1
                 for f in frames:
                     dst.sendall(struct.pack(">I", len(f)) + f)
@@ -355,11 +383,11 @@ class ManInTheMiddleTest(RendezvousTestCase):
             self.relay.close()
         super().tearDown()
 
-    def through_relay(self, alter):
+    def through_relay(self, alter, handshake_too=False):
         host = self.start_agent(2, nproc=1, conf="token=" + TOKEN)
         self.wait_listening()
         host_port, self.port = self.port, free_port()
-        self.relay = Relay(self.port, host_port, alter)
+        self.relay = Relay(self.port, host_port, alter, handshake_too)
         agent = self.start_agent(2, nproc=1, conf="is_host=0,token=" + TOKEN)
         self.port = host_port
         return host, agent
@@ -390,3 +418,106 @@ class ManInTheMiddleTest(RendezvousTestCase):
         self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
         self.assertEqual(agent.workers(), [], self.dump())
         self.wait_for(lambda: "failed authentication" in host.output(), "the host to drop the relayed agent")
+
+    # Issue 19 item 6: before protocol 4 the proofs covered the nonces and the run
+    # id only: a relay rewrote the hello's rank preference and failover port (ranks
+    # swapped) and both sides believed it. Now every handshake field is in both
+    # proofs: the host refuses the hello, no worker starts.
+    def assert_rewritten_handshake_is_refused(self, direction, pattern, replacement):
+        def alter(d, payload):
+            if d == direction and b'"nonce"' in payload:  # the challenge or the hello
+                changed = re.sub(pattern, replacement, payload)
+                assert changed != payload, payload
+                payload = changed
+            return [payload]
+        host, agent = self.through_relay(alter, handshake_too=True)
+        rc = self.wait_exit(agent)
+        self.assertEqual(rc, 3, self.dump())  # as a network failure, not "do not requeue"
+        self.assertIn("authentication (token) failed", agent.output() + host.output())
+        self.assertEqual(agent.workers(), [], "the agent started workers after a forged handshake")
+        self.assertNotIn("worker rank=", agent.output())
+
+    def test_a_hello_with_a_rewritten_rank_preference_is_refused(self):
+        self.assert_rewritten_handshake_is_refused("up", rb'"preferred_rank":-?\d+', b'"preferred_rank":0')
+
+    def test_a_hello_with_a_rewritten_failover_port_is_refused(self):
+        self.assert_rewritten_handshake_is_refused("up", rb'"listen_port":\d+', b'"listen_port":1')
+
+    def test_a_challenge_with_a_rewritten_round_is_refused(self):
+        self.assert_rewritten_handshake_is_refused("down", rb'"round":\d+', b'"round":7')
+
+    # Issue 19 item 6: an `error` injected before the welcome (unauthenticated)
+    # made the agent exit 2 ("do not requeue"): now it is a network failure (3).
+    def test_an_error_injected_before_the_welcome_is_a_network_failure(self):
+        def alter(direction, payload):
+            if direction == "down" and b'"type":"challenge"' in payload:
+                return [b'{"type":"error","message":"wrong token"}']
+            return [payload]
+        host, agent = self.through_relay(alter, handshake_too=True)
+        self.assertEqual(self.wait_exit(agent), 3, self.dump())
+        self.assertIn("unauthenticated, before its welcome", agent.output())
+        self.assertEqual(agent.workers(), [], self.dump())
+
+
+def cmdlines_holding(secret):
+    """pid -> command line of every process on this machine whose argv holds `secret`."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if secret.encode() in cmdline:
+            found[int(entry)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+class TokenSecrecyTest(RendezvousTestCase):
+    """Issue 19 item 5: a token on the command line is readable by every local
+    user (/proc/PID/cmdline); with it another user joined as node 1 and ended the
+    job in 0.2 s. The file and environment forms keep it off every argv."""
+
+    HOLD = ["-c", "echo worker-started; sleep 3"]
+
+    def start(self, conf, env=None):
+        return self.start_agent(2, nproc=1, conf=conf, env=env, extra=["--no-python"],
+                                program="/bin/sh", worker_args=self.HOLD)
+
+    def test_a_token_file_never_reaches_a_command_line(self):
+        token = "tok-" + os.urandom(16).hex()
+        path = os.path.join(self.dir, "token")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(token + "\n")
+        host = self.start("token_file=" + path)
+        self.wait_listening()
+        agent = self.start("is_host=0", env={"ELASTIC_RDZV_TOKEN_FILE": path})
+        self.wait_for(lambda: all("worker-started" in a.output() for a in (host, agent)),
+                      "both workers to start")
+        pids = marked_pids(self.marker)
+        self.assertGreaterEqual(len(pids), 4, "agents, guardians and workers run")
+        self.assertEqual(cmdlines_holding(token), {})
+        for a in (host, agent):
+            self.assertEqual(self.wait_exit(a), 0, self.dump())
+            self.assertNotIn("is on the command line", a.output())
+        # A group- or world-readable file is refused, naming it.
+        os.chmod(path, 0o644)
+        refused = self.start_agent(1, nproc=1, conf="token_file=" + path, extra=["--no-python"],
+                                   program="/bin/true")
+        self.assertEqual(self.wait_exit(refused), 2, refused.output())
+        self.assertIn("mode 0644 lets others read or change the token: chmod 600 " + path,
+                      refused.output())
+
+    def test_a_token_on_the_command_line_is_warned_about(self):
+        token = "tok-" + os.urandom(16).hex()
+        host = self.start("token=" + token)
+        self.wait_listening()
+        agent = self.start("is_host=0", env={"ELASTIC_RDZV_TOKEN": token})
+        for a in (host, agent):
+            self.assertEqual(self.wait_exit(a), 0, self.dump())
+        warning = "--rdzv-conf token=... is on the command line, which every local user can read"
+        self.assertIn(warning, host.output())
+        self.assertNotIn(warning, agent.output())  # the environment is the user's own
+        self.assertNotIn(token, host.output() + agent.output())
