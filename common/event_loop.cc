@@ -104,10 +104,6 @@ Timer EventLoop::Every(Millis period, TimerCallback cb) {
   return Timer(this, Schedule(period, period, std::move(cb)));
 }
 
-EventLoop::TimerId EventLoop::AddTimer(Millis delay, TimerCallback cb) {
-  return Schedule(delay, Millis(0), std::move(cb));
-}
-
 EventLoop::TimerId EventLoop::Schedule(Millis delay, Millis period, TimerCallback cb) {
   TimerId id = next_timer_++;
   auto due = Now() + std::max(delay, Millis(0));

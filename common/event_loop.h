@@ -98,6 +98,7 @@ class EventLoop {
 
   // Now on the loop's clock: what timers and the logic on the loop compare against.
   MonoClock::time_point Now() const { return clock_.Now(); }
+  const Clock& clock() const { return clock_; }
 
   // Runs `cb` on this loop's next turn, after that turn's fd events and
   // timers, in the order posted. `cb` must not outlive what it captures:
@@ -111,10 +112,6 @@ class EventLoop {
   // missed period). Runs until its handle cancels it.
   [[nodiscard]] Timer Every(Millis period, TimerCallback cb);
 
-  // The same without a handle: the caller cancels by id (or lets it fire).
-  TimerId AddTimer(Millis delay, TimerCallback cb);
-  void CancelTimer(TimerId id);
-  bool TimerArmed(TimerId id) const { return timers_.count(id) != 0; }
   // When the earliest timer is due (none: nullopt). Tests step a FakeClock
   // from one timer to the next with it.
   std::optional<MonoClock::time_point> NextTimerDue() const;
@@ -134,6 +131,9 @@ class EventLoop {
     FdCallback cb;
   };
   friend class Posted;
+  friend class Timer;  // timers are cancelled through their handles only
+  void CancelTimer(TimerId id);
+  bool TimerArmed(TimerId id) const { return timers_.count(id) != 0; }
   static constexpr uint64_t kNoOwner = 0;
   struct PostedEntry {
     uint64_t owner;  // a Posted handle's, or kNoOwner

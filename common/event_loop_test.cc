@@ -32,8 +32,8 @@ TEST(EventLoopTest, ReadableFdRunsItsCallback) {
 TEST(EventLoopTest, TimersFireInDueOrder) {
   EventLoop loop;
   std::vector<int> order;
-  loop.AddTimer(Millis(20), [&] { order.push_back(2); loop.Stop(); });
-  loop.AddTimer(Millis(1), [&] { order.push_back(1); });
+  Timer second = loop.After(Millis(20), [&] { order.push_back(2); loop.Stop(); });
+  Timer first = loop.After(Millis(1), [&] { order.push_back(1); });
   loop.Run();
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
@@ -41,9 +41,9 @@ TEST(EventLoopTest, TimersFireInDueOrder) {
 TEST(EventLoopTest, CancelledTimerNeverFires) {
   EventLoop loop;
   bool fired = false;
-  auto id = loop.AddTimer(Millis(1), [&] { fired = true; });
-  loop.CancelTimer(id);
-  loop.AddTimer(Millis(5), [&] { loop.Stop(); });
+  Timer cancelled = loop.After(Millis(1), [&] { fired = true; });
+  cancelled.Cancel();
+  Timer stop = loop.After(Millis(5), [&] { loop.Stop(); });
   loop.Run();
   EXPECT_FALSE(fired);
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace elastic {
@@ -15,6 +16,10 @@ void SetLogProgram(std::string name);
 void SetLogVerbose(bool verbose);
 bool LogVerbose();
 void LogLine(LogLevel level, const std::string& message);
+// Where log lines go instead of a write(2) to stderr: the agent queues them with
+// its workers' output so that a full stderr never stops its loop (launcher/console.h).
+// An empty function restores the write.
+void SetLogSink(std::function<void(const std::string& line)> sink);
 
 template <typename... Args>
 void Log(LogLevel level, fmt::format_string<Args...> f, Args&&... args) {

@@ -36,8 +36,15 @@ UniqueFd OpenLog(const std::string& path) {
 }  // namespace
 
 ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
-    : config_(config), env_(env), spec_(std::move(spec)), loop_(loop) {
+    : config_(config),
+      env_(env),
+      spec_(std::move(spec)),
+      loop_(loop),
+      stdout_console_(loop, STDOUT_FILENO),
+      stderr_console_(loop, STDERR_FILENO) {
   status_.nproc = config.nproc;
+  log_source_ = stderr_console_.AddSource(nullptr);
+  SetLogSink([this](const std::string& line) { LogToConsole(line); });
   std::string warning;
   std::error_code ec;
   python_shim_dir_ = TorchShimDir(env_, std::filesystem::read_symlink("/proc/self/exe", ec), &warning);
@@ -58,6 +65,37 @@ ElasticAgent::~ElasticAgent() {
   StopFileTimer();
   if (signal_fd_) loop_.Remove(signal_fd_.get());
   sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+  workers_.clear();  // their outputs go before the consoles they write to
+  DrainConsoles();   // what was logged since Run's drain
+  SetLogSink(nullptr);
+}
+
+// The agent's own lines share stderr with its workers' (one queue: the order
+// stays that of the events). Past the source's limit they are counted, not kept.
+void ElasticAgent::LogToConsole(const std::string& line) {
+  if (stderr_console_.over_limit(log_source_)) {
+    ++log_lines_dropped_;
+    return;
+  }
+  if (log_lines_dropped_ > 0) {
+    stderr_console_.Write(log_source_, fmt::format("elasticrun: warning: {} log line(s) dropped: stderr "
+                                                   "did not take them\n", log_lines_dropped_));
+    log_lines_dropped_ = 0;
+  }
+  stderr_console_.Write(log_source_, line);
+}
+
+void ElasticAgent::DrainConsoles() {
+  auto deadline = loop_.Now() + Millis(config_.console_drain_timeout_ms);
+  size_t dropped_out = stdout_console_.DrainUntil(deadline, loop_.clock());
+  size_t dropped_err = stderr_console_.DrainUntil(deadline, loop_.clock());
+  if (dropped_out + dropped_err == 0) return;
+  // Said straight to stderr (best effort: it may be what did not take the text).
+  SetLogSink(nullptr);
+  Log(LogLevel::kWarning, "{} byte(s) of output to stdout and {} to stderr not written: the console took "
+      "nothing for --console-drain-timeout={}s at exit", dropped_out, dropped_err,
+      config_.console_drain_timeout_ms / 1000.0);
+  SetLogSink([this](const std::string& line) { LogToConsole(line); });
 }
 
 bool ElasticAgent::SetUpSignals(std::string* err) {
@@ -140,7 +178,7 @@ void ElasticAgent::SetCallbacks() {
   RendezvousHandler::Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) {
     round_ = info;
-    gloo_ifname_ = ChooseGlooInterface(config_.rdzv.hostname, info.store_addr, info.group_world_size);
+    gloo_ifname_ = ChooseGlooInterface(hostname_resolves_, info.store_addr, info.group_world_size);
     Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
   };
   cb.on_restart_required = [this](const std::string& reason) {
@@ -178,15 +216,26 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
     return 1;
   }
   StartZygote(subreaper);  // imports while the rendezvous runs
+  // A name lookup (may wait on DNS): once, here, never on the loop (gloo_interface.h).
+  if (!config_.rdzv.standalone && config_.rdzv.max_nodes > 1)  // else one node: no gloo choice
+    hostname_resolves_ = HostnameResolvesUsably(config_.rdzv.hostname);
   SetCallbacks();
   Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
       fmt::join(spec_.argv, " "));
   JoinRound();
   loop_.Run();
+  DrainConsoles();
   return exit_code_;
 }
 
 void ElasticAgent::Dispatch(Event event) {
+  // The state machine has started the workers: anything that happens meanwhile
+  // (a signal, the rendezvous) finds them started, without the zygote if need be.
+  if (start_pending_) {
+    Log(LogLevel::kDebug, "an event came before the preloaded interpreter was ready: starting the "
+        "workers normally");
+    StartWorkersNow();
+  }
   queue_.push_back(std::move(event));
   if (dispatching_) return;  // the outer Dispatch handles it next: no re-entrance
   dispatching_ = true;
@@ -246,7 +295,22 @@ void ElasticAgent::Execute(const Action& action) {
   }
 }
 
+// With --preload the workers wait for the zygote's import (its "ready" is a loop
+// event): the loop goes on serving the rendezvous, the store and the consoles.
 void ElasticAgent::StartWorkers() {
+  if (zygote_ && zygote_->starting()) {
+    Log(LogLevel::kDebug, "waiting for the preloaded interpreter before starting the workers");
+    start_pending_ = true;
+    zygote_->WhenSettled([this] {
+      if (start_pending_) StartWorkersNow();
+    });
+    return;
+  }
+  StartWorkersNow();
+}
+
+void ElasticAgent::StartWorkersNow() {
+  start_pending_ = false;
   for (auto& w : workers_) old_groups_.push_back(w->child.pid);
   workers_.clear();
   workers_started_ = loop_.Now();
@@ -254,10 +318,10 @@ void ElasticAgent::StartWorkers() {
   std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
   Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
       config_.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
-  std::string why;
-  if (zygote_ && zygote_->usable() && !zygote_->Ready(&why)) {
+  if (zygote_ && !zygote_->ready() && !zygote_->why().empty() && !zygote_warned_) {
+    zygote_warned_ = true;
     Log(LogLevel::kWarning, "--preload: the preloaded interpreter cannot be used: {}: workers start "
-        "normally", why);
+        "normally", zygote_->why());
   }
   std::vector<Event> failed;
   for (int local_rank = 0; local_rank < config_.nproc; ++local_rank) {
@@ -294,14 +358,14 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
                     std::count(config_.local_ranks_filter.begin(), config_.local_ranks_filter.end(), lr);
   int redirect = config_.redirects.For(lr);
   int to_file = redirect | config_.tee.For(lr);
-  auto make = [&](int mask, int console, const char* name) {
+  auto make = [&](int mask, Console* console, const char* name) {
     UniqueFd file;
     if (to_file & mask) file = OpenLog(dir + "/" + name);
-    int fd = (on_console && !(redirect & mask)) ? console : -1;
-    return std::make_unique<WorkerOutput>(loop_, prefix, fd, std::move(file));
+    Console* to = (on_console && !(redirect & mask)) ? console : nullptr;
+    return std::make_unique<WorkerOutput>(loop_, prefix, to, std::move(file));
   };
-  w->out = make(kStdOut, STDOUT_FILENO, "stdout.log");
-  w->err = make(kStdErr, STDERR_FILENO, "stderr.log");
+  w->out = make(kStdOut, &stdout_console_, "stdout.log");
+  w->err = make(kStdErr, &stderr_console_, "stderr.log");
   if (!w->out->Open(err) || !w->err->Open(err)) return false;
 
   WorkerEnvInput in;
@@ -374,7 +438,7 @@ void ElasticAgent::StartZygote(bool subreaper) {
 }
 
 bool ElasticAgent::Spawn(int lr, const ChildSpec& child, ChildHandle* handle, std::string* err) {
-  if (zygote_ && zygote_->usable()) {
+  if (zygote_ && zygote_->ready()) {
     const KernelBinding* binding = nullptr;
     if (spec_.kernel_binding && lr < static_cast<int>(spec_.kernel_binding->size())) {
       binding = &(*spec_.kernel_binding)[lr];
@@ -485,7 +549,9 @@ void ElasticAgent::Finish(int exit_code) {
     Log(JobEvent(LogLevel::kError), "{}", CrashLoopMessage());
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
-    std::string summary = FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts);
+    std::string summary =
+        FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts, status_.fail_end.reason,
+                             config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
     Log(level, "{}", summary.substr(0, summary.size() - 1));

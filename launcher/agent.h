@@ -23,6 +23,7 @@
 #include "common/event_loop.h"
 #include "common/log.h"
 #include "launcher/child_process.h"
+#include "launcher/console.h"
 #include "launcher/crash_loop.h"
 #include "launcher/file_timer_server.h"
 #include "launcher/health_check.h"
@@ -86,6 +87,7 @@ class ElasticAgent {
   void Execute(const Action& action);
 
   void StartWorkers();
+  void StartWorkersNow();
   bool StartWorker(Worker* w, std::string* err);
   void StartZygote(bool subreaper);
   bool Spawn(int local_rank, const ChildSpec& child, ChildHandle* handle, std::string* err);
@@ -97,6 +99,9 @@ class ElasticAgent {
   void ArmStopTimer(MonoClock::time_point deadline);
   void EndAttempt();
   void Finish(int exit_code);
+  void LogToConsole(const std::string& line);
+  // At exit: the queued console text, written within --console-drain-timeout.
+  void DrainConsoles();
 
   // TORCHELASTIC_ENABLE_FILE_TIMER=1: PyTorch's watchdog (agent_file_timer.cc).
   bool StartFileTimer(std::string* err);
@@ -131,7 +136,14 @@ class ElasticAgent {
   GroupStatus status_;
   RoundInfo round_;
   std::string python_shim_dir_;  // ELASTIC_TORCH_NO_LIBUV=1 (worker_env.h)
+  bool hostname_resolves_ = false;  // HostnameResolvesUsably, asked before the loop runs
   std::string gloo_ifname_;  // GLOO_SOCKET_IFNAME for this round's workers (gloo_interface.h)
+  // The workers' lines and the agent's log go through these, never waiting on the
+  // loop (console.h); declared before workers_, whose outputs use them.
+  Console stdout_console_;
+  Console stderr_console_;
+  int log_source_ = 0;            // the agent's own log lines on stderr_console_
+  size_t log_lines_dropped_ = 0;  // while stderr_console_ held too much of them
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<pid_t> old_groups_;   // groups of earlier attempts: killed at exit if still there
   UniqueFd signal_fd_;
@@ -143,6 +155,8 @@ class ElasticAgent {
   bool dispatching_ = false;
   int exit_code_ = 1;
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
+  bool start_pending_ = false;      // StartWorkers waits for the zygote's ready (zygote.h)
+  bool zygote_warned_ = false;      // its unusability was told
   PythonCommand python_command_;    // what the zygote's workers run
   CrashLoopState crash_loop_;
   Timer crash_loop_answer_;  // EndJob sent: the host's job_failed is due

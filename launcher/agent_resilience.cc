@@ -43,7 +43,9 @@ void ElasticAgent::EndCrashLoopHere() {
       kCrashLoopAnswerTimeout.count() / 1000);
   if (status_.has_failure) {
     std::string summary =
-        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts);
+        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts,
+                             EndReason::kCrashLoop,
+                             config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   }
   rendezvous_->Shutdown();

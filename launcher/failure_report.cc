@@ -49,15 +49,48 @@ std::string FormatUnixMillis(int64_t ms) {
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
 }
 
-std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int max_restarts) {
+namespace {
+
+// No worker failed: the rendezvous ended the job for a lost node (it names the
+// node in host, and what it saw in message).
+std::string FormatNodeLossSummary(const WorkerFailure& f, int restarts_used, int max_restarts,
+                                  const std::string& restarts_flag) {
+  // The rendezvous names an agent "host:pid"; the user lost the host.
+  std::string host = f.host;
+  if (size_t colon = host.rfind(':'); colon != std::string::npos && colon + 1 < host.size() &&
+      host.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    host.resize(colon);
+  }
+  std::string node = host.empty() ? "a node" : "node " + host;
+  std::string out = fmt::format(
+      "job failed: {} was lost and no restart was left: a lost node counts against {}, which "
+      "is {}\n",
+      node, restarts_flag, max_restarts);
+  if (!f.message.empty()) out += fmt::format("  what:          {}\n", f.message);
+  out += fmt::format("  restarts used: {} of {}\n", restarts_used, max_restarts);
+  return out;
+}
+
+}  // namespace
+
+std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int max_restarts,
+                                 EndReason reason, const std::string& restarts_flag) {
+  if (f.global_rank < 0 && (reason == EndReason::kNodesLost || reason == EndReason::kHostLost)) {
+    return FormatNodeLossSummary(f, restarts_used, max_restarts, restarts_flag);
+  }
   std::string out = fmt::format("job failed: first failure: rank {} (local rank {}) on {}: {}\n",
                                 f.global_rank, f.local_rank, f.host.empty() ? "?" : f.host,
                                 DescribeExit(f));
   out += fmt::format("  rank:          {} (local rank {})\n", f.global_rank, f.local_rank);
   out += fmt::format("  host:          {}\n", f.host);
   out += fmt::format("  exit:          {}\n", DescribeExit(f));
-  out += fmt::format("  time:          {}\n", FormatUnixMillis(f.time_unix_ms));
-  out += fmt::format("  restarts used: {} of {}\n", restarts_used, max_restarts);
+  // 0: not told (an older agent's report); never print 1970.
+  if (f.time_unix_ms > 0) out += fmt::format("  time:          {}\n", FormatUnixMillis(f.time_unix_ms));
+  if (restarts_used > 0) {
+    out += fmt::format("  attempt:       the last one (restart {}): the first failure of each "
+                       "earlier attempt is in the log above\n", restarts_used);
+  }
+  out += fmt::format("  restarts used: {} of {} ({})\n", restarts_used, max_restarts, restarts_flag);
   if (!f.message.empty()) out += fmt::format("  message:       {}\n", f.message);
   if (!f.traceback.empty()) {
     out += "  traceback:\n";

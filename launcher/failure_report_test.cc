@@ -61,6 +61,34 @@ TEST(FailureReportTest, SummaryNamesEverything) {
   }
 }
 
+// The rendezvous ends a job for a lost node with only the node's name: no
+// "rank -1 ... exit code 0", no 1970 timestamp; it says what happened.
+TEST(FailureReportTest, LostNodeWithNoRestartLeftSaysSo) {
+  WorkerFailure f;
+  f.host = "n2:4711";  // the rendezvous names the agent: host:pid
+  f.message = "node n2:4711 left (connection closed)";
+  std::string s = FormatFailureSummary(f, 0, 0, EndReason::kNodesLost, "--elastic-max-restarts");
+  EXPECT_TRUE(s.starts_with("job failed: node n2 was lost and no restart was left: a lost node "
+                            "counts against --elastic-max-restarts, which is 0\n"))
+      << s;
+  EXPECT_NE(s.find("what:          node n2:4711 left (connection closed)"), std::string::npos) << s;
+  for (const char* bad : {"rank -1", "exit code 0", "1970"}) {
+    EXPECT_EQ(s.find(bad), std::string::npos) << bad << "\n" << s;
+  }
+}
+
+TEST(FailureReportTest, WorkerFailureOfALaterAttemptSaysItIsTheLastAttempts) {
+  WorkerFailure f;
+  f.global_rank = 1;
+  f.local_rank = 1;
+  f.host = "n1";
+  f.exit_code = 1;
+  std::string s = FormatFailureSummary(f, 2, 2, EndReason::kWorkerFailed, "--elastic-max-restarts");
+  EXPECT_NE(s.find("attempt:       the last one (restart 2)"), std::string::npos) << s;
+  EXPECT_NE(s.find("restarts used: 2 of 2 (--elastic-max-restarts)"), std::string::npos) << s;
+  EXPECT_EQ(s.find("1970"), std::string::npos) << s;  // no time told
+}
+
 TEST(FailureReportTest, ExitCodeAndHintWithoutErrorFile) {
   WorkerFailure f;
   f.exit_code = 3;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/net.h"
 #include "common/unique_fd.h"
 
 namespace elastic {
@@ -78,10 +79,13 @@ std::string InterfaceTowards(const std::string& addr) {
   return name;
 }
 
-std::string ChooseGlooInterface(const std::string& hostname, const std::string& master_addr,
+std::string ChooseGlooInterface(bool hostname_resolves_usably, const std::string& master_addr,
                                 int group_world_size) {
   // One node: gloo's loopback fallback is right. Resolvable hostname: gloo's own choice.
-  if (group_world_size <= 1 || master_addr.empty() || HostnameResolvesUsably(hostname)) return "";
+  if (group_world_size <= 1 || master_addr.empty() || hostname_resolves_usably) return "";
+  // Runs on the agent's loop at every round: no name lookup there. A store address
+  // that is a name resolves (the workers use it), so the hostnames do too.
+  if (!IsNumericAddress(master_addr)) return "";
   return InterfaceTowards(master_addr);
 }
 

@@ -19,8 +19,10 @@ bool HostnameResolvesUsably(const std::string& hostname);
 // to reach `addr` ("eth0"); "" when it cannot tell. Sends nothing (UDP connect only).
 std::string InterfaceTowards(const std::string& addr);
 
-// GLOO_SOCKET_IFNAME to give the workers, or "" to leave gloo alone.
-std::string ChooseGlooInterface(const std::string& hostname, const std::string& master_addr,
+// GLOO_SOCKET_IFNAME to give the workers, or "" to leave gloo alone. Looks no name
+// up (it runs on the event loop): HostnameResolvesUsably is asked once, before the
+// loop runs, and a `master_addr` that is not an address literal gives "".
+std::string ChooseGlooInterface(bool hostname_resolves_usably, const std::string& master_addr,
                                 int group_world_size);
 
 }  // namespace elastic

@@ -20,11 +20,20 @@ TEST(GlooInterfaceTest, LocalhostDoesNotResolveUsably) {
 }
 
 TEST(GlooInterfaceTest, SingleNodeLeavesGlooAlone) {
-  EXPECT_EQ(ChooseGlooInterface("no-such-host.invalid", "127.0.0.1", 1), "");
+  EXPECT_EQ(ChooseGlooInterface(false, "127.0.0.1", 1), "");
 }
 
 TEST(GlooInterfaceTest, UnresolvableHostnameAcrossNodesNamesTheRouteToTheStore) {
-  EXPECT_EQ(ChooseGlooInterface("no-such-host.invalid", "127.0.0.1", 3), "lo");
+  EXPECT_EQ(ChooseGlooInterface(false, "127.0.0.1", 3), "lo");
+}
+
+TEST(GlooInterfaceTest, ResolvableHostnameLeavesGlooAlone) {
+  EXPECT_EQ(ChooseGlooInterface(true, "127.0.0.1", 3), "");
+}
+
+// On the loop: a store address that is a name is not looked up.
+TEST(GlooInterfaceTest, StoreAddressThatIsANameIsNotLookedUp) {
+  EXPECT_EQ(ChooseGlooInterface(false, "localhost", 3), "");
 }
 
 }  // namespace

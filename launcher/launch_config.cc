@@ -36,6 +36,7 @@ enum class Opt : size_t {
   kNodeMultiple,
   kRequeue,
   kNativeStacks, kNativeStacksTimeout,
+  kConsoleDrainTimeout,
   kCount
 };
 
@@ -138,6 +139,9 @@ constexpr OptionDef kOptions[] = {
     {Opt::kNativeStacksTimeout, "--native-stacks-timeout,--native_stacks_timeout", "native_stacks_timeout",
      "15", false, "Seconds the --native-stacks tool may run before it is killed (the Python stacks "
      "still follow)."},
+    {Opt::kConsoleDrainTimeout, "--console-drain-timeout,--console_drain_timeout", "console_drain_timeout",
+     "10", false, "Seconds the agent waits at exit for a full console (stdout/stderr) to take the "
+     "worker output it still holds; the rest is dropped with a warning."},
 };
 
 constexpr bool RowsInOrder() {
@@ -392,7 +396,8 @@ bool Parser::ConvertResilience(std::string* err) {
                        Text(Opt::kNativeStacksTimeout));
     return false;
   }
-  return true;
+  return ParseSeconds(What(Opt::kConsoleDrainTimeout), Text(Opt::kConsoleDrainTimeout),
+                      &c_->console_drain_timeout_ms, err);
 }
 
 bool Parser::ConvertRendezvous(std::string* err) {

@@ -68,6 +68,7 @@ struct LaunchConfig {
   int requeue = 0;                            // --requeue N: most requeues (requeue.h); 0 = never
   NativeStacksMode native_stacks = NativeStacksMode::kAuto;  // --native-stacks (native_stacks.h)
   long long native_stacks_timeout_ms = 15000;                // --native-stacks-timeout
+  long long console_drain_timeout_ms = 10000;  // --console-drain-timeout (console.h)
   // Binding (hwloc_binding/binding.h).
   BindMode bind = BindMode::kAuto;
   MemBind membind = MemBind::kPreferred;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fstream>
+
 #include "launcher/run.h"
 #include "launcher/worker_command.h"
 
@@ -448,14 +450,15 @@ TEST(NprocTest, ABadGpuListIsNoErrorWhereNothingReadsIt) {
 
 TEST(WorkerCommandTest, PyRunsUnderPython) {
   LaunchConfig c;
-  c.program = "train.py";
+  c.program = ::testing::TempDir() + "/worker_command_train.py";  // must exist
+  std::ofstream(c.program) << "\n";
   c.args = {"--lr", "1"};
   c.python = "/bin/sh";  // any executable stands in for the interpreter
   std::string path, err;
   std::vector<std::string> argv;
   ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/usr/bin:/bin"}}, &path, &argv, &err)) << err;
   EXPECT_EQ(path, "/bin/sh");
-  EXPECT_EQ(argv, (std::vector<std::string>{"/bin/sh", "-u", "train.py", "--lr", "1"}));
+  EXPECT_EQ(argv, (std::vector<std::string>{"/bin/sh", "-u", c.program, "--lr", "1"}));
 }
 
 TEST(WorkerCommandTest, ModuleAndNoPython) {

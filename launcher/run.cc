@@ -98,10 +98,14 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
     *exit_code = kUsageExit;
     return false;
   }
-  // A note is printed by node rank 0 only (or where the rank is not known yet), as the
-  // agent's job-level events; every node prints its plan at -v.
-  if (LogVerbose() || (!plan->note.empty() && config.rdzv.node_rank <= 0)) {
+  // Every node prints its plan at -v. Otherwise a note (e.g. no GPU seen) is one
+  // line from node rank 0 only (or where the rank is not known yet), as the
+  // agent's job-level events: not the whole table on every run.
+  if (LogVerbose()) {
     Log(LogLevel::kInfo, "binding plan:\n{}", PlanToTable(*plan));
+  } else if (!plan->note.empty() && config.rdzv.node_rank <= 0) {
+    Log(LogLevel::kInfo, "binding: note: {} (the whole plan: {})", plan->note,
+        config.spank_wrapped ? "export PET_VERBOSE=1" : "-v");
   }
   for (const WorkerBinding& w : plan->workers) {
     spec->cpus.push_back(w.cpus);

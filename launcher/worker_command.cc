@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "common/parse.h"
@@ -97,7 +100,8 @@ bool ResolveNproc(LaunchConfig* config, std::string* err) {
   return true;
 }
 
-bool FindInPath(const std::string& name, const std::string& path_env, std::string* found) {
+bool FindInPath(const std::string& name, const std::string& path_env, std::string* found,
+                bool cwd_last) {
   if (name.empty()) return false;
   if (name.find('/') != std::string::npos) {
     if (!IsExecutableFile(name)) return false;
@@ -110,6 +114,12 @@ bool FindInPath(const std::string& name, const std::string& path_env, std::strin
       *found = candidate;
       return true;
     }
+  }
+  // slurmstepd looks in the working directory after PATH: `srun train.sh` runs
+  // ./train.sh, so `srun --elastic train.sh` must too.
+  if (cwd_last && IsExecutableFile("./" + name)) {
+    *found = "./" + name;
+    return true;
   }
   return false;
 }
@@ -126,14 +136,25 @@ bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::stri
                          config.python, config.python.find('/') == std::string::npos ? " in PATH" : "");
       return false;
     }
+    // A missing script is an error here, before the rendezvous (exit 2), not a
+    // failure of every worker (exit 1 after the restarts are burnt).
+    if (!config.module && access(config.program.c_str(), R_OK) != 0) {
+      int saved = errno;
+      char cwd[4096];
+      *err = fmt::format("cannot run '{}': {} (in {})", config.program, std::strerror(saved),
+                         getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "the working directory");
+      return false;
+    }
     argv->push_back(config.python);
     argv->push_back("-u");
     if (config.module) argv->push_back("-m");
     argv->push_back(config.program);
   } else {
-    if (!FindInPath(config.program, path_env, path)) {
+    if (!FindInPath(config.program, path_env, path, config.spank_wrapped)) {
       *err = fmt::format("cannot execute '{}': not an executable file{}", config.program,
-                         config.program.find('/') == std::string::npos ? " in PATH" : "");
+                         config.program.find('/') != std::string::npos ? ""
+                         : config.spank_wrapped ? " in PATH or the working directory"
+                                                : " in PATH");
       return false;
     }
     argv->push_back(config.program);

@@ -23,7 +23,9 @@ bool ResolveNproc(LaunchConfig* config, std::string* err);
 bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::string* path,
                         std::vector<std::string>* argv, std::string* err);
 
-// Looks `name` up like execvp: a name with '/' as given, else each PATH entry.
-bool FindInPath(const std::string& name, const std::string& path_env, std::string* found);
+// Looks `name` up like execvp: a name with '/' as given, else each PATH entry;
+// with `cwd_last` (under srun), then the working directory, as slurmstepd does.
+bool FindInPath(const std::string& name, const std::string& path_env, std::string* found,
+                bool cwd_last = false);
 
 }  // namespace elastic

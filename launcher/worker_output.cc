@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,26 +16,22 @@ constexpr size_t kReadSize = 64 * 1024;
 bool WriteAll(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd p{fd, POLLOUT, 0};
-        poll(&p, 1, -1);
-        continue;
-      }
-      return false;
-    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
     data += n;
     size -= static_cast<size_t>(n);
   }
   return true;
 }
 
-WorkerOutput::WorkerOutput(EventLoop& loop, std::string prefix, int console_fd, UniqueFd file)
-    : loop_(loop), splitter_(std::move(prefix)), console_fd_(console_fd), file_(std::move(file)) {}
+WorkerOutput::WorkerOutput(EventLoop& loop, std::string prefix, Console* console, UniqueFd file)
+    : loop_(loop), splitter_(std::move(prefix)), console_(console), file_(std::move(file)) {
+  if (console_) source_ = console_->AddSource([this] { Resume(); });
+}
 
 WorkerOutput::~WorkerOutput() {
-  if (read_end_) loop_.Remove(read_end_.get());
+  if (read_end_ && !paused_) loop_.Remove(read_end_.get());
+  if (console_) console_->RemoveSource(source_);
 }
 
 bool WorkerOutput::Open(std::string* err) {
@@ -54,10 +49,31 @@ bool WorkerOutput::Open(std::string* err) {
 void WorkerOutput::OnReadable() {
   bool eof = false;
   ReadOnce(&eof);
-  if (eof) Close();
+  if (eof) {
+    Close();
+  } else if (console_ && console_->over_limit(source_)) {
+    Pause();
+  }
 }
 
-bool WorkerOutput::ReadOnce(bool* eof) {
+// Out of the loop while paused (not EPOLL interest 0: a pipe whose writer is gone
+// would report EPOLLHUP on every turn).
+void WorkerOutput::Pause() {
+  if (paused_ || !read_end_) return;
+  loop_.Remove(read_end_.get());
+  paused_ = true;
+}
+
+void WorkerOutput::Resume() {
+  if (!paused_ || !read_end_) return;
+  paused_ = false;
+  std::string err;
+  if (!loop_.Add(read_end_.get(), EPOLLIN, [this](uint32_t) { OnReadable(); }, &err)) {
+    paused_ = true;  // cannot happen short of ENOMEM; Drain/Close still read it
+  }
+}
+
+bool WorkerOutput::ReadOnce(bool* eof, size_t* got) {
   if (!read_end_) return false;
   char buf[kReadSize];
   ssize_t n;
@@ -70,7 +86,22 @@ bool WorkerOutput::ReadOnce(bool* eof) {
   }
   if (n < 0) return false;
   Emit(buf, static_cast<size_t>(n));
+  if (got) *got += static_cast<size_t>(n);
   return true;
+}
+
+// Everything in the pipe now, but no more than its capacity past the console's
+// limit: a process that escaped the worker's group and still writes cannot make
+// this loop forever or the queue grow without bound.
+void WorkerOutput::ReadAvailable(bool* eof) {
+  int capacity = fcntl(read_end_.get(), F_GETPIPE_SZ);
+  size_t budget = capacity > 0 ? static_cast<size_t>(capacity) : kReadSize;
+  size_t read_past_limit = 0;
+  while (true) {
+    bool over = console_ && console_->over_limit(source_);
+    if (over && read_past_limit >= budget) break;
+    if (!ReadOnce(eof, over ? &read_past_limit : nullptr)) break;
+  }
 }
 
 void WorkerOutput::Emit(const char* data, size_t size) {
@@ -78,36 +109,32 @@ void WorkerOutput::Emit(const char* data, size_t size) {
     captured_.append(data, std::min(size, capture_limit_ - captured_.size()));
   }
   if (file_ && !WriteAll(file_.get(), data, size)) file_.Reset();
-  if (console_fd_ < 0) return;
-  pending_.clear();
-  splitter_.Feed(std::string_view(data, size), &pending_);
-  WriteConsole(pending_);
-}
-
-void WorkerOutput::WriteConsole(const std::string& text) {
-  if (text.empty() || console_fd_ < 0) return;
-  // A closed console (EPIPE: `elasticrun ... | head`) stops console output, not the run.
-  if (!WriteAll(console_fd_, text.data(), text.size())) console_fd_ = -1;
+  if (!console_) return;
+  std::string lines;
+  splitter_.Feed(std::string_view(data, size), &lines);
+  if (!lines.empty()) console_->Write(source_, std::move(lines));
 }
 
 void WorkerOutput::Drain() {
+  if (!read_end_) return;
   bool eof = false;
-  while (ReadOnce(&eof)) {
-  }
+  ReadAvailable(&eof);
   if (eof) Close();
 }
 
 void WorkerOutput::Close() {
   if (read_end_) {
-    loop_.Remove(read_end_.get());
+    if (!paused_) loop_.Remove(read_end_.get());
+    paused_ = false;
     bool eof = false;
-    while (ReadOnce(&eof)) {
-    }
+    ReadAvailable(&eof);
     read_end_.Reset();
   }
-  pending_.clear();
-  splitter_.Finish(&pending_);
-  WriteConsole(pending_);
+  if (console_) {
+    std::string last;
+    splitter_.Finish(&last);
+    if (!last.empty()) console_->Write(source_, std::move(last));
+  }
   file_.Reset();
   write_end_.Reset();
 }

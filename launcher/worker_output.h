@@ -1,24 +1,30 @@
 // WorkerOutput: one stream (stdout or stderr) of one worker. The worker writes
 // into a pipe; the agent reads it on the event loop and writes
-//   - whole lines prefixed "[rankN]: " to its own stdout/stderr (the console),
-//     unless the stream is redirected or the rank filtered out;
+//   - whole lines prefixed "[rankN]: " to its console (Console: its own stdout or
+//     stderr, never waiting), unless the stream is redirected or the rank filtered out;
 //   - the bytes exactly as written to the per-attempt log file (--tee/--redirects).
-// Nothing is lost: after the worker exits the agent drains the pipe (Drain), and
-// Close() flushes a last line without newline.
+// Backpressure: when the console holds Console::kDefaultLimit bytes of this stream
+// that it could not write yet, the agent stops reading the pipe (the worker blocks
+// on its own write once the pipe is full) and reads again once the console took
+// them; everything else on the loop goes on.
+// Nothing is lost: after the worker exits the agent drains the pipe (Drain: at most
+// one pipe's worth past the limit), and Close() queues a last line without newline.
 #pragma once
 
 #include <string>
 
 #include "common/event_loop.h"
 #include "common/unique_fd.h"
+#include "launcher/console.h"
 #include "launcher/line_splitter.h"
 
 namespace elastic {
 
 class WorkerOutput {
  public:
-  // console_fd: 1 or 2, or -1 for none. file: open log file, or invalid for none.
-  WorkerOutput(EventLoop& loop, std::string prefix, int console_fd, UniqueFd file);
+  // console: where the lines go, or null for none (it must outlive this). file:
+  // open log file, or invalid for none.
+  WorkerOutput(EventLoop& loop, std::string prefix, Console* console, UniqueFd file);
   ~WorkerOutput();
   WorkerOutput(const WorkerOutput&) = delete;
   WorkerOutput& operator=(const WorkerOutput&) = delete;
@@ -29,10 +35,13 @@ class WorkerOutput {
   // After fork: the agent's copy of the write end must go, or EOF never comes.
   void CloseChildEnd() { write_end_.Reset(); }
 
-  // Reads all that is in the pipe now (the writer exited: everything it wrote is there).
+  // Reads what is in the pipe now (the writer exited: everything it wrote is there),
+  // paused or not: at most one pipe's capacity past the console's limit.
   void Drain();
-  // Drain, flush the partial last line, stop reading, close.
+  // Drain, queue the partial last line, stop reading, close.
   void Close();
+  // Not reading the pipe because the console holds too much of this stream.
+  bool paused() const { return paused_; }
 
   // Also keeps the first `limit` bytes written from now on (a hung worker's
   // stacks after SIGABRT: hung_worker.h).
@@ -45,22 +54,25 @@ class WorkerOutput {
  private:
   void OnReadable();
   // Reads once; false at EOF or when nothing is left (EAGAIN) or on error.
-  bool ReadOnce(bool* eof);
+  bool ReadOnce(bool* eof, size_t* got = nullptr);
+  void ReadAvailable(bool* eof);
   void Emit(const char* data, size_t size);
-  void WriteConsole(const std::string& text);
+  void Pause();
+  void Resume();
 
   EventLoop& loop_;
   LineSplitter splitter_;
-  int console_fd_;
+  Console* console_;
+  int source_ = 0;
   UniqueFd file_;
   UniqueFd read_end_;
   UniqueFd write_end_;
-  std::string pending_;  // console text of one read, written in one go
+  bool paused_ = false;
   size_t capture_limit_ = 0;
   std::string captured_;
 };
 
-// write(2) everything, waiting (poll, not sleeping) if the fd is non-blocking and full.
+// write(2) everything to a regular file (a log file: no reader to wait for).
 bool WriteAll(int fd, const char* data, size_t size);
 
 }  // namespace elastic

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -119,6 +120,7 @@ SpawnRequest MakeSpawnRequest(const PythonCommand& command, const std::vector<st
 }
 
 Zygote::~Zygote() {
+  if (socket_ && loop_.Watching(socket_.get())) loop_.Remove(socket_.get());
   socket_.Reset();  // the zygote exits at EOF; SIGKILL in case it is busy importing
   if (child_.pidfd) {
     loop_.Remove(child_.pidfd.get());
@@ -161,37 +163,79 @@ bool Zygote::Start(const ZygoteOptions& o, std::string* err) {
   spec.in_child_what = "the preloaded interpreter's socket";
   if (!SpawnChild(spec, &child_, err)) return false;
   state_ = State::kStarting;
-  ready_deadline_ = MonoClock::now() + o.ready_timeout;
   spawn_timeout_ = o.spawn_timeout;
   fcntl(socket_.get(), F_SETFL, O_NONBLOCK);
-  if (!loop_.Add(child_.pidfd.get(), EPOLLIN, [this](uint32_t) { OnExit(); }, err)) {
-    Drop();
+  if (!loop_.Add(child_.pidfd.get(), EPOLLIN, [this](uint32_t) { OnExit(); }, err) ||
+      !loop_.Add(socket_.get(), EPOLLIN, [this](uint32_t) { OnReadable(); }, err)) {
+    Drop(*err);
     return false;
   }
+  Millis timeout = o.ready_timeout;
+  ready_timer_ = loop_.After(timeout, [this, timeout] {
+    Drop(fmt::format("it did not say it was ready within {} s", timeout.count() / 1000.0));
+  });
   return true;
 }
 
-bool Zygote::Ready(std::string* why) {
-  if (state_ == State::kReady) return true;
-  if (state_ == State::kGone) {
-    *why = "it is gone";
-    return false;
+void Zygote::WhenSettled(std::function<void()> settled) {
+  if (starting()) {
+    settled_ = std::move(settled);
+  } else {
+    posted_.Post(std::move(settled));
+  }
+}
+
+// The first reply (ready or unfit), read as it comes: a frame header, then its payload.
+void Zygote::OnReadable() {
+  char buf[4096];
+  std::string ended;  // why nothing more can come (its reply may be complete all the same)
+  while (ended.empty()) {
+    ssize_t n = read(socket_.get(), buf, sizeof buf);
+    if (n > 0) {
+      incoming_.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      ended = "it did not say it was ready: it closed the socket";  // "unfit", then exit
+    } else if (errno == EAGAIN) {
+      break;
+    } else if (errno != EINTR) {
+      ended = fmt::format("it did not say it was ready: read: {}", strerror(errno));
+    }
+  }
+  size_t size = 0;
+  std::string err;
+  if (incoming_.size() >= 4 && !ParseFrameHeader(std::string_view(incoming_).substr(0, 4), &size, &err)) {
+    Drop(fmt::format("it did not say it was ready: {}", err));
+    return;
+  }
+  if (incoming_.size() < 4 || incoming_.size() < 4 + size) {
+    if (!ended.empty()) Drop(ended);
+    return;
+  }
+  if (incoming_.size() > 4 + size) {
+    Drop("it said more than ready before it was asked anything");
+    return;
   }
   ZygoteReply reply;
-  std::string err;
-  if (!ReadReply(ready_deadline_, &reply, &err)) {
-    *why = fmt::format("it did not say it was ready: {}", err);
+  if (!ParseZygoteReply(incoming_.substr(4), &reply, &err)) {
+    Drop(fmt::format("it did not say it was ready: {}", err));
   } else if (reply.kind == ZygoteReplyKind::kUnfit) {
-    *why = reply.reason;
+    Drop(reply.reason);
   } else if (reply.kind != ZygoteReplyKind::kReady) {
-    *why = fmt::format("it answered '{}' instead of ready", reply.reason);
+    Drop(fmt::format("it answered '{}' instead of ready", reply.reason));
   } else {
-    state_ = State::kReady;
     Log(LogLevel::kDebug, "preloaded interpreter ready (pid {}, imported {})", child_.pid, reply.modules);
-    return true;
+    Settle("");
+    state_ = State::kReady;
   }
-  Drop();
-  return false;
+}
+
+// Ready (why empty) or unusable: from now on Spawn talks to it synchronously.
+void Zygote::Settle(const std::string& why) {
+  ready_timer_.Cancel();
+  incoming_.clear();
+  if (socket_ && loop_.Watching(socket_.get())) loop_.Remove(socket_.get());
+  if (why_.empty() && state_ == State::kStarting) why_ = why;  // told by the agent
+  if (settled_) posted_.Post(std::exchange(settled_, nullptr));
 }
 
 bool Zygote::Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, ChildHandle* child,
@@ -214,7 +258,7 @@ bool Zygote::Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, Ch
     if (fd < 0) *err = fmt::format("pidfd_open({}): {}", reply.pid, strerror(errno));
   }
   if (fd < 0) {
-    Drop();
+    Drop(*err);
     return false;
   }
   child->pid = reply.pid;
@@ -274,11 +318,13 @@ void Zygote::OnExit() {
     Log(LogLevel::kWarning, "the preloaded interpreter (pid {}) exited ({}): workers start normally "
         "from now on", child_.pid, DescribeExit(f));
   }
+  Settle("");  // told above
   state_ = State::kGone;
   socket_.Reset();
 }
 
-void Zygote::Drop() {
+void Zygote::Drop(const std::string& why) {
+  Settle(why);
   state_ = State::kGone;
   socket_.Reset();
   if (child_.pidfd && !reaped_) syscall(SYS_pidfd_send_signal, child_.pidfd.get(), SIGKILL, nullptr, 0);

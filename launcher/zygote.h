@@ -6,9 +6,12 @@
 // - Start() spawns the zygote as a child of the agent (its own process group,
 //   PR_SET_PDEATHSIG, the agent's original signal mask: child_process.h) with its
 //   end of a socket pair on fd 3; it imports while the rendezvous runs.
-// - Ready() waits (with a deadline) for its "ready"; "unfit" (a module that starts
-//   threads or initialises CUDA at import, an import error), a death or a garbled
-//   reply make it unusable for good, with the reason in *why.
+// - Its "ready" arrives as a loop event (the socket turns readable), never waited
+//   for: WhenSettled() runs a callback (posted, so the caller may do anything in
+//   it) once it is ready or unusable. "unfit" (a module that starts threads or
+//   initialises CUDA at import, an import error), a death, a garbled reply or no
+//   answer by ready_timeout (a timer on the loop's clock) make it unusable for
+//   good, with the reason in why().
 // - Spawn() asks for one worker and waits (with a deadline) for its pid. The agent
 //   must be a child subreaper: the worker is then the agent's child in its own
 //   process group when Spawn returns, so the caller owns the pidfd and reaps it
@@ -22,6 +25,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,7 +78,14 @@ class Zygote {
   Zygote& operator=(const Zygote&) = delete;
 
   bool Start(const ZygoteOptions& options, std::string* err);
-  bool Ready(std::string* why);
+  // Still importing: neither ready nor unusable yet.
+  bool starting() const { return state_ == State::kStarting; }
+  bool ready() const { return state_ == State::kReady; }
+  // Runs `settled` once it is ready or unusable (at once, posted, if it is already).
+  void WhenSettled(std::function<void()> settled);
+  // Why it became unusable before it was ready ("" otherwise: a later death or a
+  // failed Spawn is told where it happens).
+  const std::string& why() const { return why_; }
   bool Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, ChildHandle* child,
              std::string* err);
   bool usable() const { return state_ != State::kGone; }
@@ -83,18 +94,24 @@ class Zygote {
 
  private:
   enum class State { kStarting, kReady, kGone };
+  void OnReadable();
+  void Settle(const std::string& why);
   bool ReadReply(MonoClock::time_point deadline, ZygoteReply* reply, std::string* err);
   bool SendRequest(const std::string& payload, int stdout_fd, int stderr_fd,
                    MonoClock::time_point deadline, std::string* err);
   void OnExit();
-  void Drop();
+  void Drop(const std::string& why);
 
   EventLoop& loop_;
+  Posted posted_{loop_};
+  Timer ready_timer_;
+  std::string incoming_;  // bytes of the ready/unfit reply so far
+  std::function<void()> settled_;
+  std::string why_;
   ChildHandle child_;
   bool reaped_ = false;
   UniqueFd socket_;
   State state_ = State::kGone;
-  MonoClock::time_point ready_deadline_;
   Millis spawn_timeout_{10000};
 };
 

@@ -376,9 +376,18 @@ void OnTick(Ctx& c) {
     return;
   }
   if (c.now >= c.s.join_deadline && c.s.num_joined < SmallestRound(c.settings)) {
-    Close(c, RendezvousActionKind::kFatal, EndReason::kTooFewNodes,
-          fmt::format("rendezvous timed out after {} s: {}", c.settings.join_timeout_ms / 1000.0,
-                      DescribeWaiting(c.settings, c.s)),
+    // No round ever formed: MIN asks for nodes that were never started (a
+    // running Slurm step never gains nodes). That is the configuration, not a
+    // lost node: requeueing would fail the same way (kBadInput: exit 2).
+    bool never_formed = c.s.quorum_round < 0;
+    Close(c, RendezvousActionKind::kFatal,
+          never_formed ? EndReason::kBadInput : EndReason::kTooFewNodes,
+          fmt::format("rendezvous timed out after {} s: {}{}", c.settings.join_timeout_ms / 1000.0,
+                      DescribeWaiting(c.settings, c.s),
+                      never_formed ? fmt::format("; round 0 never formed: start at least {} node(s) "
+                                                 "(--nnodes MIN) or lower MIN",
+                                                 SmallestRound(c.settings))
+                                   : ""),
           nullptr);
     return;
   }

@@ -477,14 +477,16 @@ TEST_F(RendezvousStateTest, EveryEndSaysWhy) {
          return Do(EvLeave{3, "connection closed"});
        },
        RendezvousActionKind::kFatal, R::kTooFewNodes},
-      {"join timeout below MIN",
+      // Round 0 never formed: MIN asks for nodes never started (a configuration
+      // error, exit 2, never requeued), not a lost node.
+      {"join timeout below MIN, no round yet",
        [this] {
          settings.heartbeat_timeout_ms = 2 * settings.join_timeout_ms;  // heard from in time
          ConnectJoin(1);
          Advance(settings.join_timeout_ms);
          return Do(EvTick{});
        },
-       RendezvousActionKind::kFatal, R::kTooFewNodes},
+       RendezvousActionKind::kFatal, R::kBadInput},
       {"every node finished",
        [this] {
          RunRound(2);

@@ -10,6 +10,7 @@ Prints, as scripts/suite.sh shows it:
      <Python tests skipped inside a passing test, with unittest's reason>
      flaky: ...                                    (tests/cluster/cluster.py main's reruns)
      slowest: <time> s <test>                      (the 5 slowest tests)
+     slowest scenario: <time> s <test> <scenario>  (the 5 slowest inside whole-file tests)
 Exit status 1 when a test failed, the file is missing or unreadable, or ctest's
 own exit status (--ctest-rc) says it failed although every test passed.
 With --build, a failed test that ran up to its TIMEOUT says so.
@@ -26,6 +27,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 SLOWEST = 5
+SCENARIO_TIME = re.compile(r"\[(test\w*): ([\d.]+) s\]")
 # ctest reports these "not run" tests as skipped; any other reason (executable
 # missing, a fixture's setup failed) is a failure, as in ctest's own count.
 SKIP_REASONS = ("SKIP_RETURN_CODE", "SKIP_REGULAR_EXPRESSION", "Disabled")
@@ -134,6 +136,12 @@ def report(system: str, name: str, suite: Suite, ctest_rc: int,
     for c in sorted(suite.cases, key=lambda c: -c.time)[:SLOWEST]:
         if c.time > 0:
             lines.append(f"   slowest: {c.time:7.1f} s {c.name}")
+    # Inside a ctest test that runs a whole file (the cluster suites), each
+    # scenario prints its own duration (tests/cluster/cluster.py ClusterTestCase).
+    scenarios = [(float(m.group(2)), f"{c.name} {m.group(1)}") for c in suite.cases
+                 for m in SCENARIO_TIME.finditer(c.output)]
+    for t, what in sorted(scenarios, key=lambda s: -s[0])[:SLOWEST]:
+        lines.append(f"   slowest scenario: {t:7.1f} s {what}")
     return lines, 1 if failed or unexplained else 0
 
 

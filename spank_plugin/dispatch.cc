@@ -29,6 +29,7 @@ int Init(SpankApi& api, const std::vector<std::string>& plugstack_args) {
     default:
       return 0;  // slurmd itself, prolog/epilog: nothing to do
   }
+  if (state.context == Context::kLocal) ApplyJobLevelNoKill(api);
   std::string err;
   if (!ParsePluginArgs(plugstack_args, DefaultLauncher(), &state.config, &err)) {
     state.config_error = err;
@@ -76,7 +77,13 @@ int LocalUserInit(SpankApi& api) {
 int TaskInit(SpankApi& api, NodeDirectory& nodes) {
   PluginState& state = State();
   if (state.context != Context::kRemote) return 0;
-  return StepdTaskInit(api, nodes, state);
+  int rc = StepdTaskInit(api, nodes, state);
+  // Every failure here is an elastic step that must not run unwrapped (the
+  // message is out already). With `optional` on the plugstack line Slurm would
+  // ignore -1 and exec the command without elasticrun: end the task ourselves,
+  // with elasticrun's "bad configuration, do not requeue" status.
+  if (rc != 0) api.ExitTask(kTaskInitFailedExit);
+  return rc;
 }
 
 }  // namespace elastic::spank

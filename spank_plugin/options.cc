@@ -51,12 +51,28 @@ bool NonEmptyValue(OptionId id, const char* value, std::string* err) {
 
 }  // namespace
 
+std::vector<std::string> OptionEnvNames() {
+  std::vector<std::string> names;
+  for (const OptionSpec& spec : kOptionTable) {
+    std::string name = "_SLURM_SPANK_OPTION_elastic_";
+    for (const char* p = spec.name; *p != '\0'; ++p) {
+      name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+    }
+    names.push_back("SLURM_SPANK_" + name);
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::string* err) {
   std::string error;
   bool ok = false;
   switch (id) {
     case OptionId::kElastic: {
-      if (value == nullptr || value[0] == '\0') {
+      // Bare --elastic given to sbatch/salloc reaches the job's sruns as the
+      // variable SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic; Slurm (22.05 at
+      // least) writes a missing value there as the string "(null)".
+      if (value == nullptr || value[0] == '\0' || std::string_view(value) == kSlurmNullValue) {
         options->mode = ElasticMode::kOn;
         options->nnodes.reset();
         return true;
@@ -251,7 +267,9 @@ bool ElasticActive(const ElasticOptions& options, const PluginConfig& config) {
 
 bool ValidateCombination(const ElasticOptions& options, const PluginConfig& config,
                          std::string* err) {
-  if (!ElasticActive(options, config) && !options.given.empty()) {
+  // --elastic=off says it: a setup step of a job whose sbatch line carries
+  // --elastic=MIN:MAX --elastic-max-restarts=N inherits both and opts out.
+  if (options.mode == ElasticMode::kUnset && !config.default_on && !options.given.empty()) {
     *err = fmt::format("{} needs --elastic (add --elastic or --elastic=MIN:MAX)", options.given[0]);
     return false;
   }

@@ -53,7 +53,8 @@ inline constexpr std::array<OptionSpec, 15> kOptionTable = {{
      "[elastic] Workers per node (default: the step's GPUs on the node, else 1)", 1,
      OptionId::kNprocPerNode},
     {"elastic-max-restarts", "N",
-     "[elastic] Restarts of the worker group after a failure (default 0, or the site's)", 1,
+     "[elastic] Restarts of the worker group after a failure or a lost node (default: the "
+     "site's, else the step's node count minus MIN)", 1,
      OptionId::kMaxRestarts},
     {"elastic-rdzv-port", "PORT",
      "[elastic] Rendezvous port (default: the step's reserved port with --resv-ports, else derived "
@@ -116,6 +117,17 @@ struct ElasticOptions {
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
+
+// What Slurm's spank_set_job_env writes for an option given without a value
+// (sbatch/salloc --elastic): the job's sruns read it back from the environment.
+inline constexpr const char* kSlurmNullValue = "(null)";
+
+// The environment variables through which Slurm hands the options on: srun and
+// sbatch/salloc export `_SLURM_SPANK_OPTION_elastic_<option>` and (the job's
+// copy, which every srun inside the job reads back as if typed)
+// `SLURM_SPANK__SLURM_SPANK_OPTION_elastic_<option>`, the option's name with
+// every non-alphanumeric character as '_' (Slurm's plugstack.c, _opt_env_name).
+std::vector<std::string> OptionEnvNames();
 
 // Validates `value` (nullptr: no value) for option `id` and stores it. The
 // error names the option, the value and what is allowed.

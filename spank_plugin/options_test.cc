@@ -27,6 +27,19 @@ TEST(ElasticOption, NoValueMeansTheStepsNodes) {
   EXPECT_FALSE(o.nnodes);
 }
 
+// Slurm 22.05 exports a bare `sbatch --elastic` / `salloc --elastic` to the
+// job's sruns as SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic=(null).
+TEST(ElasticOption, SlurmsNullStringMeansNoValue) {
+  for (const char* value : {"(null)", ""}) {
+    ElasticOptions o;
+    std::string err;
+    ASSERT_TRUE(ApplyOption(OptionId::kElastic, "2:3", &o, &err));
+    ASSERT_TRUE(ApplyOption(OptionId::kElastic, value, &o, &err)) << value << ": " << err;
+    EXPECT_EQ(o.mode, ElasticMode::kOn) << value;
+    EXPECT_FALSE(o.nnodes) << value;
+  }
+}
+
 TEST(ElasticOption, RangeAndSingleCount) {
   ElasticOptions o;
   std::string err;
@@ -217,6 +230,10 @@ TEST(Combination, ElasticOptionsNeedElastic) {
   EXPECT_TRUE(ValidateCombination(o, c, &err));
   ASSERT_TRUE(ApplyOption(OptionId::kElastic, "off", &o, &err));
   EXPECT_FALSE(ElasticActive(o, c));
+  // `srun --elastic=off` in a job whose sbatch line has --elastic-* options: a
+  // setup step opts out of all of them.
+  c.default_on = false;
+  EXPECT_TRUE(ValidateCombination(o, c, &err)) << err;
 }
 
 TEST(Combination, ConflictingPorts) {

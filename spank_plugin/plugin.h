@@ -26,6 +26,10 @@ struct PluginState {
 PluginState& State();
 void ResetState();  // tests
 
+// The task's exit status when task_init refuses an elastic step (elasticrun's
+// kExitDoNotRequeue: a configuration error).
+inline constexpr int kTaskInitFailedExit = 2;
+
 // Return values are SPANK's: 0 = success, -1 = error (message already shown).
 int Init(SpankApi& api, const std::vector<std::string>& plugstack_args);
 int OptionCallback(OptionId id, const char* value, bool remote);
@@ -42,6 +46,26 @@ std::string DefaultLauncher();
 
 // "AuthInfo=socket=/run/x.sock,ttl=60" in slurm.conf's text -> "/run/x.sock"; "" if none.
 std::string MungeSocketFromSlurmConf(const std::string& conf_text);
+
+// The variable through which a job-level --elastic (sbatch/salloc) reaches the
+// job's sruns (OptionEnvNames()).
+inline constexpr const char* kJobLevelElasticVar = "SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic";
+
+// srun's init (before srun reads its options and environment): a job-level
+// --elastic (other than off) makes the step --no-kill (SLURM_NO_KILL=set, which
+// srun reads as -k) unless the user set SLURM_NO_KILL: `#SBATCH --no-kill` does
+// not reach the job's steps, and without it Slurm ends the whole step at the
+// first lost node, which --elastic=MIN:MAX promises to survive.
+void ApplyJobLevelNoKill(SpankApi& api);
+
+// True when srun was asked for --no-kill: -k or --no-kill (getopt abbreviations
+// included) before the step's command `argv0`, or SLURM_NO_KILL in the environment.
+bool NoKillRequested(const std::vector<std::string>& cmdline, const std::string& argv0,
+                     const std::string& no_kill_env);
+
+// True when the step's command is torchrun (or python -m torch.distributed.run /
+// .launch): a migration leftover that srun --elastic replaces.
+bool IsTorchrunCommand(const std::vector<std::string>& argv);
 
 // True when srun's command line asks for --multi-prog (getopt abbreviations included)
 // before the step's command `argv0`.

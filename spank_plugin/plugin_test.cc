@@ -2,6 +2,8 @@
 // would see, including every "bad or missing input" path returning an error.
 #include "spank_plugin/plugin.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "spank_plugin/spank_api_fake.h"
@@ -51,6 +53,15 @@ TEST_F(PluginTest, SlurmstepdDefersBadPlugstackArgumentToTaskInit) {
   ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
   EXPECT_EQ(TaskInit(api, nodes), -1);
   EXPECT_NE(api.errors.at(0).find("port: 'x'"), std::string::npos);
+  // `optional` makes Slurm ignore -1: the task ends itself rather than run unwrapped.
+  EXPECT_EQ(api.exit_code, kTaskInitFailedExit);
+  EXPECT_EQ(api.argv[0], "python3");
+}
+
+TEST_F(PluginTest, APlainStepWithABadPlugstackArgumentRunsOnTheNode) {
+  EXPECT_EQ(RemoteInit({"port=x"}), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_EQ(api.exit_code, -1);
 }
 
 TEST_F(PluginTest, SrunOptionErrorFailsAtOnce) {
@@ -74,7 +85,8 @@ TEST_F(PluginTest, SrunNeedsOneTaskPerNode) {
   ASSERT_EQ(InitPostOpt(api), 0);
   api.items[Item::kTotalTaskCount] = 12;
   EXPECT_EQ(LocalUserInit(api), -1);
-  EXPECT_NE(api.errors.at(0).find("12 tasks on 3 nodes: add --ntasks-per-node=1"),
+  EXPECT_NE(api.errors.at(0).find("12 tasks on 3 nodes: ask for nodes and GPUs per node instead of "
+                                  "tasks: add --ntasks-per-node=1 and --gpus-per-node=G"),
             std::string::npos);
 }
 
@@ -121,6 +133,154 @@ TEST_F(PluginTest, SrunAcceptsSparesAndRefusesANodeMultipleOutsideMinMax) {
   EXPECT_NE(api.errors.at(0).find("--elastic-node-multiple=2 with --elastic=3:3: 3:3 nodes holds "
                                   "no multiple of 2"),
             std::string::npos) << api.errors.at(0);
+}
+
+// srun knows the step's node count: a step that can never reach MIN is refused
+// before anything starts, with the options that fix it (issue: the README's
+// `srun --elastic=2:8 ...` without -N waited 600 s, then looked like a lost node).
+TEST_F(PluginTest, SrunRefusesAStepWithFewerNodesThanMin) {
+  api.context = Context::kLocal;
+  api.items[Item::kNnodes] = 1;
+  api.items[Item::kTotalTaskCount] = 1;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:8", false), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  EXPECT_EQ(LocalUserInit(api), -1);
+  ASSERT_EQ(api.errors.size(), 1u);
+  EXPECT_NE(api.errors[0].find("the step has 1 node and --elastic=2:8 needs at least 2: add "
+                               "-N2-8 --no-kill"),
+            std::string::npos) << api.errors[0];
+  // Meant to be joined by another step (scale-up): allowed.
+  api.errors.clear();
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvId, "job7.train", false), 0);
+  EXPECT_EQ(LocalUserInit(api), 0) << api.errors.at(0);
+}
+
+// Slurm 22.05 hands a bare `#SBATCH --elastic` to the job's sruns as "(null)".
+TEST_F(PluginTest, SrunReadsSlurmsNullFromABareJobLevelElastic) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "(null)", false), 0) << State().option_error;
+  ASSERT_EQ(InitPostOpt(api), 0);
+  EXPECT_EQ(LocalUserInit(api), 0);
+  EXPECT_TRUE(ElasticActive(State().options, State().config));
+  EXPECT_FALSE(State().options.nnodes);
+}
+
+// sruns started by the workers must not inherit a job-level --elastic.
+TEST_F(PluginTest, TaskInitRemovesTheOptionVariablesFromTheTask) {
+  api.env["SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic"] = "2:3";
+  api.env["_SLURM_SPANK_OPTION_elastic_elastic"] = "2:3";
+  api.env["SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic_max_restarts"] = "3";
+  api.env["SLURM_SPANK__SLURM_SPANK_OPTION_other_plugin"] = "kept";
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", true), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kMaxRestarts, "3", true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << api.errors.at(0);
+  EXPECT_FALSE(api.env.contains("SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic"));
+  EXPECT_FALSE(api.env.contains("_SLURM_SPANK_OPTION_elastic_elastic"));
+  EXPECT_FALSE(api.env.contains("SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic_max_restarts"));
+  EXPECT_EQ(api.env["SLURM_SPANK__SLURM_SPANK_OPTION_other_plugin"], "kept");
+  EXPECT_EQ(api.env["PET_MAX_RESTARTS"], "3");  // the task keeps its options as PET_*
+}
+
+// `#SBATCH --no-kill` does not reach the steps: a job-level --elastic makes each
+// srun of the job --no-kill (srun reads SLURM_NO_KILL after the plugin's init).
+TEST_F(PluginTest, JobLevelElasticMakesTheJobsSrunsNoKill) {
+  struct Row {
+    const char* name;
+    std::map<std::string, std::string> env;
+    const char* expected;  // SLURM_NO_KILL after init; "" = unset
+  } rows[] = {
+      {"job-level --elastic=4:8", {{kJobLevelElasticVar, "4:8"}}, "set"},
+      {"bare job-level --elastic (Slurm's \"(null)\")", {{kJobLevelElasticVar, "(null)"}}, "set"},
+      {"job-level --elastic=off", {{kJobLevelElasticVar, "off"}}, ""},
+      {"the user's own SLURM_NO_KILL wins", {{kJobLevelElasticVar, "4:8"}, {"SLURM_NO_KILL", "off"}},
+       "off"},
+      {"no job-level --elastic", {}, ""},
+  };
+  for (const Row& row : rows) {
+    ResetState();
+    api.context = Context::kLocal;
+    api.env = row.env;
+    ASSERT_EQ(Init(api, {}), 0) << row.name;
+    std::string value = api.env.contains("SLURM_NO_KILL") ? api.env["SLURM_NO_KILL"] : "";
+    EXPECT_EQ(value, row.expected) << row.name;
+  }
+}
+
+TEST(NoKillRequested, OptionsBeforeTheCommandAndTheEnvironment) {
+  struct Row {
+    std::vector<std::string> cmdline;
+    std::string env;
+    bool expected;
+  } rows[] = {
+      {{"srun", "-N3", "--no-kill", "--elastic=2:3", "train.py"}, "", true},
+      {{"srun", "-N3", "-k", "--elastic=2:3", "train.py"}, "", true},
+      {{"srun", "-N3", "--no-k", "--elastic=2:3", "train.py"}, "", true},
+      {{"srun", "-N3", "--no-kill=off", "--elastic=2:3", "train.py"}, "", false},
+      {{"srun", "-N3", "--elastic=2:3", "train.py", "--no-kill"}, "", false},  // the program's
+      {{"srun", "-N3", "--elastic=2:3", "train.py"}, "set", true},
+      {{"srun", "-N3", "--elastic=2:3", "train.py"}, "off", false},
+      {{"srun", "-N3", "--elastic=2:3", "train.py"}, "", false},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(NoKillRequested(row.cmdline, "train.py", row.env), row.expected)
+        << row.cmdline[2] << " env=" << row.env;
+  }
+}
+
+TEST_F(PluginTest, SrunWarnsWhenMinIsBelowTheNodeCountWithoutNoKill) {
+  api.context = Context::kLocal;
+  api.argv = {"train.py"};
+  api.cmdline = {"srun", "-N3", "--elastic=2:3", "train.py"};
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", false), 0);
+  EXPECT_EQ(LocalUserInit(api), 0);
+  ASSERT_EQ(api.infos.size(), 1u);
+  EXPECT_NE(api.infos[0].find("--elastic=2:3 on 3 nodes without --no-kill"), std::string::npos)
+      << api.infos[0];
+  api.infos.clear();
+  api.cmdline = {"srun", "-N3", "--no-kill", "--elastic=2:3", "train.py"};
+  EXPECT_EQ(LocalUserInit(api), 0);
+  EXPECT_TRUE(api.infos.empty());
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "3:3", false), 0);  // MIN = the node count
+  api.cmdline = {"srun", "-N3", "--elastic=3:3", "train.py"};
+  EXPECT_EQ(LocalUserInit(api), 0);
+  EXPECT_TRUE(api.infos.empty());
+}
+
+TEST(IsTorchrunCommand, TorchrunAndItsModulesButNotAScriptsArguments) {
+  using V = std::vector<std::string>;
+  EXPECT_TRUE(IsTorchrunCommand(V{"torchrun", "--nnodes=2", "train.py"}));
+  EXPECT_TRUE(IsTorchrunCommand(V{"/usr/bin/torchrun", "train.py"}));
+  EXPECT_TRUE(IsTorchrunCommand(V{"python3", "-m", "torch.distributed.run", "train.py"}));
+  EXPECT_TRUE(IsTorchrunCommand(V{"python", "-u", "-m", "torch.distributed.launch", "x.py"}));
+  EXPECT_FALSE(IsTorchrunCommand(V{"python3", "train.py", "-m", "torch.distributed.run"}));
+  EXPECT_FALSE(IsTorchrunCommand(V{"python3", "-m", "mypkg.train"}));
+  EXPECT_FALSE(IsTorchrunCommand(V{"train.py"}));
+}
+
+TEST_F(PluginTest, SrunRefusesTorchrunUnderElastic) {
+  api.context = Context::kLocal;
+  api.argv = {"torchrun", "--nnodes=3", "--nproc-per-node=8", "train.py"};
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  EXPECT_EQ(LocalUserInit(api), -1);
+  EXPECT_NE(api.errors.at(0).find("drop torchrun: srun --elastic replaces it"), std::string::npos)
+      << api.errors.at(0);
+}
+
+// srun --container: Slurm would run the command inside the bundle without elasticrun.
+TEST_F(PluginTest, TaskInitRefusesAContainerStep) {
+  api.env["SLURM_CONTAINER"] = "/srv/bundles/pytorch";
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  EXPECT_EQ(TaskInit(api, nodes), -1);
+  EXPECT_NE(api.errors.at(0).find("--elastic cannot run a --container step yet (the container "
+                                  "'/srv/bundles/pytorch'"),
+            std::string::npos) << api.errors.at(0);
+  EXPECT_EQ(api.argv[0], "python3");  // not wrapped
 }
 
 TEST_F(PluginTest, SbatchChecksTheCombination) {

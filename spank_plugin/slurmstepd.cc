@@ -90,7 +90,9 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     return -1;
   }
   if (step_id == kBatchStep || step_id == kExternStep || step_id == kInteractiveStep) return 0;
-  if (!state.config_error.empty() && state.options.mode != ElasticMode::kOff) {
+  // A broken plugstack line fails the steps that ask for --elastic; a plain step
+  // runs (under `optional` srun let it start; default=on is unknown then).
+  if (!state.config_error.empty() && state.options.mode == ElasticMode::kOn) {
     api.Error(state.config_error);
     return -1;
   }
@@ -110,6 +112,16 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     api.Error(err);
     return -1;
   }
+  // Slurm's OCI containers (srun --container) move the task's argv, our launcher
+  // included, into the bundle, where elasticrun is not: the step would run the
+  // command without it (no contract, exit 0). Refuse until containers work.
+  if (std::string bundle; api.GetEnv("SLURM_CONTAINER", &bundle) && !bundle.empty()) {
+    api.Error(fmt::format("--elastic cannot run a --container step yet (the container '{}' would "
+                          "run the command without elasticrun): drop --container, or add "
+                          "--elastic=off to run it without elasticrun",
+                          bundle));
+    return -1;
+  }
   if (!api.GetArgv(&argv) || argv.empty() || argv[0].empty()) {
     api.Error("Slurm did not give the task's command line");
     return -1;
@@ -127,6 +139,16 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   for (const auto& [name, value] : env) {
     if (!api.SetEnv(name, value)) {
       api.Error(fmt::format("cannot set {} in the task's environment", name));
+      return -1;
+    }
+  }
+  // A job-level --elastic (sbatch/salloc) reaches every srun of the job through
+  // these variables; an srun started by a worker must not become an elastic
+  // step of its own (it would wait for MIN nodes it can never get). The task
+  // (elasticrun and its workers) has its options as PET_* already.
+  for (const std::string& name : OptionEnvNames()) {
+    if (!api.UnsetEnv(name)) {
+      api.Error(fmt::format("cannot remove {} from the task's environment", name));
       return -1;
     }
   }

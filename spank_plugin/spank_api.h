@@ -35,6 +35,8 @@ class SpankApi {
   virtual bool GetEnv(const std::string& name, std::string* value) = 0;
   // Remote: spank_setenv into the task's environment. Local: setenv().
   virtual bool SetEnv(const std::string& name, const std::string& value) = 0;
+  // Remote: spank_unsetenv from the task's environment. Local: unsetenv().
+  virtual bool UnsetEnv(const std::string& name) = 0;
   // Makes `launcher` the program the task runs, with the original argv after it:
   // argv[0] replaced in place on Slurm < 23.11 (docs/design.md, "The SPANK plugin:
   // facts by Slurm version"),
@@ -43,6 +45,10 @@ class SpankApi {
   // A message the user sees (srun's stderr), prefixed "elastic: ".
   virtual void Error(const std::string& message) = 0;
   virtual void Info(const std::string& message) = 0;
+  // Remote, task_init only: ends the task's process (the child slurmstepd forked
+  // for it, before exec) with `code`. Slurm ignores a failing callback of an
+  // `optional` plugin and would run the command without elasticrun.
+  virtual void ExitTask(int code) = 0;
   // True when `path` is an executable regular file (access X_OK).
   virtual bool IsExecutable(const std::string& path) = 0;
   // The process's own command line (/proc/self/cmdline); srun only.

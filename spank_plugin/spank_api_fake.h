@@ -45,6 +45,10 @@ class FakeSpank : public SpankApi {
     env[name] = value;
     return true;
   }
+  bool UnsetEnv(const std::string& name) override {
+    env.erase(name);
+    return true;
+  }
   bool WrapTask(const std::string& launcher, bool* prepended, std::string*) override {
     if (prepend) {
       argv.insert(argv.begin(), launcher);
@@ -56,6 +60,8 @@ class FakeSpank : public SpankApi {
   }
   void Error(const std::string& message) override { errors.push_back(message); }
   void Info(const std::string& message) override { infos.push_back(message); }
+  int exit_code = -1;  // ExitTask's code; -1: not called
+  void ExitTask(int code) override { exit_code = code; }
   bool IsExecutable(const std::string& path) override {
     for (const auto& e : executables) {
       if (e == path) return true;

@@ -87,6 +87,11 @@ bool SlurmSpankApi::SetEnv(const std::string& name, const std::string& value) {
   return spank_setenv(sp_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
 }
 
+bool SlurmSpankApi::UnsetEnv(const std::string& name) {
+  if (spank_context() != S_CTX_REMOTE) return ::unsetenv(name.c_str()) == 0;
+  return spank_unsetenv(sp_, name.c_str()) == ESPANK_SUCCESS;
+}
+
 bool SlurmSpankApi::WrapTask(const std::string& launcher, bool* prepended, std::string* err) {
 #if ELASTIC_SLURM_HAS_PREPEND_ARGV
   const char* args[] = {launcher.c_str(), nullptr};
@@ -131,6 +136,8 @@ void SlurmSpankApi::Error(const std::string& message) {
 void SlurmSpankApi::Info(const std::string& message) {
   slurm_info("elastic: %s", message.c_str());
 }
+
+void SlurmSpankApi::ExitTask(int code) { ::_exit(code); }
 
 bool SlurmSpankApi::IsExecutable(const std::string& path) {
   return !path.empty() && ::access(path.c_str(), X_OK) == 0;

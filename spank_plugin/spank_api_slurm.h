@@ -15,6 +15,8 @@ class SlurmSpankApi final : public SpankApi {
   bool GetArgv(std::vector<std::string>* argv) override;
   bool GetEnv(const std::string& name, std::string* value) override;
   bool SetEnv(const std::string& name, const std::string& value) override;
+  bool UnsetEnv(const std::string& name) override;
+  void ExitTask(int code) override;
   bool WrapTask(const std::string& launcher, bool* prepended, std::string* err) override;
   void Error(const std::string& message) override;
   void Info(const std::string& message) override;

@@ -1,5 +1,7 @@
 #include "spank_plugin/task_env.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/device_list.h"
@@ -112,7 +114,7 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
 }
 
 StepLayout WholeStepLayout(uint32_t nnodes, uint32_t ntasks) {
-  return StepLayout{nnodes, ntasks, nnodes, fmt::format("{} nodes", nnodes)};
+  return StepLayout{nnodes, ntasks, nnodes, fmt::format("{} node{}", nnodes, nnodes == 1 ? "" : "s")};
 }
 
 StepLayout NodeLayout(const StepInfo& step) {
@@ -122,14 +124,41 @@ StepLayout NodeLayout(const StepInfo& step) {
 bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
                         const PluginConfig& config, std::string* err) {
   if (layout.tasks != layout.nodes_seen) {
+    // --ntasks-per-node=1 alone would keep --gpus-per-task's one GPU per task, so
+    // one worker per node: the fix asks for GPUs per node. A 1-node step with
+    // -n N most likely meant N nodes.
+    std::string more_nodes =
+        layout.nnodes == 1 && layout.tasks > 1 ? fmt::format(" (for {} nodes: -N{})", layout.tasks,
+                                                             layout.tasks)
+                                               : "";
     *err = fmt::format(
-        "--elastic needs exactly one task per node (elasticrun starts the workers), but this step "
-        "has {} tasks on {}: add --ntasks-per-node=1",
-        layout.tasks, layout.where);
+        "--elastic needs exactly one task per node (elasticrun starts one worker per GPU of the "
+        "node itself), but this step has {} tasks on {}: ask for nodes and GPUs per node instead "
+        "of tasks: add --ntasks-per-node=1 and --gpus-per-node=G rather than -n or "
+        "--gpus-per-task{}",
+        layout.tasks, layout.where, more_nodes);
     return false;
   }
   // More nodes than MAX is allowed: the extra ones stand by as spares.
-  return ValidateNodeMultiple(layout, options, config, err);
+  return ValidateMinNodes(layout, options, err) && ValidateNodeMultiple(layout, options, config, err);
+}
+
+bool ValidateMinNodes(const StepLayout& layout, const ElasticOptions& options, std::string* err) {
+  if (!options.nnodes) return true;  // MIN is the step's node count
+  auto [lo, hi] = *options.nnodes;
+  if (static_cast<int>(layout.nnodes) >= lo) return true;
+  // Agents of another step (or job) may join this rendezvous: scale-up, a
+  // shared id and endpoint (docs/user.md). Only then can a round still form.
+  if (options.rdzv_id || options.endpoint) return true;
+  // A running step never gains nodes: without this the agents would wait out
+  // join_timeout (600 s) for nodes that cannot come.
+  std::string nodes = lo == hi ? fmt::format("-N{}", lo) : fmt::format("-N{}-{} --no-kill", lo, hi);
+  *err = fmt::format(
+      "the step has {} node{} and --elastic={} needs at least {}: add {} (a running step never "
+      "gains nodes)",
+      layout.nnodes, layout.nnodes == 1 ? "" : "s",
+      lo == hi ? std::to_string(lo) : FormatNodeRange(NodeRange{lo, hi}), lo, nodes);
+  return false;
 }
 
 bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& options,
@@ -145,6 +174,15 @@ bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& option
                          : fmt::format("plugstack.conf node_multiple={} with --elastic={}", *k,
                                        FormatNodeRange(range));
   return CheckNodeMultiple(what, *k, range, err);
+}
+
+int DefaultMaxRestarts(uint32_t nnodes, const ElasticOptions& options, const PluginConfig& config) {
+  if (options.max_restarts) return *options.max_restarts;
+  if (config.max_restarts) return *config.max_restarts;
+  // A lost node counts as a restart: --elastic=MIN:MAX on N nodes promises to
+  // go on after N - MIN losses (spares included), so that is the budget.
+  int lo = options.nnodes ? options.nnodes->first : static_cast<int>(nnodes);
+  return std::max(0, static_cast<int>(nnodes) - lo);
 }
 
 bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
@@ -171,11 +209,8 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.node_multiple) {
     out.emplace_back("PET_NODE_MULTIPLE", std::to_string(*config.node_multiple));
   }
-  if (options.max_restarts) {
-    out.emplace_back("PET_MAX_RESTARTS", std::to_string(*options.max_restarts));
-  } else if (config.max_restarts) {
-    out.emplace_back("PET_MAX_RESTARTS", std::to_string(*config.max_restarts));
-  }
+  out.emplace_back("PET_MAX_RESTARTS",
+                   std::to_string(DefaultMaxRestarts(step.nnodes, options, config)));
 
   std::string host, host_source, port_source;
   bool deferred = false;

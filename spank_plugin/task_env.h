@@ -49,6 +49,10 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
                     std::string* host, std::string* source, bool* deferred_to_pmix,
                     std::string* err);
 
+// --elastic-max-restarts, else plugstack max_restarts, else the node losses the
+// step promises to survive: its node count minus MIN (0 for exactly the step's nodes).
+int DefaultMaxRestarts(uint32_t nnodes, const ElasticOptions& options, const PluginConfig& config);
+
 // The whole PET_* set for this node, including ELASTIC_SPANK_* markers (not
 // ELASTIC_SPANK_ARGV0, which the wrapping step adds).
 bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
@@ -70,6 +74,9 @@ StepLayout NodeLayout(const StepInfo& step);
 // MAX are allowed: the extra ones stand by as spares.
 bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
                         const PluginConfig& config, std::string* err);
+// At least MIN nodes in the step (a running step never gains nodes), unless
+// agents of another step may join (--elastic-rdzv-id or --elastic-rdzv-endpoint).
+bool ValidateMinNodes(const StepLayout& layout, const ElasticOptions& options, std::string* err);
 bool ValidateNodeMultiple(const StepLayout& layout, const ElasticOptions& options,
                           const PluginConfig& config, std::string* err);
 

@@ -74,7 +74,8 @@ TEST(BuildTaskEnv, ThreeNodeStepOnNodeOne) {
   EXPECT_EQ(m["PET_RDZV_ENDPOINT"], "10.200.0.11:" + std::to_string(61000 + 42 * 32));
   EXPECT_EQ(m["PET_RDZV_ID"], "42.0");
   EXPECT_EQ(m["PET_RDZV_CONF"], "expected_nodes=3,is_host=0");
-  EXPECT_FALSE(m.contains("PET_MAX_RESTARTS"));
+  // --elastic=2:3 on 3 nodes promises to survive one lost node: one restart.
+  EXPECT_EQ(m["PET_MAX_RESTARTS"], "1");
   EXPECT_FALSE(m.contains("ELASTIC_SPANK_PMIX_ENDPOINT"));
   EXPECT_EQ(nodes.resolve_calls, 1);  // tried name resolution before NodeAddr
 }
@@ -92,6 +93,7 @@ TEST(BuildTaskEnv, NoRangeMeansExactlyTheStepsNodesAndNodeZeroHosts) {
   ASSERT_TRUE(BuildTaskEnv(s, o, c, nodes, &env, &err)) << err;
   auto m = AsMap(env);
   EXPECT_EQ(m["PET_NNODES"], "3:3");
+  EXPECT_EQ(m["PET_MAX_RESTARTS"], "0");
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "1");
   EXPECT_EQ(m["PET_RDZV_CONF"], "expected_nodes=3,is_host=1");
   EXPECT_TRUE(m["PET_RDZV_ENDPOINT"].starts_with("192.168.1.1:"));
@@ -262,7 +264,12 @@ TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
   } rows[] = {
       {"srun, one task per node", WholeStepLayout(3, 3), &any, &none, ""},
       {"srun, 12 tasks", WholeStepLayout(3, 12), &any, &none,
-       "has 12 tasks on 3 nodes: add --ntasks-per-node=1"},
+       "has 12 tasks on 3 nodes: ask for nodes and GPUs per node instead of tasks: add "
+       "--ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task"},
+      {"srun -n3 on 1 node", WholeStepLayout(1, 3), &any, &none,
+       "has 3 tasks on 1 node: ask for nodes and GPUs per node instead of tasks: add "
+       "--ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task (for 3 nodes: "
+       "-N3)"},
       {"srun, more nodes than MAX: spares", WholeStepLayout(3, 3), &up_to_2, &none, ""},
       {"node, one task", NodeLayout(node), &any, &none, ""},
       {"pairs within 2:3", WholeStepLayout(3, 3), &pairs_of_2_3, &none, ""},
@@ -289,7 +296,80 @@ TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
   EXPECT_EQ(err, "--elastic-node-multiple=4 with --elastic=1:2: 4 is more than MAX of 1:2 nodes (1..2)");
   node.local_tasks = 4;
   EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, none, &err));
-  EXPECT_NE(err.find("has 4 tasks on node 2: add --ntasks-per-node=1"), std::string::npos) << err;
+  EXPECT_NE(err.find("has 4 tasks on node 2: ask for nodes and GPUs per node"), std::string::npos) << err;
+}
+
+// A running step never gains nodes: fewer than MIN is refused before anything
+// starts (else the agents wait out join_timeout), with the srun options that fix it.
+TEST(ValidateStepLayout, FewerNodesThanMinIsRefusedWithTheFix) {
+  ElasticOptions step_nodes, two_to_eight, three_to_four, exactly_four, joinable_by_id,
+      joinable_by_endpoint;
+  two_to_eight.nnodes = std::make_pair(2, 8);
+  three_to_four.nnodes = std::make_pair(3, 4);
+  exactly_four.nnodes = std::make_pair(4, 4);
+  joinable_by_id = two_to_eight;
+  joinable_by_id.rdzv_id = "job7.train";
+  joinable_by_endpoint = two_to_eight;
+  joinable_by_endpoint.endpoint = Endpoint{"n1", 29400};
+  StepInfo one_node = ThreeNodeStep(0);
+  one_node.nnodes = 1;
+  struct Row {
+    const char* name;
+    StepLayout layout;
+    const ElasticOptions* options;
+    const char* error;  // "" = valid
+  } rows[] = {
+      {"README's headline without -N", WholeStepLayout(1, 1), &two_to_eight,
+       "the step has 1 node and --elastic=2:8 needs at least 2: add -N2-8 --no-kill"},
+      {"-N2 --elastic=3:4", WholeStepLayout(2, 2), &three_to_four,
+       "the step has 2 nodes and --elastic=3:4 needs at least 3: add -N3-4 --no-kill"},
+      {"--elastic=4 on 3 nodes", WholeStepLayout(3, 3), &exactly_four,
+       "the step has 3 nodes and --elastic=4 needs at least 4: add -N4 "},
+      {"exactly MIN", WholeStepLayout(2, 2), &two_to_eight, ""},
+      {"the step's node count (no MIN)", WholeStepLayout(1, 1), &step_nodes, ""},
+      {"scale-up: an explicit rendezvous id", WholeStepLayout(1, 1), &joinable_by_id, ""},
+      {"scale-up: an explicit endpoint", WholeStepLayout(1, 1), &joinable_by_endpoint, ""},
+      {"slurmstepd sees it too", NodeLayout(one_node), &two_to_eight,
+       "the step has 1 node and --elastic=2:8 needs at least 2"},
+  };
+  for (const Row& row : rows) {
+    std::string err;
+    EXPECT_EQ(ValidateStepLayout(row.layout, *row.options, PluginConfig{}, &err), *row.error == '\0')
+        << row.name << ": " << err;
+    if (*row.error) {
+      EXPECT_NE(err.find(row.error), std::string::npos) << row.name << ": " << err;
+    }
+  }
+}
+
+// A lost node counts as a restart, so --elastic=MIN:MAX gets the budget to go on
+// down to MIN (README's `#SBATCH -N8 --elastic=4:8` died at the first lost node).
+TEST(DefaultMaxRestarts, TheNodeLossesTheStepPromisesToSurvive) {
+  ElasticOptions exact, four_to_eight, three_three, given;
+  four_to_eight.nnodes = std::make_pair(4, 8);
+  three_three.nnodes = std::make_pair(3, 3);
+  given = four_to_eight;
+  given.max_restarts = 0;
+  PluginConfig none, site;
+  site.max_restarts = 7;
+  struct Row {
+    const char* name;
+    uint32_t nnodes;
+    const ElasticOptions* options;
+    const PluginConfig* config;
+    int expected;
+  } rows[] = {
+      {"exactly the step's nodes", 4, &exact, &none, 0},
+      {"4:8 on 8 nodes", 8, &four_to_eight, &none, 4},
+      {"4:8 on 6 nodes", 6, &four_to_eight, &none, 2},
+      {"3:3 on 4 nodes: one spare", 4, &three_three, &none, 1},
+      {"fewer nodes than MIN (a step meant to be joined)", 2, &four_to_eight, &none, 0},
+      {"the site's max_restarts", 8, &four_to_eight, &site, 7},
+      {"--elastic-max-restarts beats both", 8, &given, &site, 0},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(DefaultMaxRestarts(row.nnodes, *row.options, *row.config), row.expected) << row.name;
+  }
 }
 
 TEST(BuildTaskEnv, BadLayoutFromSlurmIsAnError) {

@@ -65,10 +65,10 @@ struct StoreServer::Connection {
   uint32_t interest = EPOLLIN;
   bool eof = false;
   bool doomed = false;  // closing from the loop (Doom); nothing more is done for it
-  EventLoop::TimerId partial_timer = 0;  // armed while a frame is half-sent
+  Timer partial_timer;  // armed while a frame is half-sent
   MonoClock::time_point last_input{};
   MonoClock::time_point frame_start{};  // when the first byte of the buffered frame arrived
-  EventLoop::TimerId stall_timer = 0;  // armed while output is above the high-water mark
+  Timer stall_timer;  // armed while output is above the high-water mark
   size_t pending() const { return out.size() - out_pos; }
   size_t counted_out = 0;  // its share of output_bytes_
   // A LIST_KEYS under way (StepListings): its keys so far, framed; the count goes
@@ -98,16 +98,9 @@ StoreServer::StoreServer(EventLoop& loop, StoreLimits limits)
       read_buf_(64 * 1024) {}
 
 StoreServer::~StoreServer() {
-  for (auto& [id, c] : conns_) {
-    loop_.Remove(c->fd.get());
-    if (c->partial_timer) loop_.CancelTimer(c->partial_timer);
-    if (c->stall_timer) loop_.CancelTimer(c->stall_timer);
-  }
+  for (auto& [id, c] : conns_) loop_.Remove(c->fd.get());
   if (listen_fd_) loop_.Remove(listen_fd_.get());
-  if (accept_timer_) loop_.CancelTimer(accept_timer_);
-  if (doom_timer_) loop_.CancelTimer(doom_timer_);
-  if (listing_timer_) loop_.CancelTimer(listing_timer_);
-  if (sweep_timer_) loop_.CancelTimer(sweep_timer_);
+  // The timers (connections' and ours) are handles: they cancel themselves.
 }
 
 bool StoreServer::Listen(const std::string& host, int port, std::string* err) {
@@ -223,17 +216,13 @@ void StoreServer::PauseAccept() {
   if (!loop_.Modify(listen_fd_.get(), 0, &err)) Warn(refuse_log_, "store: " + err);
   Warn(refuse_log_, fmt::format("store: out of file descriptors with {} connections: not accepting for up to {} ms",
                                 conns_.size(), limits_.accept_retry_ms));
-  accept_timer_ = loop_.AddTimer(Millis(limits_.accept_retry_ms), [this] {
-    accept_timer_ = 0;
-    ResumeAccept();
-  });
+  accept_timer_ = loop_.After(Millis(limits_.accept_retry_ms), [this] { ResumeAccept(); });
 }
 
 void StoreServer::ResumeAccept() {
   if (!accept_paused_) return;
   accept_paused_ = false;
-  if (accept_timer_) loop_.CancelTimer(accept_timer_);
-  accept_timer_ = 0;
+  accept_timer_.Cancel();
   if (!spare_fd_) spare_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   std::string err;
   if (!loop_.Modify(listen_fd_.get(), EPOLLIN, &err)) Warn(refuse_log_, "store: " + err);
@@ -431,12 +420,7 @@ void StoreServer::Doom(Connection& c, std::string reason) {
   Log(LogLevel::kDebug, "store: connection {} doomed: {}", c.id, reason);
   doomed_.push_back(c.id);
   doomed_reasons_.push_back(std::move(reason));
-  if (doom_timer_ == 0) {
-    doom_timer_ = loop_.AddTimer(Millis(0), [this] {
-      doom_timer_ = 0;
-      CloseDoomed();
-    });
-  }
+  if (!doom_timer_.armed()) doom_timer_ = loop_.After(Millis(0), [this] { CloseDoomed(); });
 }
 
 void StoreServer::CloseDoomed() {
@@ -453,23 +437,21 @@ void StoreServer::CloseDoomed() {
 // when they fire, so a busy connection costs no timer churn.
 void StoreServer::ArmTimers(Connection& c) {
   StoreConnId id = c.id;
-  if (c.partial() && c.partial_timer == 0) {
+  if (c.partial() && !c.partial_timer.armed()) {
     Millis first = Millis(std::min(limits_.partial_frame_timeout_ms, limits_.frame_deadline_ms));
-    c.partial_timer = loop_.AddTimer(first, [this, id] { OnPartialFrameTimer(id); });
+    c.partial_timer = loop_.After(first, [this, id] { OnPartialFrameTimer(id); });
   }
   bool stalled = c.pending() >= limits_.output_high_water;
-  if (stalled && c.stall_timer == 0) {
-    c.stall_timer = loop_.AddTimer(Millis(limits_.output_stall_timeout_ms), [this, id] { OnStallTimer(id); });
-  } else if (!stalled && c.stall_timer != 0) {
-    loop_.CancelTimer(c.stall_timer);
-    c.stall_timer = 0;
+  if (stalled && !c.stall_timer.armed()) {
+    c.stall_timer = loop_.After(Millis(limits_.output_stall_timeout_ms), [this, id] { OnStallTimer(id); });
+  } else if (!stalled) {
+    c.stall_timer.Cancel();
   }
 }
 
 void StoreServer::OnPartialFrameTimer(StoreConnId id) {
   Connection* c = Find(id);
   if (!c) return;
-  c->partial_timer = 0;
   if (!c->partial()) return;
   if (c->pending() >= limits_.output_high_water) {
     ArmTimers(*c);  // we stopped reading it, not the other way round: the stall deadline applies
@@ -489,13 +471,12 @@ void StoreServer::OnPartialFrameTimer(StoreConnId id) {
     return;
   }
   Millis next = std::min(Millis(limits_.partial_frame_timeout_ms) - idle, Millis(limits_.frame_deadline_ms) - age);
-  c->partial_timer = loop_.AddTimer(next, [this, id] { OnPartialFrameTimer(id); });
+  c->partial_timer = loop_.After(next, [this, id] { OnPartialFrameTimer(id); });
 }
 
 void StoreServer::OnStallTimer(StoreConnId id) {
   Connection* c = Find(id);
   if (!c) return;
-  c->stall_timer = 0;
   if (c->pending() < limits_.output_high_water) return;
   Close(id, fmt::format("left {} bytes of replies unread for {} ms", c->pending(), limits_.output_stall_timeout_ms),
         true);
@@ -593,8 +574,7 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
       c.listing_out.clear();
       c.listing_keys = 0;
       listing_conns_.push_back(c.id);
-      if (listing_timer_ == 0)
-        listing_timer_ = loop_.AddTimer(Millis(0), [this] { StepListings(); });
+      if (!listing_timer_.armed()) listing_timer_ = loop_.After(Millis(0), [this] { StepListings(); });
       return true;
     }
     case StoreOp::kBarrier: {
@@ -611,7 +591,6 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
 // One step of every LIST_KEYS under way, then back to the loop (a zero-delay
 // timer: ready sockets are served before the next step).
 void StoreServer::StepListings() {
-  listing_timer_ = 0;
   std::vector<StoreConnId> ids = std::move(listing_conns_);
   listing_conns_.clear();
   for (StoreConnId id : ids) {
@@ -632,17 +611,16 @@ void StoreServer::StepListings() {
     }
     FinishListing(*c);
   }
-  if (!listing_conns_.empty() && listing_timer_ == 0)
-    listing_timer_ = loop_.AddTimer(Millis(0), [this] { StepListings(); });
+  if (!listing_conns_.empty() && !listing_timer_.armed())
+    listing_timer_ = loop_.After(Millis(0), [this] { StepListings(); });
 }
 
 // The keys of dropped WAITs (cancelled, or their connection closed) are
 // unlisted a step per loop turn: a connection with 4,096 WAITs of many keys
 // each stalled the loop 10-18 s as it closed (issue 19 item 2).
 void StoreServer::ScheduleSweep() {
-  if (sweep_timer_ != 0 || !state_.HasDropped()) return;
-  sweep_timer_ = loop_.AddTimer(Millis(0), [this] {
-    sweep_timer_ = 0;
+  if (sweep_timer_.armed() || !state_.HasDropped()) return;
+  sweep_timer_ = loop_.After(Millis(0), [this] {
     if (state_.SweepDropped(kSweepStep)) ScheduleSweep();
   });
 }
@@ -735,8 +713,6 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   input_bytes_ -= c.in.size();
   output_bytes_ -= c.counted_out;
   loop_.Remove(c.fd.get());
-  if (c.partial_timer) loop_.CancelTimer(c.partial_timer);
-  if (c.stall_timer) loop_.CancelTimer(c.stall_timer);
   if (c.listing) state_.EndListing(c.listing);
   state_.ForgetConnection(id);
   ScheduleSweep();

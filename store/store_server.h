@@ -118,13 +118,13 @@ class StoreServer {
   size_t output_bytes_ = 0;  // sum of every connection's unread output, as of its last Flush
   uint64_t refused_ = 0;
   bool accept_paused_ = false;
-  EventLoop::TimerId accept_timer_ = 0;
+  Timer accept_timer_;
   std::vector<StoreConnId> doomed_;
   std::vector<std::string> doomed_reasons_;
-  EventLoop::TimerId doom_timer_ = 0;
+  Timer doom_timer_;  // closes the doomed connections on the next turn
   std::vector<StoreConnId> listing_conns_;  // with a LIST_KEYS under way
-  EventLoop::TimerId listing_timer_ = 0;
-  EventLoop::TimerId sweep_timer_ = 0;
+  Timer listing_timer_;
+  Timer sweep_timer_;
   LogRateLimiter refuse_log_;  // one per kind of warning a peer can cause
   LogRateLimiter client_log_;
   StoreRequest scratch_;        // reused across requests to avoid allocations

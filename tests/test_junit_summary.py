@@ -49,7 +49,10 @@ Expected equality of these values:
     <system-out>Disabled</system-out>
   </testcase>
   <testcase name="cluster.smoke" classname="cluster.smoke" time="48.5" status="run">
-    <system-out>flaky: test_smoke.T.test_z failed once (AssertionError: x) and passed when run again
+    <system-out>test_up (test_smoke.T.test_up) ... [test_up: 4.5 s]
+ok
+[test_z: 30.0 s]
+flaky: test_smoke.T.test_z failed once (AssertionError: x) and passed when run again
 </system-out>
   </testcase>
 </testsuite>
@@ -102,6 +105,12 @@ class ReportTest(unittest.TestCase):
         lines, _ = self.lines()
         slowest = [line.split()[-1] for line in lines if line.startswith("   slowest:")]
         self.assertEqual(slowest, ["hung", "cluster.smoke", "py_fail", "unit_a", "gtest_fail"])
+
+    def test_the_slowest_scenarios_inside_a_whole_file_test(self):
+        lines, _ = self.lines()
+        self.assertEqual([line for line in lines if line.startswith("   slowest scenario:")],
+                         ["   slowest scenario:    30.0 s cluster.smoke test_z",
+                          "   slowest scenario:     4.5 s cluster.smoke test_up"])
 
     def test_ctest_failing_with_every_test_passed_is_a_failure(self):
         lines, status = self.lines(PASSING, rc=8)

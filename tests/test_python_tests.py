@@ -173,9 +173,10 @@ class CheckTest(unittest.TestCase):
     def test_a_cxx_test_file_no_target_compiles_fails(self):
         with tempfile.TemporaryDirectory() as tmp:
             tree = Tree(tmp)
-            (tree.root / "store").mkdir()
-            for name in ("store_test.cc", "lost_test.cc"):
-                (tree.root / "store" / name).write_text("")
+            for folder, name in (("store", "store_test.cc"), ("store", "lost_test.cc"),
+                                 ("spank_plugin", "not_built_here_test.cc")):
+                (tree.root / folder).mkdir(exist_ok=True)
+                (tree.root / folder / name).write_text("")
             (tree.build / "compile_commands.json").write_text(json.dumps(
                 [{"directory": str(tree.build), "file": str(tree.root / "store" / "store_test.cc")}]))
             r = tree.check([tree.unittest_cmd("test_base"),
@@ -183,6 +184,7 @@ class CheckTest(unittest.TestCase):
             self.assertEqual(r.returncode, 1, r.stdout)
             self.assertIn("store/lost_test.cc: no target compiles this test file", r.stdout)
             self.assertNotIn("store_test.cc", r.stdout)
+            self.assertNotIn("not_built_here_test.cc", r.stdout)  # a folder this build does not build
 
 
 if __name__ == "__main__":

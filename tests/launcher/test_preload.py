@@ -6,6 +6,7 @@ has the torch one)."""
 import json
 import os
 import signal
+import socket
 import unittest
 
 import test_process
@@ -210,6 +211,34 @@ class PreloadTest(LauncherTestCase):
                       "started 1 thread(s)", err)
         self.assertIn("workers start normally", err)
         self.assertEqual(self.dump("proc", 1)["argv"], [WORKER, "env", self.dir])
+
+    def test_slow_import_on_the_host_does_not_stop_its_heartbeats(self):
+        # Issue 19 item 18: the round completes while the host's zygote still imports
+        # (6 s, twice heartbeat_timeout=3). The host's loop must go on answering node
+        # 1's heartbeats meanwhile; before, it waited for "ready" and node 1 lost it.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = []
+        for node in range(2):
+            conf = "munge=0,expected_nodes=2,heartbeat_timeout=3,is_host=%d" % (node == 0)
+            preload = ["--preload", "slow_module"] if node == 0 else []
+            procs.append(self.start(["--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                                     "--rdzv-endpoint=127.0.0.1:%d" % port, "--rdzv-id=slow-%d" % os.getpid(),
+                                     "--rdzv-conf=" + conf] + preload + ["--python", PYTHON, WORKER, "env",
+                                                                         self.dir],
+                                    {"PYTHONPATH": HERE, "ELASTIC_TEST_SLOW_IMPORT_S": "6"}))
+        errs = []
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            errs.append(err.decode())
+        self.assertEqual([p.returncode for p in procs], [0, 0], errs)
+        self.assertNotIn("--preload:", errs[0])  # the zygote was used, not given up
+        for err in errs:
+            self.assertNotRegex(err, r"lost|silent|taking over", err)
+        self.assertEqual(self.dump("env", 0)["WORLD_SIZE"], "2")
+        self.assert_nothing_left()
+        self.assert_gone(zygote_argv("slow_module"))
 
     def test_missing_module_falls_back_with_a_warning(self):
         rc, _, err = self.run_agent(["--preload", "no_such_module_xyz", "--python", PYTHON, WORKER, "env",

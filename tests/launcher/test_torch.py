@@ -1,15 +1,19 @@
 """elasticrun with real PyTorch (Debian's torch 1.13 under /usr/bin/python3):
 examples/train.py, DDP over gloo on CPU."""
+import json
 import os
 import re
 import signal
+import socket
 import threading
+import time
 import unittest
 
 from launcher_test_util import DEADLINE_S, PYTHON, LauncherTestCase, proc_stats
 
 TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/train.py")
 CHECKPOINT_TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/checkpoint_train.py")
+CHATTY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chatty_worker.py")
 TIMER_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "timer_worker.py")
 
 
@@ -263,3 +267,101 @@ class CheckpointExampleTest(LauncherTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConsoleBackpressureTest(LauncherTestCase):
+    """A console that takes nothing (srun's side slow or stopped: the agent's stdout is
+    a pipe nobody reads for UNREAD_S) must not stop the agent's loop: a real PyTorch
+    worker's store operations keep their latency, the rendezvous its heartbeats, the
+    chatty worker blocks on its own write, and afterwards every line arrives in order.
+    Before the fix the loop waited in write(2) on the full pipe: the store answered
+    nothing for the whole UNREAD_S."""
+
+    UNREAD_S = 8
+    LINES = 45000  # ~4.4 MB on the console with the "[rankN]: " prefixes
+
+    def read_stderr(self, proc, into):
+        t = threading.Thread(target=lambda: into.append(proc.stderr.read()), daemon=True)
+        t.start()
+        return t
+
+    def run_unread(self, procs, reader_rank, node_of_console):
+        """Keeps node_of_console's stdout unread for UNREAD_S once the store client is
+        connected, then reads everything; returns (rcs, stdouts, stderrs, window)."""
+        errs = [[] for _ in procs]
+        threads = [self.read_stderr(p, e) for p, e in zip(procs, errs)]
+        outs = [[] for _ in procs]
+        for i, p in enumerate(procs):
+            if i != node_of_console:
+                threads.append(threading.Thread(target=lambda p=p, o=outs[i]: o.append(p.stdout.read()),
+                                                daemon=True))
+                threads[-1].start()
+        connected = self.path("connected.%d" % reader_rank)
+        end = time.monotonic() + DEADLINE_S
+        while not os.path.exists(connected):
+            self.assertLess(time.monotonic(), end, "the store client never connected")
+            time.sleep(0.05)
+        window = (time.monotonic() + 1, time.monotonic() + self.UNREAD_S)  # 1 s to fill the pipe
+        time.sleep(self.UNREAD_S)
+        printed_while_unread = os.path.exists(self.path("printed"))
+        outs[node_of_console].append(procs[node_of_console].stdout.read())
+        rcs = [p.wait(timeout=DEADLINE_S) for p in procs]
+        for t in threads:
+            t.join(DEADLINE_S)
+        for p in procs:
+            p.stdout.close()
+            p.stderr.close()
+        stdouts = [b"".join(o).decode(errors="replace") for o in outs]
+        stderrs = [b"".join(e).decode(errors="replace") for e in errs]
+        self.assertFalse(printed_while_unread, "the chatty worker was never held back: the test "
+                         "did not fill the console")
+        return rcs, stdouts, stderrs, window
+
+    def assert_latency_normal(self, reader_rank, window):
+        with open(self.path("latency.%d.json" % reader_rank)) as f:
+            samples = json.load(f)
+        # An operation that started before the window but was answered in it counts too.
+        inside = [lat for start, lat in samples if start + lat >= window[0] and start <= window[1]]
+        expected = (window[1] - window[0]) / 0.2
+        self.assertGreaterEqual(len(inside), expected / 2,
+                                "the store answered %d operations in %.1f s" % (len(inside), window[1] - window[0]))
+        self.assertLess(max(inside), 1.0, "store latency while the console was full: %s" % inside)
+
+    def assert_every_line_in_order(self, out, printer_rank):
+        prefix = "[rank%d]: line " % printer_rank
+        numbers = [int(line[len(prefix):len(prefix) + 7]) for line in out.splitlines()
+                   if line.startswith(prefix)]
+        self.assertEqual(numbers, list(range(self.LINES)))
+
+    def worker(self, printer_rank):
+        return [CHATTY, self.dir, str(printer_rank), str(self.LINES), str(self.UNREAD_S + 3)]
+
+    def test_standalone_store_keeps_its_latency_and_every_line_arrives(self):
+        proc = self.start(["--standalone", "--nproc-per-node=2", "--python", PYTHON] + self.worker(1))
+        rcs, outs, errs, window = self.run_unread([proc], 0, 0)
+        self.assertEqual(rcs[0], 0, errs[0])
+        self.assert_latency_normal(0, window)
+        self.assert_every_line_in_order(outs[0], 1)
+        self.assert_nothing_left()
+
+    def test_rendezvous_host_keeps_its_heartbeats_and_store(self):
+        # Node 0 hosts the rendezvous and the store, and its worker (rank 0) floods
+        # its console; node 1's worker uses the store. heartbeat_timeout=3 is far
+        # shorter than UNREAD_S: a stalled host would be declared lost.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = []
+        for node in range(2):
+            conf = "munge=0,expected_nodes=2,heartbeat_timeout=3,is_host=%d" % (node == 0)
+            procs.append(self.start(["--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                                     "--rdzv-endpoint=127.0.0.1:%d" % port,
+                                     "--rdzv-id=backpressure-%d" % os.getpid(), "--rdzv-conf=" + conf,
+                                     "--python", PYTHON] + self.worker(0)))
+        rcs, outs, errs, window = self.run_unread(procs, 1, 0)
+        self.assertEqual(rcs, [0, 0], errs)
+        for err in errs:
+            self.assertNotRegex(err, r"lost|silent|taking over|failover", err)
+        self.assert_latency_normal(1, window)
+        self.assert_every_line_in_order(outs[0], 0)
+        self.assert_nothing_left()

@@ -6,4 +6,4 @@ h=$(hostname)
 echo "$h ARGV0=$0"
 echo "$h ARGS=$*"
 echo "$h SLURM_NODEID=$SLURM_NODEID"
-env | grep -E '^(PET_|ELASTIC_SPANK_|CUDA_VISIBLE_DEVICES=|SLURM_STEP_GPUS=|PMIX_RANK=)' | sort | sed "s/^/$h /"
+env | grep -E '^(PET_|ELASTIC_SPANK_|CUDA_VISIBLE_DEVICES=|SLURM_STEP_GPUS=|PMIX_RANK=|SLURM_SPANK_|_SLURM_SPANK_OPTION_)' | sort | sed "s/^/$h /"

@@ -118,6 +118,19 @@ class TestSpankPlugin(ClusterTestCase):
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn(what, r.stderr)
 
+    def test_optional_with_a_typo_fails_elastic_steps_and_leaves_plain_ones(self):
+        # The package's own line is `optional`: Slurm then ignores the callbacks'
+        # errors, and `srun --elastic` used to run the program without elasticrun.
+        self.cluster.plugstack_conf.write_text(
+            f"optional {Path(SPANK_SO).resolve()} launcher={DUMP} colour=blue\n")
+        r, nodes = self.srun_dump(["-N2", "--elastic", "true"])
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("unknown argument 'colour'", r.stderr)
+        self.assertEqual(nodes, {}, "the launcher ran")
+        r = self.cluster.srun(["-N2", "sh", "-c", "echo plain"], timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["plain", "plain"])
+
     # ---------------------------------------------------------------- wrapping
 
     def test_wraps_every_node_with_the_contract(self):
@@ -221,6 +234,78 @@ class TestSpankPlugin(ClusterTestCase):
             self.assertEqual(env["PET_RDZV_ID"], f"{job}.0")
             self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
 
+    # ------------------------------------------------------- first contact (issue 20)
+
+    def test_fewer_nodes_than_min_is_refused_before_anything_starts(self):
+        # The README's headline without -N gets one node: refused at once with the fix,
+        # not 600 s of waiting for nodes a running step can never gain.
+        for args, what in ((["--elastic=2:8"], "the step has 1 node and --elastic=2:8 needs at least 2: "
+                                               "add -N2-8 --no-kill"),
+                           (["-N2", "--elastic=3:4"], "the step has 2 nodes and --elastic=3:4 needs at "
+                                                      "least 3: add -N3-4 --no-kill")):
+            with self.subTest(args=args):
+                start = time.monotonic()
+                r, nodes = self.srun_dump([*args, "true"], timeout=30)
+                self.assertNotEqual(r.returncode, 0, r.stdout)
+                self.assertIn(what, r.stderr)
+                self.assertEqual(nodes, {}, "a task started")
+                self.assertLess(time.monotonic() - start, 10)
+        # Meant to be joined by another step (scale-up): an explicit rendezvous id.
+        r, nodes = self.srun_dump(["-N1", "--elastic=2:3", "--elastic-rdzv-id=joinme", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(nodes["n1"]["PET_NNODES"], "2:3")
+
+    def test_min_below_the_node_count_without_no_kill_warns(self):
+        warning = "--elastic=2:3 on 3 nodes without --no-kill: Slurm ends the whole step when a node is lost"
+        r, nodes = self.srun_dump(["-N3", "--elastic=2:3", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(warning, r.stderr)
+        self.assertEqual(len(nodes), 3)
+        r, nodes = self.srun_dump(["-N3", "--no-kill", "--elastic=2:3", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(warning, r.stderr)
+
+    def test_torchrun_under_elastic_is_refused_with_drop_torchrun(self):
+        r, nodes = self.srun_dump(["-N2", "--elastic", "torchrun", "--nnodes=2", "train.py"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("drop torchrun: srun --elastic replaces it", r.stderr)
+        self.assertEqual(nodes, {})
+
+    def test_bare_job_level_elastic_means_the_steps_nodes(self):
+        # Slurm 22.05 hands `#SBATCH --elastic` / `salloc --elastic` to every srun of
+        # the job as the string "(null)".
+        rc, job, out = self.cluster.sbatch("#!/bin/sh\n#SBATCH -N2\n#SBATCH --elastic\nsrun true\n",
+                                           timeout=120)
+        self.assertEqual(rc, 0, out)
+        nodes = parse_dump(out)
+        self.assertEqual(sorted(nodes), ["n1", "n2"], out)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:2")
+        r = self.cluster.run(["salloc", "-N2", "--elastic", "srun", "true"], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        nodes = parse_dump(r.stdout)
+        self.assertEqual(sorted(nodes), ["n1", "n2"], r.stdout + r.stderr)
+        self.assertEqual({env["PET_NNODES"] for env in nodes.values()}, {"2:2"})
+
+    def test_job_level_elastic_is_not_inherited_by_the_tasks(self):
+        # The task (elasticrun and its workers) gets its options as PET_*; the
+        # variables that make an srun elastic are gone, so a worker's own srun
+        # is a plain one. `srun --elastic=off` opts a setup step out.
+        rc, job, out = self.cluster.sbatch(
+            "#!/bin/sh\n#SBATCH -N2\n#SBATCH --elastic=2:3\n#SBATCH --elastic-max-restarts=2\n"
+            "srun --elastic=off sh -c 'echo \"setup $(hostname) x${PET_NNODES}x\"'\n"
+            "srun true\n", timeout=120)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(sorted(line for line in out.splitlines() if line.startswith("setup ")),
+                         ["setup n1 xx", "setup n2 xx"], out)
+        nodes = parse_dump(out)
+        self.assertEqual(sorted(nodes), ["n1", "n2"], out)
+        for env in nodes.values():
+            self.assertEqual(env["PET_NNODES"], "2:3")
+            self.assertEqual(env["PET_MAX_RESTARTS"], "2")
+            leaked = [k for k in env if "SLURM_SPANK_OPTION_elastic_" in k]
+            self.assertEqual(leaked, [], env)
+
     def test_default_on_and_off(self):
         self.set_plugstack_args(f"launcher={DUMP}", "default=on")
         r, nodes = self.srun_dump(["-N2", "true"])
@@ -251,7 +336,13 @@ class TestSpankPlugin(ClusterTestCase):
     def test_more_than_one_task_per_node_says_what_to_add(self):
         r = self.cluster.srun(["-N2", "-n4", "--elastic", "true"], timeout=30)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("add --ntasks-per-node=1", r.stderr)
+        self.assertIn("add --ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task",
+                      r.stderr)
+        # `-n 3` on one node most likely meant three nodes.
+        r = self.cluster.srun(["-n3", "--elastic", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("has 3 tasks on 1 node: ", r.stderr)
+        self.assertIn("(for 3 nodes: -N3)", r.stderr)
 
     def test_node_multiple_outside_min_max_is_refused(self):
         r = self.cluster.srun(["-N3", "--elastic=3:3", "--elastic-node-multiple=2", "true"], timeout=30)

@@ -1,0 +1,64 @@
+// What the workers run, found as srun finds it, and a missing program refused
+// before the rendezvous (exit 2) rather than by every worker (exit 1).
+#include "launcher/worker_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace elastic {
+namespace {
+
+// Runs the test in a fresh directory (the working directory matters here).
+class WorkerCommandCwdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    old_ = std::filesystem::current_path();
+    dir_ = std::filesystem::path(::testing::TempDir()) / "worker_command_cwd";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::filesystem::current_path(dir_);
+  }
+  void TearDown() override { std::filesystem::current_path(old_); }
+  std::filesystem::path old_, dir_;
+};
+
+TEST_F(WorkerCommandCwdTest, AMissingScriptIsAnErrorNamingItAndTheDirectory) {
+  LaunchConfig c;
+  c.program = "nosuch.py";
+  c.python = "/bin/sh";
+  std::string path, err;
+  std::vector<std::string> argv;
+  EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
+  EXPECT_NE(err.find("cannot run 'nosuch.py': No such file or directory (in " + dir_.string() + ")"),
+            std::string::npos) << err;
+  c.module = true;  // -m: a module name, not a file
+  EXPECT_TRUE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << err;
+}
+
+// slurmstepd runs `srun train.sh` from the working directory when PATH has no
+// train.sh; elasticrun does the same under srun, and only there.
+TEST_F(WorkerCommandCwdTest, UnderSrunAProgramInTheWorkingDirectoryRuns) {
+  { std::ofstream("train.sh") << "#!/bin/sh\n"; }
+  ASSERT_EQ(chmod("train.sh", 0755), 0);
+  LaunchConfig c;
+  c.program = "train.sh";
+  std::string path, err;
+  std::vector<std::string> argv;
+  EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
+  EXPECT_NE(err.find("not an executable file in PATH"), std::string::npos) << err;
+  c.spank_wrapped = true;
+  ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << err;
+  EXPECT_EQ(path, "./train.sh");
+  c.program = "nosuch.sh";
+  EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
+  EXPECT_NE(err.find("'nosuch.sh': not an executable file in PATH or the working directory"),
+            std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace elastic
