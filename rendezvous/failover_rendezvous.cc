@@ -268,8 +268,10 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
   if (client_) FollowAsSpare(client_->standby());
   if (client_) restarts_.told = std::max(restarts_.told, client_->restarts_used());
   Retire();
-  if (!last_round_ || last_round_->successors.empty() || last_round_->group_rank >=
-      static_cast<int>(last_round_->successors.size()))
+  // The successors are the round's first few nodes (RendezvousSettings::failover_successors):
+  // a node of a higher rank walks them too, it only never takes over itself.
+  if (!last_round_ || last_round_->successors.empty() ||
+      last_round_->group_rank >= last_round_->group_world_size)
     return Fatal(lost + " (before this node ran a round: no successor known)",
                  JobEnd{EndReason::kHostLost, false});
   const RoundInfo& r = *last_round_;
@@ -368,8 +370,10 @@ void FailoverRendezvous::TakeOver() {
   carried.restarts_used = CarriedRestarts(restarts_);
   carried.last_round = r.round;
   // The round's spares vote too and follow the failover (FollowAsSpare): awaited as members are.
-  carried.last_members = r.successors.size() + static_cast<size_t>(r.spares);
-  carried.awaited = r.successors.size() - excluded_.size() + static_cast<size_t>(r.spares);
+  // Counted over the whole round (group_world_size): the successors are only its first nodes.
+  size_t members = static_cast<size_t>(r.group_world_size);
+  carried.last_members = members + static_cast<size_t>(r.spares);
+  carried.awaited = members - excluded_.size() + static_cast<size_t>(r.spares);
   config.carried = carried;
   config.local_member_of = static_cast<int64_t>(r.round);
   std::string err;
@@ -377,7 +381,7 @@ void FailoverRendezvous::TakeOver() {
   if (!host) return Fatal("cannot take over as the rendezvous host: " + err, JobEnd{EndReason::kError, false});
   Log(LogLevel::kWarning, "rendezvous: taking over as the host of run {} on {}:{}: round {} forms "
       "among round {}'s survivors (a majority of its {} node(s) is needed)", params_.run_id,
-      me.addr, host->port(), carried.next_round, r.round, r.successors.size());
+      me.addr, host->port(), carried.next_round, r.round, members);
   UseHost(std::move(host));
 }
 

@@ -4,8 +4,10 @@
 // the host is silent past heartbeat_timeout), fails over instead of ending the
 // job (docs/design.md "Failover"):
 //   1. it stops its workers (on_restart_required) if they run;
-//   2. it walks the last round's successors (its members in group-rank order,
-//      each with its own rendezvous port), skipping the lost host: a successor
+//   2. it walks the last round's successors (its first failover_successors
+//      members in group-rank order, each with its own rendezvous port; a node
+//      ranked past them walks them too and never takes over), skipping the lost
+//      host: a successor
 //      that refuses the connection, or sends no challenge within
 //      heartbeat_timeout + heartbeat_interval (it may still be noticing the
 //      loss), or is stale (HostIsStale), is skipped;

@@ -372,8 +372,9 @@ TEST_F(HostClientTest, WrongRunIdIsRefusedByTheClientWithBothIds) {
 
 class FailoverTest : public HostClientTest {
  protected:
-  void StartFailoverThree() {
-    // Node ranks 0, 1, 2: the successor order.
+  void StartFailoverThree() { StartFailover(3); }
+  void StartFailover(int n) {
+    // Node ranks 0, 1, 2...: the successor order.
     settings.preferred_rank = 0;
     std::string err;
     auto host = MakeLoopbackHost(loop, settings, &err);
@@ -383,16 +384,17 @@ class FailoverTest : public HostClientTest {
     FailoverParams params{settings, "job", "host", ""};
     agents[0].handler = std::make_unique<FailoverRendezvous>(loop, params, std::move(host));
     agents[0].Wire();
-    for (int i = 1; i <= 2; ++i) {
+    for (int i = 1; i < n; ++i) {
       params.node_name = "client" + std::to_string(i);
       params.settings.preferred_rank = i;
       agents[i].handler = std::make_unique<FailoverRendezvous>(loop, params, "127.0.0.1", port);
       agents[i].Wire();
     }
-    for (int i = 0; i < 3; ++i) agents[i].handler->Join(2);
+    for (int i = 0; i < n; ++i) agents[i].handler->Join(2);
     ASSERT_TRUE(RunUntil([&] {
-      return agents[0].rounds.size() == 1 && agents[1].rounds.size() == 1 &&
-             agents[2].rounds.size() == 1;
+      for (int i = 0; i < n; ++i)
+        if (agents[i].rounds.size() != 1) return false;
+      return true;
     }));
   }
   RendezvousHost* first_host = nullptr;  // agents[0]'s
@@ -479,6 +481,44 @@ TEST_F(FailoverTest, LosingTheHostMakesTheNextMemberHostOfTheNextRound) {
     EXPECT_NE(r.store_port, r0.store_port);  // a fresh store, on the new host
   }
   EXPECT_TRUE(agents[1].fatal.empty() && agents[2].fatal.empty());
+}
+
+// Issue 19 item 13: a round tells every agent only its first failover_successors
+// members (constant bytes per agent), yet a node ranked past them fails over with
+// the others, and the new host weighs the majority against the whole round.
+TEST_F(FailoverTest, NodesPastTheSuccessorsFailOverAndTheMajorityCountsTheWholeRound) {
+  settings.min_nodes = 1;
+  settings.max_nodes = settings.expected_nodes = 4;
+  settings.failover_successors = 2;
+  StartFailover(4);
+  for (auto& [i, a] : agents) {
+    EXPECT_EQ(a.rounds[0].group_world_size, 4);
+    EXPECT_EQ(a.rounds[0].successors.size(), 2u);
+  }
+  ASSERT_EQ(agents[3].rounds[0].group_rank, 3);
+  agents[0].handler.reset();  // the host dies
+  ASSERT_TRUE(RunUntil([&] {
+    return agents[1].restarts.size() == 1 && agents[2].restarts.size() == 1 &&
+           agents[3].restarts.size() == 1;
+  }));
+  // Node 3 alone would be below a majority of the 4 (3 of them are needed):
+  // the new host waits for it as for node 2.
+  agents[1].handler->Join(2);
+  agents[2].handler->Join(2);
+  agents[3].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] {
+    return agents[1].rounds.size() == 2 && agents[2].rounds.size() == 2 &&
+           agents[3].rounds.size() == 2;
+  })) << agents[1].fatal << agents[2].fatal << agents[3].fatal;
+  for (int i : {1, 2, 3}) {
+    EXPECT_EQ(agents[i].rounds[1].round, 1u);
+    EXPECT_EQ(agents[i].rounds[1].group_world_size, 3);
+    EXPECT_EQ(agents[i].rounds[1].successors.size(), 2u);
+    EXPECT_TRUE(agents[i].fatal.empty()) << agents[i].fatal;
+  }
+  auto* successor = dynamic_cast<FailoverRendezvous*>(agents[1].handler.get());
+  ASSERT_NE(successor, nullptr);
+  EXPECT_TRUE(successor->hosting());
 }
 
 TEST_F(FailoverTest, LosingTheHostWithRestartsExhaustedFailsTheJob) {

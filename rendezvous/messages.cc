@@ -240,7 +240,8 @@ json RoundToJson(const RoundInfo& r) {
 }
 
 json StandbyToJson(const RoundInfo& r) {
-  return {{"round", r.round}, {"successors", SuccessorsToJson(r.successors)}, {"spares", r.spares},
+  return {{"round", r.round}, {"group_world_size", r.group_world_size},
+          {"successors", SuccessorsToJson(r.successors)}, {"spares", r.spares},
           {"restarts_used", r.restarts_used}};
 }
 
@@ -258,7 +259,8 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
       !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err) ||
       !SuccessorsFromJson(j, &r->successors, err))
     return false;
-  if (!r->successors.empty() && r->successors.size() != static_cast<size_t>(gws))
+  // The round's first nodes only (RendezvousSettings::failover_successors), never more than it has.
+  if (r->successors.size() > static_cast<size_t>(gws))
     return Fail(err, fmt::format("round message: {} successors for {} nodes", r->successors.size(),
                                  gws));
   if (group_rank >= gws || offset >= ws)
@@ -285,15 +287,20 @@ bool DecodeWaiting(const json& j, HostMessage* out, std::string* err) {
   if (it == j.end()) return true;
   if (!it->is_object()) return Fail(err, "field 'standby' is not an object");
   RoundInfo r;
-  int64_t round = 0, spares = 0, used = 0;
+  int64_t round = 0, spares = 0, used = 0, gws = 0;
   if (!GetIntIn(*it, "round", 0, INT64_MAX, &round, err) ||
       !GetIntOr(*it, "spares", 0, 0, kMaxCount, &spares, err) ||
       !GetIntOr(*it, "restarts_used", 0, 0, kMaxCount, &used, err) ||
-      !SuccessorsFromJson(*it, &r.successors, err))
+      !SuccessorsFromJson(*it, &r.successors, err) ||
+      !GetIntOr(*it, "group_world_size", static_cast<int64_t>(r.successors.size()), 0, kMaxCount,
+                &gws, err))
     return false;
+  // The round's first nodes only (RendezvousSettings::failover_successors).
+  if (r.successors.size() > static_cast<size_t>(gws))
+    return Fail(err, fmt::format("standby: {} successors for {} nodes", r.successors.size(), gws));
   r.round = static_cast<uint64_t>(round);
   r.group_rank = -1;
-  r.group_world_size = static_cast<int>(r.successors.size());
+  r.group_world_size = static_cast<int>(gws);
   r.spares = static_cast<int>(spares);
   r.restarts_used = static_cast<int>(used);
   out->standby = std::move(r);

@@ -17,7 +17,9 @@
 // A spare standing by when a round completed gets waiting {standby: {round, successors,
 // spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where
-// each member's agent listens should it take over (docs/design.md "Failover").
+// each of its first failover_successors members' agents listens should it take
+// over (docs/design.md "Failover"); never the whole member list, which made every
+// round message grow with N. A standby carries the round's group_world_size too.
 // end_job: the agent ends the job for all (its workers' crash loop); a host without it
 // drops the agent as for any unknown message, which ends the job as a lost node does.
 // The failover fields (round, last_completed, listen_port, member_of, successors) are optional,

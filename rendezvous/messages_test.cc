@@ -157,6 +157,7 @@ TEST(MessagesTest, StandbyAndSparesRoundTrip) {
   r.restarts_used = 2;
   r.spares = 1;
   r.successors = {Successor{"n1", "10.0.0.1", 4001}, Successor{"n2", "10.0.0.2", 0}};
+  r.group_world_size = 2;
   HostMessage out;
   std::string err;
   ASSERT_TRUE(DecodeHostMessage(Decode(EncodeMessage("waiting", {{"message", "full"},
@@ -178,6 +179,21 @@ TEST(MessagesTest, StandbyAndSparesRoundTrip) {
   RoundInfo back;
   ASSERT_TRUE(RoundFromJson(RoundToJson(r), &back, &err)) << err;
   EXPECT_EQ(back.spares, 1);
+  // The successors are the round's first nodes (failover_successors): fewer than
+  // its size is a round, more is an error; a standby carries the size.
+  r.group_world_size = 5;
+  r.world_size = 10;
+  ASSERT_TRUE(RoundFromJson(RoundToJson(r), &back, &err)) << err;
+  EXPECT_EQ(back.group_world_size, 5);
+  EXPECT_EQ(back.successors.size(), 2u);
+  ASSERT_TRUE(DecodeHostMessage(Decode(EncodeMessage("waiting", {{"message", "full"},
+                                                                 {"standby", StandbyToJson(r)}})),
+                                &out, &err)) << err;
+  EXPECT_EQ(out.standby->group_world_size, 5);
+  r.group_world_size = 1;
+  r.world_size = 2;
+  EXPECT_FALSE(RoundFromJson(RoundToJson(r), &back, &err));
+  EXPECT_NE(err.find("2 successors for 1 nodes"), std::string::npos) << err;
 }
 
 // The fields added within protocol version 3 (restarts_used, end_reason) are

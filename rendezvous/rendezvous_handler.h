@@ -43,7 +43,10 @@ struct RoundInfo {
   int store_port = 0;          // MASTER_PORT for the workers
   bool use_agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE
   int restarts_used = 0;       // failures counted against --max-restarts so far (job-wide)
-  std::vector<Successor> successors;  // the round's members in group-rank order (failover)
+  // The round's first members in group-rank order, at most failover_successors of
+  // them (failover walks them from rank 0): not the whole list, so a round costs
+  // each agent the same bytes whatever the number of nodes.
+  std::vector<Successor> successors;
   int spares = 0;              // nodes standing by when it completed: voters, as its members
 };
 

@@ -60,6 +60,9 @@ const std::map<std::string, ConfKey>& Keys() {
                              "seconds of silence after which a peer is gone (10)"}},
       {"expected_nodes", {Integer(&RendezvousSettings::expected_nodes, 0, 1 << 20),
                           "close the first round as soon as this many nodes joined (0: unknown)"}},
+      {"failover_successors",
+       {Integer(&RendezvousSettings::failover_successors, 1, 1 << 20),
+        "host: a round's first nodes each agent may fail over to (8)"}},
       {"is_host", {[](const std::string& key, const std::string& value, RendezvousSettings* s,
                       std::string* err) {
                      bool host = false;

@@ -29,6 +29,11 @@ struct RendezvousSettings {
   // from costing a tenth of a second (a refused connection costs next to nothing).
   int64_t connect_retry_ms = 10;
   int max_restarts = 0;                // job-wide budget of failure restarts
+  // Host: how many of a round's first nodes (group-rank order) every agent is
+  // told as its failover successors. A constant, not the whole member list, so
+  // each agent's bytes per round do not grow with the number of nodes (a list of
+  // N in every round message made a round O(N^2) bytes at the host).
+  int failover_successors = 8;
   HostMode host_mode = HostMode::kAuto;
   std::string token;                   // shared secret for HMAC challenge-response
   std::string munge_socket;            // munged socket ("" = library default)

@@ -76,10 +76,14 @@ bool QuorumMet(const RendezvousState& s) {
   return s.quorum_round < 0 || HasMajority(QuorumRejoined(s), s.quorum_size);
 }
 
-std::vector<Successor> Successors(const RendezvousState& s) {
+// The round's first failover_successors members in group-rank order: failover walks
+// them from rank 0 (NextCandidate), so the first few are all it needs, and a constant
+// number keeps every agent's bytes per round the same whatever the number of nodes.
+std::vector<Successor> Successors(const RendezvousSettings& settings, const RendezvousState& s) {
   std::vector<Successor> out;
-  for (NodeId id : s.members) {
-    const NodeDesc& d = s.nodes.at(id).desc;
+  size_t n = std::min(s.members.size(), static_cast<size_t>(std::max(settings.failover_successors, 1)));
+  for (size_t i = 0; i < n; ++i) {
+    const NodeDesc& d = s.nodes.at(s.members[i]).desc;
     out.push_back(Successor{d.name, d.rdzv_addr.empty() ? d.addr : d.rdzv_addr, d.rdzv_port});
   }
   return out;
@@ -94,7 +98,7 @@ void EmitStandBy(Ctx& c, NodeId id, bool voter) {
   a.round.group_world_size = static_cast<int>(c.s.members.size());
   a.round.restarts_used = c.s.restarts_used;
   if (voter) {
-    a.round.successors = Successors(c.s);
+    a.round.successors = Successors(c.settings, c.s);
     a.round.spares = static_cast<int>(c.s.wait_list.size());
   }
   a.message = fmt::format("round {} is full ({} node(s){})", c.s.round, c.s.members.size(),
@@ -125,7 +129,7 @@ void CompleteRound(Ctx& c) {
     }
   }
   int offset = 0;
-  std::vector<Successor> successors = Successors(c.s);
+  std::vector<Successor> successors = Successors(c.settings, c.s);
   for (size_t i = 0; i < c.s.members.size(); ++i) {
     const NodeRecord& rec = c.s.nodes.at(c.s.members[i]);
     RendezvousAction a{RendezvousActionKind::kRoundComplete, rec.desc.id, {}, {}, {}};
@@ -171,12 +175,14 @@ void MaybeComplete(Ctx& c) {
   bool survivors_back = c.s.any_round_completed && c.s.pending_rejoin.empty() &&
                         QuorumRejoined(c.s) >= c.s.quorum_awaited && enough;
   bool last_call_over = enough && c.s.last_call_deadline && c.now >= *c.s.last_call_deadline;
-  bool majority = QuorumMet(c.s);  // else: wait for more, or the join timeout
-  if (majority && (at_max || at_expected || survivors_back || last_call_over)) {
+  // The majority (else: wait for more, or the join timeout) only where it decides
+  // something: QuorumRejoined walks every node, and this runs on every join.
+  bool complete = at_max || at_expected || survivors_back || last_call_over;
+  if (complete && QuorumMet(c.s)) {
     CompleteRound(c);
     return;
   }
-  if (enough && majority && !c.s.last_call_deadline)
+  if (enough && !complete && !c.s.last_call_deadline && QuorumMet(c.s))
     c.s.last_call_deadline = c.now + Millis(st.last_call_timeout_ms);
 }
 

@@ -37,6 +37,32 @@ TEST_F(RendezvousStateTest, RoundsCarryTheirMembersAsSuccessorsInGroupRankOrder)
   }
 }
 
+// Issue 19 item 13: every agent gets the round's first failover_successors members,
+// not the whole list (it made each round message grow with N); spares alike, with
+// the round's size, so a successor still weighs the majority against all of it.
+TEST_F(RendezvousStateTest, RoundsCarryOnlyTheFirstFailoverSuccessors) {
+  settings.max_nodes = 3;
+  settings.expected_nodes = 4;  // the fourth stands by as a spare
+  settings.failover_successors = 2;
+  for (NodeId id = 1; id <= 3; ++id) ConnectJoin(id, 2, static_cast<int>(id - 1));
+  auto actions = ConnectJoin(4, 2, 3);
+  auto rounds = Rounds(actions);
+  ASSERT_EQ(rounds.size(), 3u);
+  for (auto& [id, r] : rounds) {
+    EXPECT_EQ(r.group_world_size, 3);
+    ASSERT_EQ(r.successors.size(), 2u) << "node " << id;
+    EXPECT_EQ(r.successors[0].name, "n1");
+    EXPECT_EQ(r.successors[1].name, "n2");
+  }
+  auto standby = Targets(actions, RendezvousActionKind::kStandBy);
+  ASSERT_EQ(standby.size(), 1u);
+  for (const auto& a : actions)
+    if (a.kind == RendezvousActionKind::kStandBy) {
+      EXPECT_EQ(a.round.group_world_size, 3);
+      EXPECT_EQ(a.round.successors.size(), 2u);
+    }
+}
+
 // The partitioned side of a split: the rounds after a loss need a strict majority
 // of the previous round's members, whatever --nnodes MIN allows.
 TEST_F(RendezvousStateTest, MajorityRuleAfterLosses) {

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   limit("--max-connections", &limits.max_connections,
         "store connections at most; 0: RLIMIT_NOFILE less --fd-reserve");
   limit("--fd-reserve", &limits.fd_reserve, "descriptors kept free of connections when --max-connections is 0");
-  limit("--memory-budget", &limits.memory_budget, "bytes of keys + values; a write beyond closes its client");
+  limit("--memory-budget", &limits.memory_budget,
+        "bytes held by keys, values and pending WAITs, overhead included; a write or WAIT beyond closes its client");
   limit("--max-value", &limits.max_value, "bytes of one value (also after APPEND)");
   limit("--max-frame", &limits.max_frame, "bytes of one request; 0: two values");
   limit("--max-input-total", &limits.max_input_total, "bytes of requests not yet complete, all connections together");

@@ -34,8 +34,10 @@ struct StoreLimits {
   // connection whose read passes it is closed (many half-sent MULTI_SETs).
   size_t max_input_total = size_t{256} << 20;
   // --- keyspace (StoreState) ---
-  // Sum of key + value bytes (queues included). A network write that would
-  // exceed it closes that client's connection; the in-process API ignores it.
+  // What the keyspace, the queues and the pending WAITs' missing keys hold,
+  // per-entry overhead included (StoreState::bytes(): within a few percent of
+  // the RSS). A network write or WAIT that would exceed it closes that
+  // client's connection; the in-process API ignores it.
   size_t memory_budget = size_t{1} << 30;
   // --- connections (StoreServer) ---
   // Store connections at most; 0: RLIMIT_NOFILE (after raising it) less

@@ -19,6 +19,10 @@ namespace {
 constexpr size_t kReadBudget = 1 << 20;  // per event, so one client cannot starve others
 constexpr int kAcceptBudget = 64;        // per event, then back to epoll
 constexpr size_t kKeepCapacity = 1 << 20;  // an idle buffer above this is freed
+// LIST_KEYS keys per listing per loop turn: about a millisecond, so a PING waits
+// no longer behind a listing of millions of keys.
+constexpr size_t kListingStep = 16384;
+constexpr size_t kSweepStep = 16384;  // keys of dropped WAITs unlisted per loop turn, likewise
 
 // Raises the soft limit to the hard one; returns the soft limit in force.
 size_t RaiseFileLimit() {
@@ -67,6 +71,11 @@ struct StoreServer::Connection {
   Timer stall_timer;  // armed while output is above the high-water mark
   size_t pending() const { return out.size() - out_pos; }
   size_t counted_out = 0;  // its share of output_bytes_
+  // A LIST_KEYS under way (StepListings): its keys so far, framed; the count goes
+  // in front once it is complete. Nothing else of this connection runs meanwhile.
+  StoreState::ListingId listing = 0;
+  std::string listing_out;
+  int64_t listing_keys = 0;
   bool partial() const { return !in.empty() && in.size() < need; }
 };
 
@@ -252,7 +261,7 @@ void StoreServer::OnConnectionEvent(StoreConnId id, uint32_t events) {
 
 bool StoreServer::ReadInput(Connection& c) {
   size_t budget = kReadBudget;
-  while (budget > 0 && c.pending() < limits_.output_high_water) {
+  while (budget > 0 && c.pending() < limits_.output_high_water && !c.listing) {
     // Into a shared buffer, then append: growing c.in by a zero-filled chunk
     // per read would cost more than the small requests themselves.
     ssize_t n = recv(c.fd.get(), read_buf_.data(), read_buf_.size(), 0);
@@ -287,7 +296,7 @@ bool StoreServer::ProcessInput(Connection& c) {
   size_t pos = 0;
   std::string err;
   for (;;) {
-    while (c.in.size() - pos >= c.need && c.pending() < limits_.output_high_water) {
+    while (c.in.size() - pos >= c.need && c.pending() < limits_.output_high_water && !c.listing) {
       std::string_view buf(c.in.data() + pos, c.in.size() - pos);
       ParseResult r = ParseStoreRequest(buf, limits_, &c.dialect, &scratch_);
       if (r.status == ParseStatus::kNeedMore) {
@@ -309,7 +318,9 @@ bool StoreServer::ProcessInput(Connection& c) {
     Flush(c);
     // Stopped at the high-water mark but the socket took it all: go on with
     // the requests already buffered (no further event would announce them).
-    if (c.pending() >= limits_.output_high_water || c.eof || c.in.size() - pos < c.need) break;
+    if (c.pending() >= limits_.output_high_water || c.eof || c.in.size() - pos < c.need ||
+        c.listing)
+      break;
   }
   c.in.erase(0, pos);
   input_bytes_ -= pos;
@@ -343,6 +354,9 @@ bool StoreServer::Admit(const Connection& c, const StoreRequest& req, std::strin
       ok = state_.Admit(a[0], (cur ? cur->size() : 0) + a[1].size(), 0, &why);
       break;
     }
+    case StoreOp::kWait:
+      ok = state_.AdmitWait(a, &why);
+      break;
     case StoreOp::kMultiSet: {
       size_t extra = 0;
       for (size_t i = 0; ok && i + 1 < a.size(); i += 2) {
@@ -534,6 +548,7 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
       return true;
     case StoreOp::kCancelWait:
       state_.CancelWaits(c.id);
+      ScheduleSweep();
       PutU8(&out, kWaitCanceled);
       return true;
     case StoreOp::kQueuePush:
@@ -550,12 +565,16 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
       PutI64(&out, state_.QueueLen(a[0]));
       return true;
     case StoreOp::kListKeys: {
-      std::vector<std::string_view> keys = state_.Keys();
-      size_t bytes = 8;
-      for (std::string_view k : keys) bytes += 8 + k.size();
+      // Sized first from running totals, then listed a step per loop turn
+      // (StepListings): walking 3 million keys at once stalled the loop 2 s, and
+      // a reply too big was found only after the walk.
+      size_t bytes = 8 + 8 * state_.NumKeys() + state_.key_bytes();
       if (!ReplyFits(c, bytes, err)) return false;
-      PutI64(&out, static_cast<int64_t>(keys.size()));
-      for (std::string_view k : keys) PutString(&out, k);
+      c.listing = state_.StartListing();
+      c.listing_out.clear();
+      c.listing_keys = 0;
+      listing_conns_.push_back(c.id);
+      if (!listing_timer_.armed()) listing_timer_ = loop_.After(Millis(0), [this] { StepListings(); });
       return true;
     }
     case StoreOp::kBarrier: {
@@ -567,6 +586,65 @@ bool StoreServer::Execute(Connection& c, const StoreRequest& req, std::string* e
   }
   *err = "protocol error: unhandled operation";
   return false;
+}
+
+// One step of every LIST_KEYS under way, then back to the loop (a zero-delay
+// timer: ready sockets are served before the next step).
+void StoreServer::StepListings() {
+  std::vector<StoreConnId> ids = std::move(listing_conns_);
+  listing_conns_.clear();
+  for (StoreConnId id : ids) {
+    Connection* c = Find(id);
+    if (!c || !c->listing || c->doomed) continue;
+    bool restarted = false;
+    bool done = state_.ContinueListing(c->listing, kListingStep, &restarted, [c](std::string_view k) {
+      PutString(&c->listing_out, k);
+      ++c->listing_keys;
+    });
+    if (restarted) {
+      c->listing_out.clear();
+      c->listing_keys = 0;
+    }
+    if (!done) {
+      listing_conns_.push_back(id);
+      continue;
+    }
+    FinishListing(*c);
+  }
+  if (!listing_conns_.empty() && !listing_timer_.armed())
+    listing_timer_ = loop_.After(Millis(0), [this] { StepListings(); });
+}
+
+// The keys of dropped WAITs (cancelled, or their connection closed) are
+// unlisted a step per loop turn: a connection with 4,096 WAITs of many keys
+// each stalled the loop 10-18 s as it closed (issue 19 item 2).
+void StoreServer::ScheduleSweep() {
+  if (sweep_timer_.armed() || !state_.HasDropped()) return;
+  sweep_timer_ = loop_.After(Millis(0), [this] {
+    if (state_.SweepDropped(kSweepStep)) ScheduleSweep();
+  });
+}
+
+void StoreServer::FinishListing(Connection& c) {
+  c.listing = 0;
+  std::string err;
+  // Keys set meanwhile may have made it bigger than when it was admitted.
+  if (!ReplyFits(c, 8 + c.listing_out.size(), &err)) {
+    std::string().swap(c.listing_out);
+    Close(c.id, err, true);
+    return;
+  }
+  PutI64(&c.out, c.listing_keys);
+  c.out += c.listing_out;
+  std::string().swap(c.listing_out);
+  StoreConnId id = c.id;
+  Flush(c);
+  // The requests that came after it, already buffered.
+  Connection* again = Find(id);
+  if (!again || !ProcessInput(*again)) return;
+  if (again->eof) return Close(id, "closed by peer", false);
+  UpdateInterest(*again);
+  ArmTimers(*again);
 }
 
 void StoreServer::Flush(Connection& c) {
@@ -603,7 +681,8 @@ void StoreServer::CountOutput(Connection& c) {
 
 void StoreServer::UpdateInterest(Connection& c) {
   uint32_t want = 0;
-  if (c.pending() < limits_.output_high_water) want |= EPOLLIN;
+  // Not while a LIST_KEYS is under way: its later requests wait in the socket.
+  if (c.pending() < limits_.output_high_water && !c.listing) want |= EPOLLIN;
   if (c.pending() > 0) want |= EPOLLOUT;
   if (c.eof) {
     // Read EOF: OnConnectionEvent closes it next, a Modify would be wasted
@@ -634,7 +713,9 @@ void StoreServer::Close(StoreConnId id, const std::string& reason, bool warn) {
   input_bytes_ -= c.in.size();
   output_bytes_ -= c.counted_out;
   loop_.Remove(c.fd.get());
+  if (c.listing) state_.EndListing(c.listing);
   state_.ForgetConnection(id);
+  ScheduleSweep();
   conns_.erase(it);
   ResumeAccept();
   if (close_observer_) close_observer_(id, reason);  // a descriptor is free again

@@ -71,7 +71,7 @@ class StoreServer {
   // descriptors, or rejected by the peer filter.
   uint64_t RefusedConnections() const { return refused_; }
   size_t MaxConnections() const { return max_connections_; }
-  size_t StoreBytes() const { return state_.bytes(); }  // key + value bytes held
+  size_t StoreBytes() const { return state_.bytes(); }  // held, overhead included (StoreState)
 
  private:
   struct Connection;
@@ -93,6 +93,9 @@ class StoreServer {
   bool ReadInput(Connection& c);            // false: connection closed
   bool ProcessInput(Connection& c);         // false: connection closed
   bool Execute(Connection& c, const StoreRequest& req, std::string* err);
+  void StepListings();                      // LIST_KEYS a step per loop turn
+  void FinishListing(Connection& c);
+  void ScheduleSweep();                     // dropped WAITs' keys, a step per loop turn
   void Flush(Connection& c);                // writes what the socket takes
   void CountOutput(Connection& c);          // brings output_bytes_ up to date
   void UpdateInterest(Connection& c);
@@ -119,6 +122,9 @@ class StoreServer {
   std::vector<StoreConnId> doomed_;
   std::vector<std::string> doomed_reasons_;
   Timer doom_timer_;  // closes the doomed connections on the next turn
+  std::vector<StoreConnId> listing_conns_;  // with a LIST_KEYS under way
+  Timer listing_timer_;
+  Timer sweep_timer_;
   LogRateLimiter refuse_log_;  // one per kind of warning a peer can cause
   LogRateLimiter client_log_;
   StoreRequest scratch_;        // reused across requests to avoid allocations

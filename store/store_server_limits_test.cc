@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cstring>
+#include <set>
+#include <thread>
+#include <string>
+
 #include "common/fake_clock.h"
 #include "store/store_server.h"
 #include "store/store_test_util.h"
@@ -220,6 +225,120 @@ TEST(StoreServerLimits, FrameTricklingInIsClosedAtTheFrameDeadline) {
   EXPECT_NE(closes[0].find("without completing it (frame deadline 60000 ms)"), std::string::npos) << closes[0];
   EXPECT_EQ(seconds, 60);
   EXPECT_EQ(server.NumConnections(), 1u);  // the idle one
+}
+
+// Issue 19 item 1: LIST_KEYS walked every key in one loop turn (3 million keys:
+// 2 s each, 10 of them stalled the agent's loop 19.5 s and the job ended). It is
+// now listed a step per turn: a PING on another connection sent with it is
+// answered before the listing's first byte, and the listing is still complete.
+// Turns of the loop are counted in this thread: no timing.
+TEST(StoreServerLimits, ListKeysOfManyKeysLetsAPingThroughBeforeItsReply) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  StoreServer server(loop, StoreLimits{});
+  std::string err;
+  ASSERT_TRUE(server.Listen("127.0.0.1", 0, &err)) << err;
+  const int n = 100'000;  // 7 steps of the listing
+  size_t reply_size = 8;
+  for (int i = 0; i < n; ++i) {
+    std::string key = "/key" + std::to_string(i);
+    server.Set(key, "v");
+    reply_size += 8 + key.size();
+  }
+  RawClient lister = V2Client(server.port());
+  RawClient pinger = V2Client(server.port());
+  lister.Send(Frame(v2_op::kListKeys));
+  pinger.Send(V2Ping(9));
+  std::string listed, pong;
+  size_t listed_at_pong = 0;
+  for (int turn = 0; turn < 100'000 && listed.size() < reply_size; ++turn) {
+    loop.RunOnce(Millis(0));
+    listed += lister.ReadAvailable();
+    if (pong.empty() && !(pong = pinger.ReadAvailable()).empty()) listed_at_pong = listed.size();
+  }
+  ASSERT_EQ(pong.size(), 4u);
+  EXPECT_EQ(listed_at_pong, 0u) << "the PING waited behind the listing";
+  ASSERT_EQ(listed.size(), reply_size);
+  int64_t count = 0;
+  memcpy(&count, listed.data(), 8);
+  EXPECT_EQ(count, n);
+  std::set<std::string> keys;
+  for (size_t pos = 8; pos + 8 <= listed.size();) {
+    uint64_t len = 0;
+    memcpy(&len, listed.data() + pos, 8);
+    keys.insert(listed.substr(pos + 8, len));
+    pos += 8 + len;
+  }
+  EXPECT_EQ(keys.size(), static_cast<size_t>(n));
+  EXPECT_TRUE(keys.count("/key0") && keys.count("/key99999"));
+}
+
+// A listing too big for the output cap is refused from running totals, before
+// any walk (it used to walk every key first).
+TEST(StoreServerLimits, ListKeysPastTheOutputCapIsRefusedBeforeAnyStep) {
+  StoreLimits limits;
+  limits.max_output = 4096;
+  ServerThread s(limits);
+  s.Post([&] {
+    for (int i = 0; i < 1000; ++i) s.server().Set("/key" + std::to_string(i), "v");
+  });
+  RawClient c = V2Client(s.port());
+  c.Send(Frame(v2_op::kListKeys));
+  std::string reason = s.WaitForClose("output cap");
+  EXPECT_NE(reason.find("a reply of 14898 bytes"), std::string::npos) << reason;
+  ExpectServing(s.port());
+}
+
+// Issue 19 item 2: a WAIT's missing keys are charged to the memory budget (one
+// 3 MiB WAIT of distinct keys took 33 MiB, charged to nothing): past it, refused.
+TEST(StoreServerLimits, WaitOnMoreMissingKeysThanTheBudgetHoldsIsRefused) {
+  StoreLimits limits;
+  limits.memory_budget = 64 << 10;
+  ServerThread s(limits);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back("/missing" + std::to_string(i));
+  RawClient c = V2Client(s.port());
+  c.Send(Keys(v2_op::kWait, keys));
+  std::string reason = s.WaitForClose("memory budget");
+  EXPECT_NE(reason.find("WAIT refused: a WAIT of 1000 missing keys"), std::string::npos) << reason;
+  ExpectServing(s.port());
+}
+
+// Issue 19 item 2: closing a connection whose WAITs name many missing keys
+// unlisted them all at once (10-18 s on the loop for 4,096 big WAITs). Now a
+// step per loop turn: a PING sent after the close is answered while the keys
+// are still being unlisted, and their memory all comes back. Turns counted.
+TEST(StoreServerLimits, ClosingAConnectionWithBigWaitsLetsAPingThroughFirst) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  StoreServer server(loop, StoreLimits{});
+  std::string err;
+  ASSERT_TRUE(server.Listen("127.0.0.1", 0, &err)) << err;
+  RawClient pinger = V2Client(server.port());
+  {
+    std::vector<std::string> keys;
+    for (int i = 0; i < 100'000; ++i) keys.push_back("/missing" + std::to_string(i));
+    RawClient waiter = V2Client(server.port());
+    // 2 MB: more than the socket takes while nobody reads, and the loop runs here.
+    std::thread sender([&] { waiter.Send(Keys(v2_op::kWait, keys)); });
+    for (int turn = 0; turn < 2000 && server.StoreBytes() == 0; ++turn) loop.RunOnce(Millis(50));
+    sender.join();
+    EXPECT_GT(server.StoreBytes(), 100'000u * 100);  // charged to the budget
+  }  // closed
+  for (int turn = 0; turn < 2000 && server.NumConnections() > 1; ++turn) loop.RunOnce(Millis(50));
+  ASSERT_EQ(server.NumConnections(), 1u);
+  pinger.Send(V2Ping(5));
+  std::string pong;
+  for (int turn = 0; turn < 1000 && pong.empty(); ++turn) {
+    loop.RunOnce(Millis(0));
+    pong = pinger.ReadAvailable();
+  }
+  ASSERT_EQ(pong.size(), 4u);
+  EXPECT_GT(server.StoreBytes(), 0u) << "every key was unlisted before the PING was answered";
+  int turns = 0;
+  for (; turns < 1000 && server.StoreBytes() > 0; ++turns) loop.RunOnce(Millis(0));
+  EXPECT_EQ(server.StoreBytes(), 0u);
+  EXPECT_GE(turns, 2);
 }
 
 }  // namespace

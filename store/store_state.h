@@ -10,9 +10,13 @@
 // Events (a WAIT satisfied, a watched key changed) are reported synchronously
 // through the callbacks given at construction.
 //
-// Memory: bytes() is the sum of key + value bytes (queues included); values
-// are reallocated when they shrink a lot, so deleting or overwriting returns
-// memory. Admit() tells the server whether a write fits StoreLimits.
+// Memory: bytes() is what the process holds for the keyspace, the queues and
+// the pending WAITs, per-entry overhead included (hash nodes, heap blocks as
+// glibc's malloc rounds them, the bucket array): within a few percent of the
+// RSS it costs (store_state_test ByteCountFollowsTheProcessRss). Values are
+// reallocated when they shrink a lot, so deleting or overwriting returns
+// memory. Admit() and AdmitWait() tell the server whether a write or a WAIT
+// fits StoreLimits.
 #pragma once
 
 #include <cstdint>
@@ -54,8 +58,8 @@ class StoreState {
 
   const std::string* Find(std::string_view key) const;
   size_t NumKeys() const { return kv_.size(); }
-  // Key + value bytes held (the figure limits.memory_budget bounds).
-  size_t bytes() const { return bytes_; }
+  // Bytes held, overhead included (the figure limits.memory_budget bounds).
+  size_t bytes() const;
 
   // Would storing a value of value_size bytes under key (replacing any
   // value) fit max_value and the memory budget, on top of `extra` bytes about
@@ -63,6 +67,9 @@ class StoreState {
   bool Admit(std::string_view key, size_t value_size, size_t extra, std::string* err) const;
   // The bytes a write of value_size under key would add (0 if it shrinks).
   size_t Growth(std::string_view key, size_t value_size) const;
+  // Would a WAIT on these keys fit the memory budget? Its missing keys cost
+  // memory until they are set (issue 19 item 2: one 3 MiB WAIT took 33 MiB).
+  bool AdmitWait(const std::vector<std::string_view>& keys, std::string* err) const;
 
   // Each mutation wakes the key's waiters and notifies its watchers.
   void Set(std::string_view key, std::string_view value);
@@ -91,9 +98,32 @@ class StoreState {
                std::string* err);
   // LIST_KEYS (2.14): every key, in no particular order.
   std::vector<std::string_view> Keys() const;
-  // CANCEL_WAIT: drops every pending WAIT and BARRIER of conn (no STOP_WAITING follows).
+  // Sum of the keys' sizes: what a LIST_KEYS reply costs is known before any walk
+  // (8 + NumKeys() * 8 + key_bytes()).
+  size_t key_bytes() const { return key_bytes_; }
+
+  // LIST_KEYS in steps (issue 19 item 1: one walk over 3 million keys stalled the
+  // loop 2 s): a cursor over the keyspace that writes between steps do not break.
+  // Every key present from StartListing to the last step is listed exactly once;
+  // a key set or deleted meanwhile may or may not be. A step that finds the table
+  // rehashed (a write grew it) starts over: it emits nothing and sets
+  // *restarted, so the caller drops what the earlier steps gave (the table only
+  // doubles, so that is rare and at most about as much work again).
+  using ListingId = uint64_t;
+  ListingId StartListing();
+  // Calls emit(key) for up to max_keys keys; true once the listing is complete
+  // (then the listing is gone).
+  bool ContinueListing(ListingId id, size_t max_keys, bool* restarted,
+                       const std::function<void(std::string_view key)>& emit);
+  void EndListing(ListingId id);  // abandoned (its connection closed)
+  // CANCEL_WAIT: drops every pending WAIT and BARRIER of conn (no STOP_WAITING
+  // follows). The WAITs' keys are unlisted later by SweepDropped.
   void CancelWaits(StoreConnId conn);
-  size_t NumWaiters() const { return waiters_.size() + barrier_waits_; }
+  // Unlists up to max_keys keys of dropped WAITs (their memory comes back);
+  // true while some are left: the server calls it a step per loop turn.
+  bool SweepDropped(size_t max_keys);
+  bool HasDropped() const { return !dropped_.empty(); }
+  size_t NumWaiters() const { return waiters_.size() - dropped_waiters_ + barrier_waits_; }
   // Pending WAITs and BARRIERs of conn.
   size_t NumWaits(StoreConnId conn) const;
 
@@ -111,11 +141,15 @@ class StoreState {
 
  private:
   using WaiterId = uint64_t;
+  static constexpr StoreConnId kNoConn = 0;  // a dropped waiter's: never told
   struct Waiter {
     StoreConnId conn;
     size_t remaining;
     std::vector<std::string> keys;  // the missing keys it is listed under
+    size_t cost;                    // its share of waiter_bytes_
   };
+  static size_t EntryBytes(const std::string& key, const std::string& value);
+  void Erase(std::unordered_map<WaiterId, Waiter>::iterator w);
   void WakeAll(std::string_view key);
   void WakeOne(std::string_view key);
   void Fire(WaiterId id, Waiter& w);
@@ -125,9 +159,20 @@ class StoreState {
   bool Watched(std::string_view key) const;
   void Notify(std::string_view key, uint8_t type, std::string_view old_value, std::string_view new_value);
 
+  struct Listing {
+    StoreMap<std::string>::const_iterator next;
+    size_t bucket_count = 0;  // when `next` was taken: a rehash invalidates it
+  };
+
   Events events_;
   StoreLimits limits_;
-  size_t bytes_ = 0;
+  size_t bytes_ = 0;         // entries and queues, overhead included (not the buckets)
+  size_t waiter_bytes_ = 0;  // pending WAITs, dropped ones not yet swept included
+  size_t key_bytes_ = 0;
+  std::deque<WaiterId> dropped_;  // dropped WAITs whose keys are still listed
+  size_t dropped_waiters_ = 0;
+  ListingId next_listing_ = 1;
+  std::unordered_map<ListingId, Listing> listings_;  // one per LIST_KEYS under way (few)
   StoreMap<std::string> kv_;
   StoreMap<std::deque<std::string>> queues_;
   WaiterId next_waiter_ = 1;

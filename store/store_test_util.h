@@ -160,6 +160,14 @@ class RawClient {
       return r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
     }
   }
+  // Whatever the server has sent so far, without waiting.
+  std::string ReadAvailable() {
+    std::string out;
+    std::vector<char> buf(1 << 16);
+    ssize_t r;
+    while ((r = recv(fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT)) > 0) out.append(buf.data(), r);
+    return out;
+  }
   // Would a read block right now? (nothing pending from the server)
   bool NothingPending() {
     char c;

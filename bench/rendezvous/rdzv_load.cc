@@ -49,10 +49,15 @@ RendezvousSettings BenchSettings(int agents) {
   s.max_restarts = 10;
   s.token = "bench-token";
   // Heartbeats (and the host's "waiting" notes) come per interval, not per
-  // round: 30 s keeps them out of the rounds measured on a loaded machine.
-  s.heartbeat_interval_ms = 30'000;
-  s.heartbeat_timeout_ms = 120'000;
-  s.join_timeout_ms = 120'000;
+  // round: 10 minutes keeps them out of the rounds measured even under the
+  // sanitizers on a loaded machine (at 30 s they came into the process test's
+  // restart round there: 4.3 messages per agent instead of 3). Likewise the
+  // authentication deadline: agents past max_unauthenticated wait in the
+  // host's backlog, and a retry would count twice.
+  s.heartbeat_interval_ms = 600'000;
+  s.heartbeat_timeout_ms = 1'200'000;
+  s.join_timeout_ms = 1'200'000;
+  s.auth_timeout_ms = 600'000;
   return s;
 }
 
