@@ -32,7 +32,7 @@ TEST(LaunchConfigTest, Defaults) {
   EXPECT_EQ(c.rdzv.min_nodes, 1);
   EXPECT_EQ(c.rdzv.max_nodes, 1);
   EXPECT_EQ(c.rdzv.run_id, "none");
-  EXPECT_EQ(c.rdzv.backend, "c10d");
+  EXPECT_EQ(c.rdzv.backend, "static");  // torchrun's default
   EXPECT_EQ(c.rdzv.node_rank, -1);
   EXPECT_EQ(c.shutdown_timeout_ms, 30000);
   EXPECT_EQ(c.role, "default");
