@@ -52,8 +52,10 @@ bool IsValidHost(std::string_view host) {
   return !host.empty() && host.size() <= kMaxHostLength && (IsHostName(host) || LooksLikeIpv6(host));
 }
 
-bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, std::string* err,
-                   int min_port) {
+namespace {
+
+bool ParseEndpointFrom(int min_port, std::string_view what, std::string_view text, Endpoint* out,
+                       std::string* err) {
   auto fail = [&](std::string_view why) {
     if (err) *err = fmt::format("{}: '{}' is not HOST[:PORT] or [IPV6][:PORT] ({})", what, text, why);
     return false;
@@ -92,6 +94,16 @@ bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, 
   out->port.reset();
   if (has_port) out->port = static_cast<int>(value);
   return true;
+}
+
+}  // namespace
+
+bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, std::string* err) {
+  return ParseEndpointFrom(1, what, text, out, err);
+}
+
+bool ParseEndpointOrFreePort(std::string_view what, std::string_view text, Endpoint* out, std::string* err) {
+  return ParseEndpointFrom(0, what, text, out, err);
 }
 
 std::string FormatEndpoint(const Endpoint& endpoint) {

@@ -78,9 +78,9 @@ TEST(EndpointTest, DefaultPortAndHostPortShorthand) {
 TEST(EndpointTest, PortZeroOnlyWhereAdmitted) {
   Endpoint e;
   std::string err;
-  ASSERT_TRUE(ParseEndpoint("x", "localhost:0", &e, &err, 0)) << err;
+  ASSERT_TRUE(ParseEndpointOrFreePort("x", "localhost:0", &e, &err)) << err;
   EXPECT_EQ(e.port, 0);
-  EXPECT_FALSE(ParseEndpoint("x", "localhost:-1", &e, &err, 0));
+  EXPECT_FALSE(ParseEndpointOrFreePort("x", "localhost:-1", &e, &err));
   EXPECT_NE(err.find("port '-1' is not in 0..65535"), std::string::npos) << err;
 }
 

@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "common/log_escape.h"
-
 namespace elastic {
 
 bool ParseInt(std::string_view text, long long min, long long max, long long* out) {
@@ -63,20 +61,6 @@ bool ParseKeyValues(std::string_view what, std::string_view text,
       return false;
     }
     out->emplace_back(item.substr(0, eq), item.substr(eq + 1));
-  }
-  return true;
-}
-
-bool CheckProtocolName(std::string_view what, std::string_view text, std::string* err) {
-  if (text.empty() || text.size() > kMaxNameBytes) {
-    if (err) *err = fmt::format("{} must hold 1 to {} bytes (got {})", what, kMaxNameBytes, text.size());
-    return false;
-  }
-  for (unsigned char c : text) {
-    if (c < 0x20 || c > 0x7e) {
-      if (err) *err = fmt::format("{} = '{}' holds a non-printable byte", what, EscapeForLog(text));
-      return false;
-    }
   }
   return true;
 }

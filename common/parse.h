@@ -25,10 +25,4 @@ std::vector<std::string> Split(std::string_view text, char sep);
 bool ParseKeyValues(std::string_view what, std::string_view text,
                     std::vector<std::pair<std::string, std::string>>* out, std::string* err);
 
-// A name the rendezvous protocol carries (run id, node name): 1 to kMaxNameBytes
-// printable ASCII bytes, since every node prints and compares it. The error names
-// `what` and shows the value escaped.
-inline constexpr size_t kMaxNameBytes = 255;
-bool CheckProtocolName(std::string_view what, std::string_view text, std::string* err);
-
 }  // namespace elastic

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "common/endpoint.h"
+#include "common/log_escape.h"
 #include "common/module_list.h"
 #include "common/node_range.h"
 #include "common/parse.h"
@@ -615,7 +616,7 @@ bool Parser::ConvertBackend(std::string* err) {
   }
   if (!Text(Opt::kRdzvEndpoint).empty()) {
     Endpoint endpoint;
-    if (!ParseEndpoint(What(Opt::kRdzvEndpoint), Text(Opt::kRdzvEndpoint), &endpoint, err, 0)) return false;
+    if (!ParseEndpointOrFreePort(What(Opt::kRdzvEndpoint), Text(Opt::kRdzvEndpoint), &endpoint, err)) return false;
     r.endpoint = std::move(endpoint);
   }
   Endpoint master;

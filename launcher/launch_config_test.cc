@@ -184,7 +184,8 @@ TEST(LaunchConfigTest, PetEnvironmentVariables) {
   EXPECT_EQ(p.config.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 3}));
   EXPECT_EQ(p.config.rdzv.max_restarts, 2);
   EXPECT_TRUE(p.config.rdzv.standalone);
-  EXPECT_EQ(p.config.rdzv.run_id, "abc");
+  EXPECT_EQ(p.config.rdzv.run_id.size(), 36u);  // --standalone: a fresh uuid, as torchrun
+  EXPECT_EQ(Parse({"train.py"}, {{"PET_RDZV_ID", "abc"}}).config.rdzv.run_id, "abc");
   EXPECT_EQ(p.config.bind, BindMode::kNone);
 }
 

@@ -185,9 +185,9 @@ TEST(LaunchConfigTorchrunTest, OptionsWithoutAMeaningHereWarnOnce) {
   } rows[] = {
       {{"t.py"}, {}, {}, BindMode::kAuto},
       {{"--event-log-handler=null", "t.py"}, {}, {}, BindMode::kAuto},
-      {{"--event_log_handler", "console", "t.py"}, {}, {"--event_log_handler: 'console' ignored"}, BindMode::kAuto},
+      {{"--event_log_handler", "console", "t.py"}, {}, {"--event-log-handler: 'console' ignored"}, BindMode::kAuto},
       {{"--duplicate-stdout-filters=loss,,acc", "--duplicate_stderr_filters=err", "t.py"}, {},
-       {"--duplicate-stdout-filters: ignored", "--duplicate_stderr_filters: ignored"}, BindMode::kAuto},
+       {"--duplicate-stdout-filters: ignored", "--duplicate-stderr-filters: ignored"}, BindMode::kAuto},
       {{"--logs-specs=mine", "t.py"}, {}, {"--logs-specs: 'mine' ignored"}, BindMode::kAuto},
       {{"--numa-binding=node", "t.py"}, {}, {}, BindMode::kGpu},
       {{"--numa_binding=exclusive", "t.py"}, {}, {}, BindMode::kGpuExclusive},

@@ -6,7 +6,6 @@
 
 #include "common/endpoint.h"
 #include "common/log_escape.h"
-#include "common/parse.h"
 #include "rendezvous/frame.h"
 
 namespace elastic {

@@ -16,7 +16,7 @@ def main():
     out = os.environ["COMPAT_OUT"]
     record = {key: os.environ.get(key) for key in KEYS}
     record["argv"] = sys.argv[1:]
-    record["unbuffered"] = bool(sys.flags.unbuffered)  # python -u or PYTHONUNBUFFERED
+    record["unbuffered"] = getattr(sys.stdout, "write_through", False)  # python -u or PYTHONUNBUFFERED
     path = os.path.join(out, "rank.%s.json" % os.environ.get("RANK", "x"))
     with open(path + ".tmp", "w") as f:
         json.dump(record, f)
