@@ -24,6 +24,7 @@ if(NOT ELASTIC_FUZZ_CLANGXX)
 endif()
 
 set(ELASTIC_FUZZ_DIR ${PROJECT_BINARY_DIR}/fuzz)
+set(ELASTIC_FUZZ_LAUNCHER ${CCACHE_PROGRAM})   # empty without ccache (cmake/Warnings.cmake)
 file(MAKE_DIRECTORY ${ELASTIC_FUZZ_DIR})
 file(WRITE ${ELASTIC_FUZZ_DIR}/targets.txt "# name max_len corpus (fuzz/run.sh)\n")
 set(_fuzz_flags -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
@@ -47,23 +48,28 @@ function(elastic_add_fuzzer name)
   if(NOT F_MAX_LEN)
     set(F_MAX_LEN 2048)
   endif()
-  set(_srcs)
-  foreach(_s ${F_MAIN} ${F_SOURCES})
-    list(APPEND _srcs ${PROJECT_SOURCE_DIR}/${_s})
-  endforeach()
   set(_bin ${ELASTIC_FUZZ_DIR}/${name}_fuzz)
-  # Headers: every header beside a source, so an edited header rebuilds.
-  set(_deps ${_srcs} ${PROJECT_SOURCE_DIR}/fuzz/fuzz_input.h)
-  foreach(_s ${_srcs})
-    get_filename_component(_d ${_s} DIRECTORY)
-    file(GLOB _h ${_d}/*.h)
-    list(APPEND _deps ${_h})
+  # One object per source, compiled through ccache (a fresh clone reuses what
+  # an earlier build compiled, and a source shared by several targets is
+  # compiled once), then one link. Headers are tracked by the compiler's depfile.
+  set(_objs)
+  file(MAKE_DIRECTORY ${ELASTIC_FUZZ_DIR}/obj/${name})
+  foreach(_s ${F_MAIN} ${F_SOURCES})
+    string(MAKE_C_IDENTIFIER "${_s}" _o)
+    set(_obj ${ELASTIC_FUZZ_DIR}/obj/${name}/${_o}.o)
+    add_custom_command(OUTPUT ${_obj}
+      COMMAND ${ELASTIC_FUZZ_LAUNCHER} ${ELASTIC_FUZZ_CLANGXX} ${_fuzz_flags} ${F_DEFINES}
+              -MD -MF ${_obj}.d -c ${PROJECT_SOURCE_DIR}/${_s} -o ${_obj}
+      DEPENDS ${PROJECT_SOURCE_DIR}/${_s}
+      DEPFILE ${_obj}.d
+      COMMENT "Compiling ${_s} for fuzz target ${name}_fuzz with clang++"
+      VERBATIM)
+    list(APPEND _objs ${_obj})
   endforeach()
-  list(REMOVE_DUPLICATES _deps)
   add_custom_command(OUTPUT ${_bin}
-    COMMAND ${ELASTIC_FUZZ_CLANGXX} ${_fuzz_flags} ${F_DEFINES} ${_srcs} -lfmt ${F_LIBS} -o ${_bin}
-    DEPENDS ${_deps}
-    COMMENT "Building fuzz target ${name}_fuzz with clang++"
+    COMMAND ${ELASTIC_FUZZ_CLANGXX} ${_fuzz_flags} ${_objs} -lfmt ${F_LIBS} -o ${_bin}
+    DEPENDS ${_objs}
+    COMMENT "Linking fuzz target ${name}_fuzz"
     VERBATIM)
   add_custom_target(${name}_fuzz ALL DEPENDS ${_bin})
   file(APPEND ${ELASTIC_FUZZ_DIR}/targets.txt "${name} ${F_MAX_LEN} ${F_CORPUS}\n")

@@ -12,6 +12,10 @@
 # as root, with a clean environment (PATH, HOME, LANG, CI), in a PID namespace of
 # its own: when it ends, any process it left is reported and killed, and two
 # commands in the same root never see (or kill) each other's processes.
+# The root's ccache lives outside the root and the checkout, in
+# $ELASTIC_CCACHE_ROOT/SUITE (default /var/cache/slurm-elastic/ccache/SUITE),
+# mounted at /var/cache/ccache with CCACHE_DIR pointing there: it survives a
+# fresh clone (CI) and a root that is built again.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suite=${1:?usage: $0 trixie|sid CMD...}
@@ -19,12 +23,18 @@ shift
 [ $# -gt 0 ] || { echo "usage: $0 trixie|sid CMD..." >&2; exit 2; }
 root=$(bash "$repo/scripts/make-root.sh" "$suite")
 mkdir -p "$repo/build-$suite" "$repo/build"
+ccache_dir=${ELASTIC_CCACHE_ROOT:-/var/cache/slurm-elastic/ccache}/$suite
+if [ ! -d "$ccache_dir" ] && [ -d "$root/root/.cache/ccache" ]; then
+  # Once: the cache earlier builds left inside the root (HOME=/root).
+  mkdir -p "${ccache_dir%/*}" && cp -a "$root/root/.cache/ccache" "$ccache_dir.new" && mv "$ccache_dir.new" "$ccache_dir"
+fi
+mkdir -p "$ccache_dir"
 
 # The inner script is an argument, not stdin: CMD keeps this script's stdin.
 read -r -d '' inner <<'INNER' || true
 set -euo pipefail
-root=$1 repo=$2 suite=$3
-shift 3
+root=$1 repo=$2 suite=$3 ccache_dir=$4
+shift 4
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
@@ -38,10 +48,12 @@ mount --bind /etc/hosts "$root/etc/hosts"
 mkdir -p "$root$repo"
 mount --bind "$repo" "$root$repo"
 mount --bind "$repo/build-$suite" "$root$repo/build"
+mkdir -p "$root/var/cache/ccache"
+mount --bind "$ccache_dir" "$root/var/cache/ccache"
 status=0
 chroot "$root" /usr/bin/env -i \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/root LANG=C.UTF-8 CI="${CI:-}" ELASTIC_SYSTEM="$suite" \
+  HOME=/root LANG=C.UTF-8 CI="${CI:-}" ELASTIC_SYSTEM="$suite" CCACHE_DIR=/var/cache/ccache \
   /bin/bash -c 'cd "$1" && shift && exec "$@"' in-root "$repo" "$@" || status=$?
 # Everything CMD left running in this PID namespace (ours is pid 1): reported,
 # killed (the kernel would kill it anyway when pid 1 exits). Other users of the
@@ -59,4 +71,4 @@ if [ ${#left[@]} -gt 0 ]; then
 fi
 exit $status
 INNER
-exec unshare --mount --pid --fork --propagation private -- bash -c "$inner" in-root "$root" "$repo" "$suite" "$@"
+exec unshare --mount --pid --fork --propagation private -- bash -c "$inner" in-root "$root" "$repo" "$suite" "$ccache_dir" "$@"

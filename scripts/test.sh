@@ -21,6 +21,23 @@ mkdir -p out
 : >out/matrix-summary.txt
 bash scripts/install-deps.sh
 
+# The roots of the other systems are made (mmdebstrap: mostly downloading and
+# unpacking, on a fresh machine several minutes each) while Debian 12 builds
+# and tests; up-to-date roots cost nothing. A root that fails here is made again,
+# in the open, by scripts/in-root.sh below.
+roots=()
+for s in "${systems[@]}"; do [ "$s" = bookworm ] || roots+=("$s"); done
+prep=
+if [ ${#roots[@]} -gt 0 ] && [ "${systems[0]}" = bookworm ]; then
+  mkdir -p out/logs
+  ( for s in "${roots[@]}"; do
+      start=$(date +%s)
+      bash scripts/make-root.sh "$s" >"out/logs/make-root-$s.log" 2>&1 || true
+      echo "make-root $s: $(( $(date +%s) - start )) s" >>"out/logs/make-root-$s.log"
+    done ) &
+  prep=$!
+fi
+
 status=0
 for s in "${systems[@]}"; do
   echo "===== $s"
@@ -28,6 +45,11 @@ for s in "${systems[@]}"; do
   if [ "$s" = bookworm ]; then
     bash scripts/suite.sh || status=1
   else
+    if [ -n "$prep" ]; then
+      wait "$prep" || true
+      prep=
+      cat out/logs/make-root-*.log | grep -E '^make-root' || true
+    fi
     bash scripts/in-root.sh "$s" bash scripts/suite.sh || status=1
   fi
   echo "===== $s: $(( $(date +%s) - start )) s"
