@@ -48,7 +48,14 @@ bool IsHostName(std::string_view host) {
 
 }  // namespace
 
-bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, std::string* err) {
+bool IsValidHost(std::string_view host) {
+  return !host.empty() && host.size() <= kMaxHostLength && (IsHostName(host) || LooksLikeIpv6(host));
+}
+
+namespace {
+
+bool ParseEndpointFrom(int min_port, std::string_view what, std::string_view text, Endpoint* out,
+                       std::string* err) {
   auto fail = [&](std::string_view why) {
     if (err) *err = fmt::format("{}: '{}' is not HOST[:PORT] or [IPV6][:PORT] ({})", what, text, why);
     return false;
@@ -80,13 +87,23 @@ bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, 
   if (host.size() > kMaxHostLength) return fail(fmt::format("host longer than {}", kMaxHostLength));
   long long value = 0;
   if (has_port && port.empty()) return fail("empty port");
-  if (has_port && !ParseInt(port, 1, 65535, &value)) {
-    return fail(fmt::format("port '{}' is not in 1..65535", port));
+  if (has_port && !ParseInt(port, min_port, 65535, &value)) {
+    return fail(fmt::format("port '{}' is not in {}..65535", port, min_port));
   }
   out->host = std::string(host);
   out->port.reset();
   if (has_port) out->port = static_cast<int>(value);
   return true;
+}
+
+}  // namespace
+
+bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, std::string* err) {
+  return ParseEndpointFrom(1, what, text, out, err);
+}
+
+bool ParseEndpointOrFreePort(std::string_view what, std::string_view text, Endpoint* out, std::string* err) {
+  return ParseEndpointFrom(0, what, text, out, err);
 }
 
 std::string FormatEndpoint(const Endpoint& endpoint) {

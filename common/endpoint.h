@@ -28,6 +28,12 @@ inline constexpr size_t kMaxHostLength = 255;
 
 // Parses `text`, the value of `what` (named in errors with the whole value).
 bool ParseEndpoint(std::string_view what, std::string_view text, Endpoint* out, std::string* err);
+// The same, and port 0 ("pick a free port": torchrun's --rdzv-endpoint=HOST:0).
+bool ParseEndpointOrFreePort(std::string_view what, std::string_view text, Endpoint* out, std::string* err);
+
+// A host as ParseEndpoint reads it (a name, IPv4 or IPv6 literal without
+// brackets, at most kMaxHostLength): what a peer may send as an address.
+bool IsValidHost(std::string_view host);
 
 // "host", "host:port", "[v6]", "[v6]:port": the text ParseEndpoint reads back.
 std::string FormatEndpoint(const Endpoint& endpoint);

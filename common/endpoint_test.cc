@@ -74,5 +74,26 @@ TEST(EndpointTest, DefaultPortAndHostPortShorthand) {
   EXPECT_EQ(FormatEndpoint("fd00::2", 61000), "[fd00::2]:61000");
 }
 
+// torchrun's "pick a free port" (--rdzv-endpoint=localhost:0) where the caller admits it.
+TEST(EndpointTest, PortZeroOnlyWhereAdmitted) {
+  Endpoint e;
+  std::string err;
+  ASSERT_TRUE(ParseEndpointOrFreePort("x", "localhost:0", &e, &err)) << err;
+  EXPECT_EQ(e.port, 0);
+  EXPECT_FALSE(ParseEndpointOrFreePort("x", "localhost:-1", &e, &err));
+  EXPECT_NE(err.find("port '-1' is not in 0..65535"), std::string::npos) << err;
+}
+
+TEST(EndpointTest, ValidHostIsTheEndpointRule) {
+  EXPECT_TRUE(IsValidHost("node1"));
+  EXPECT_TRUE(IsValidHost("10.0.0.1"));
+  EXPECT_TRUE(IsValidHost("fe80::1%eth0"));
+  EXPECT_FALSE(IsValidHost(""));
+  EXPECT_FALSE(IsValidHost("node1\nelasticrun: forged"));
+  EXPECT_FALSE(IsValidHost("a b"));
+  EXPECT_FALSE(IsValidHost("\x1b[2J"));
+  EXPECT_FALSE(IsValidHost(std::string(256, 'a')));
+}
+
 }  // namespace
 }  // namespace elastic

@@ -27,4 +27,18 @@ std::string EscapeForLog(std::string_view bytes, size_t max_bytes) {
   return out;
 }
 
+bool CheckProtocolName(std::string_view what, std::string_view text, std::string* err) {
+  if (text.empty() || text.size() > kMaxNameBytes) {
+    if (err) *err = fmt::format("{} must hold 1 to {} bytes (got {})", what, kMaxNameBytes, text.size());
+    return false;
+  }
+  for (unsigned char c : text) {
+    if (c < 0x20 || c > 0x7e) {
+      if (err) *err = fmt::format("{} = '{}' holds a non-printable byte", what, EscapeForLog(text));
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace elastic

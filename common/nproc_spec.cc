@@ -18,7 +18,12 @@ bool ParseNprocSpec(std::string_view what, std::string_view text, NprocSpec* out
   } else if (ParseInt(text, 1, kMaxNproc, &n)) {
     *out = NprocSpec{Kind::kCount, static_cast<int>(n)};
   } else {
-    if (err) *err = fmt::format("{}: '{}' is not N (1..{}), gpu, cpu or auto", what, text, kMaxNproc);
+    if (err) {
+      *err = fmt::format("{}: '{}' is not N (1..{}), gpu, cpu or auto", what, text, kMaxNproc);
+      // torchrun 2.x also counts xpu and out-of-tree ("privateuse1") accelerators.
+      if (text == "xpu" || text == "hpu" || text == "mps" || text == "npu" || text == "mtia")
+        *err += " (elasticrun counts NVIDIA and AMD GPUs only: give the number of workers)";
+    }
     return false;
   }
   return true;

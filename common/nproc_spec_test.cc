@@ -30,6 +30,10 @@ TEST(NprocSpecTest, Table) {
       {"space", " 4", false, Kind::kCount, 0},
       {"word", "zero", false, Kind::kCount, 0},
   };
+  NprocSpec xpu;
+  std::string xpu_err;
+  EXPECT_FALSE(ParseNprocSpec("--nproc-per-node", "xpu", &xpu, &xpu_err));
+  EXPECT_NE(xpu_err.find("NVIDIA and AMD GPUs only: give the number of workers"), std::string::npos) << xpu_err;
   for (const Row& row : rows) {
     NprocSpec spec{Kind::kCount, 7};
     std::string err;

@@ -115,7 +115,7 @@ elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_config.cc launcher/option_values.cc launcher/native_stacks.cc common/parse.cc rendezvous/rendezvous_settings.cc
           rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
-          common/node_range.cc common/module_list.cc)
+          common/node_range.cc common/module_list.cc common/log_escape.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
 elastic_add_fuzzer(gpu_lists RUNS 5000
   SOURCES hwloc_binding/gpus.cc hwloc_binding/topology.cc common/parse.cc common/device_list.cc
@@ -139,5 +139,5 @@ elastic_add_fuzzer(store_server RUNS 1500 MAX_LEN 1024
 foreach(_target frame client_message host_message)
   elastic_add_fuzzer(rdzv_${_target} RUNS 20000 MAX_LEN 4096
     MAIN rendezvous/${_target}_fuzz.cc CORPUS fuzz/corpus/rendezvous
-    SOURCES rendezvous/frame.cc rendezvous/messages.cc common/log_escape.cc)
+    SOURCES rendezvous/frame.cc rendezvous/messages.cc common/log_escape.cc common/endpoint.cc common/parse.cc)
 endforeach()

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "launcher/descendants.h"
 #include "launcher/failure_report.h"
+#include "launcher/log_prefix.h"
 #include "launcher/worker_env.h"
 
 namespace elastic {
@@ -362,7 +363,8 @@ void ElasticAgent::StartWorkersNow() {
 bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   int lr = w->local_rank;
   std::string dir = fmt::format("{}/attempt_{}/{}", spec_.log_dir, round_.round, lr);
-  std::string prefix = fmt::format("[rank{}]: ", w->global_rank);
+  std::string prefix = LogLinePrefix(config_.log_line_prefix_template,
+                                     {config_.role, w->global_rank, lr, config_.rdzv.hostname});
   bool on_console = config_.local_ranks_filter.empty() ||
                     std::count(config_.local_ranks_filter.begin(), config_.local_ranks_filter.end(), lr);
   int redirect = config_.redirects.For(lr);

@@ -13,8 +13,10 @@
 #include <cctype>
 #include <fmt/format.h>
 #include <functional>
+#include <random>
 
 #include "common/endpoint.h"
+#include "common/log_escape.h"
 #include "common/module_list.h"
 #include "common/node_range.h"
 #include "common/parse.h"
@@ -37,6 +39,8 @@ enum class Opt : size_t {
   kRequeue,
   kNativeStacks, kNativeStacksTimeout,
   kConsoleDrainTimeout,
+  kMasterAddr, kMasterPort, kStartMethod, kLogLinePrefixTemplate,
+  kEventLogHandler, kDuplicateStdoutFilters, kDuplicateStderrFilters, kLogsSpecs, kNumaBinding,
   kCount
 };
 
@@ -64,13 +68,17 @@ constexpr OptionDef kOptions[] = {
      "Restarts of the worker group after failures before the job fails."},
     {Opt::kMonitorInterval, "--monitor-interval,--monitor_interval", "monitor_interval", "0.1", false,
      "Accepted for torchrun compatibility; elasticrun does not poll (seconds)."},
-    {Opt::kRdzvBackend, "--rdzv-backend,--rdzv_backend", "rdzv_backend", "c10d", false, "Rendezvous backend."},
+    {Opt::kRdzvBackend, "--rdzv-backend,--rdzv_backend", "rdzv_backend", "static", false,
+     "Rendezvous backend: static (torchrun's default: the endpoint is --master-addr:--master-port "
+     "unless --rdzv-endpoint is given) or c10d; both are elasticrun's own elastic rendezvous. "
+     "etcd and etcd-v2 are refused (use c10d: it needs no server)."},
     {Opt::kRdzvEndpoint, "--rdzv-endpoint,--rdzv_endpoint", "rdzv_endpoint", "", false,
-     "Rendezvous endpoint HOST[:PORT]."},
+     "Rendezvous endpoint HOST[:PORT] (default port 29400); port 0: a free port (one node only)."},
     {Opt::kRdzvId, "--rdzv-id,--rdzv_id", "rdzv_id", "none", false,
      "Job id shared by all nodes (TORCHELASTIC_RUN_ID)."},
     {Opt::kRdzvConf, "--rdzv-conf,--rdzv_conf", "rdzv_conf", "", false,
-     "Rendezvous settings key=value,... (join_timeout, last_call_timeout, ...)."},
+     "Rendezvous settings key=value,... (keys below; unknown keys are ignored with a warning, "
+     "as torchrun ignores them)."},
     {Opt::kLocalAddr, "--local-addr,--local_addr", "local_addr", "", false,
      "Address of this node as seen by the others (default: its hostname)."},
     {Opt::kRole, "--role", "role", "default", false, "Role name of the workers (ROLE_NAME)."},
@@ -142,6 +150,44 @@ constexpr OptionDef kOptions[] = {
     {Opt::kConsoleDrainTimeout, "--console-drain-timeout,--console_drain_timeout", "console_drain_timeout",
      "10", false, "Seconds the agent waits at exit for a full console (stdout/stderr) to take the "
      "worker output it still holds; the rest is dropped with a warning."},
+    {Opt::kMasterAddr, "--master-addr,--master_addr", "master_addr", "127.0.0.1", false,
+     "Static backend (torchrun's recipe with --node-rank): the address of node rank 0, where the "
+     "rendezvous is hosted (IPv6 as [ADDR]); unused with --rdzv-endpoint or on one node."},
+    {Opt::kMasterPort, "--master-port,--master_port", "master_port", "29500", false,
+     "Static backend: the rendezvous port on --master-addr. On one node a free port is used "
+     "instead (as torchrun since 2.10); workers' MASTER_PORT is the agent's store, on a port of its own."},
+    {Opt::kStartMethod, "--start-method,--start_method", "start_method", "spawn", false,
+     "spawn, fork or forkserver: accepted for torchrun compatibility, no effect (as torchrun's "
+     "for a program: every worker is its own process; see --preload)."},
+    {Opt::kLogLinePrefixTemplate, "--log-line-prefix-template,--log_line_prefix_template",
+     "log_line_prefix_template", "", false,
+     "Prefix of each worker's console lines instead of \"[rankN]: \", with ${role_name}, ${rank}, "
+     "${local_rank} and ${hostname} replaced (torchrun's; also TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE)."},
+    // torchrun 2.x options without a meaning here: accepted, with one warning when set.
+    {Opt::kEventLogHandler, "--event-log-handler,--event_log_handler", "event_log_handler", "null", false,
+     "torchrun's event logging handler: accepted; anything but null is ignored with a warning "
+     "(elasticrun reports its events on its console and in the failure summary)."},
+    {Opt::kDuplicateStdoutFilters, "--duplicate-stdout-filters,--duplicate_stdout_filters",
+     "duplicate_stdout_filters", "", false,
+     "torchrun's copy of matching stdout lines to a file: accepted and ignored with a warning "
+     "(use --tee and grep the LOG_DIR files)."},
+    {Opt::kDuplicateStderrFilters, "--duplicate-stderr-filters,--duplicate_stderr_filters",
+     "duplicate_stderr_filters", "", false, "The same for stderr: accepted and ignored with a warning."},
+    {Opt::kLogsSpecs, "--logs-specs,--logs_specs", "logs_specs", "", false,
+     "torchrun's torchrun.logs_specs entry point: accepted and ignored with a warning (--log-dir, "
+     "--redirects, --tee and --log-line-prefix-template say where output goes)."},
+    {Opt::kNumaBinding, "--numa-binding,--numa_binding", "numa_binding", "", false,
+     "torchrun's binding near each worker's GPU: node (--bind=gpu), exclusive (--bind=gpu-exclusive), "
+     "socket or core-complex (--bind=gpu, with a warning: binding is per NUMA node here); --bind wins."},
+};
+
+// torchrun's own variables for some options, read after the option and its PET_
+// variable (torchrun reads them where the flag is not given).
+constexpr std::pair<Opt, const char*> kTorchrunEnv[] = {
+    {Opt::kLogLinePrefixTemplate, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"},
+    {Opt::kShutdownTimeout, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"},
+    {Opt::kSignalsToHandle, "TORCHELASTIC_SIGNALS_TO_HANDLE"},
+    {Opt::kPython, "PYTHON_EXEC"},
 };
 
 constexpr bool RowsInOrder() {
@@ -207,6 +253,62 @@ processes from joining or posing as the host; it does not encrypt the traffic.
 The host logs which method is in use; a multi-node run with neither warns.
 )";
 
+// A version 4 UUID as torchrun's --standalone run id (uuid.uuid4()).
+std::string RandomUuid() {
+  unsigned char b[16] = {};
+  std::random_device random;
+  for (unsigned char& byte : b) byte = static_cast<unsigned char>(random());
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += fmt::format("{:02x}", b[i]);
+  }
+  return out;
+}
+
+// `torchrun ... train.py -- --depth=26`: torchrun's argparse does not hand the
+// script a `--` right after the program (Debian 12's and 13's torchrun, checked
+// by tests/torch/test_torchrun_compat.py); neither do we. A later `--` is the
+// script's. Under srun --elastic the task's arguments stay as srun passes them.
+void DropDashDashAfterProgram(std::vector<std::string>* program) {
+  if (program->size() > 1 && (*program)[1] == "--") program->erase(program->begin() + 1);
+}
+
+bool TakesValue(std::string_view arg) {
+  for (const OptionDef& def : kOptions) {
+    if (def.flag) continue;
+    for (const std::string& name : Split(def.names, ',')) {
+      if (name == arg) return true;
+    }
+  }
+  return false;
+}
+
+// `--rdzv-id= --nproc-per-node=2 train.py`: CLI11 reads an empty `--opt=` as
+// `--opt` and takes the next argument as its value (here the program's name or
+// the next option: issue 19 item 9). An empty value is an error naming the
+// option. Scans up to the program (the first argument that is not an option or
+// an option's value) or `--`.
+bool CheckNoEmptyValues(int argc, const char* const* argv, std::string* err) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--" || arg.size() < 2 || arg[0] != '-') return true;
+    size_t eq = arg.find('=');
+    if (eq != std::string_view::npos) {
+      if (eq + 1 == arg.size()) {
+        *err = fmt::format("{}: empty value (give one, e.g. {}VALUE, or leave the option out)",
+                           arg.substr(0, eq), arg);
+        return false;
+      }
+      continue;
+    }
+    if (TakesValue(arg)) ++i;  // its value, whatever it looks like
+  }
+  return true;
+}
+
 class Parser {
  public:
   Parser(const EnvMap& env, LaunchConfig* config) : env_(env), c_(config) {}
@@ -216,6 +318,8 @@ class Parser {
  private:
   bool Convert(std::string* err);
   bool ConvertRendezvous(std::string* err);
+  bool ConvertBackend(std::string* err);
+  bool ConvertTorchrunOnly(std::string* err);
   void ConvertSlurmDefaults();
   bool ConvertBinding(std::string* err);
   bool ConvertResilience(std::string* err);
@@ -247,7 +351,10 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
     if (def.flag) {
       opts[i] = app.add_flag(def.names)->description(HelpText(def));
     } else {
-      opts[i] = app.add_option(def.names, texts[i], HelpText(def));
+      // A repeated option: the last one wins, as with torchrun's argparse (scripts
+      // append overrides to a base command line).
+      opts[i] = app.add_option(def.names, texts[i], HelpText(def))
+                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
   }
   std::string print_binding;
@@ -271,6 +378,7 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
       program.push_back(spank->second);
       for (int i = first; i < argc; ++i) program.emplace_back(argv[i]);
     } else {
+      if (!CheckNoEmptyValues(argc, argv, err)) return ParseOutcome::kUsageError;
       app.parse(argc, argv);
       program = app.remaining();
     }
@@ -301,6 +409,14 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
       v.text = def.def;
     }
   }
+  for (const auto& [opt, name] : kTorchrunEnv) {
+    Value& v = values_[static_cast<size_t>(opt)];
+    if (auto it = env_.find(name); !v.given && it != env_.end()) {
+      v.text = it->second;
+      v.source = name;
+      v.given = true;
+    }
+  }
   if (print_opt->count() > 0) {
     c_->print_binding = print_binding.empty() ? "table" : print_binding;
     if (!OneOf("--print-binding", c_->print_binding, {"table", "json"}, err)) {
@@ -309,6 +425,7 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
   }
   if (!program.empty() && program.front() == "--") {
     program.erase(program.begin());
+    DropDashDashAfterProgram(&program);
   } else if (!program.empty() && !c_->spank_wrapped && program.front().size() > 1 &&
              program.front()[0] == '-') {
     // CLI11's prefix mode passes unknown options through as the "program".
@@ -316,6 +433,7 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
                        program.front());
     return ParseOutcome::kUsageError;
   }
+  if (!c_->spank_wrapped) DropDashDashAfterProgram(&program);
   if (!program.empty()) {
     c_->program = program.front();
     c_->args.assign(program.begin() + 1, program.end());
@@ -362,6 +480,8 @@ bool Parser::Convert(std::string* err) {
     return false;
   }
   c_->log_dir = Text(Opt::kLogDir);
+  c_->log_line_prefix_template = Text(Opt::kLogLinePrefixTemplate);
+  if (!ConvertTorchrunOnly(err)) return false;
   c_->python = Text(Opt::kPython);
   if (c_->python.empty()) {
     *err = What(Opt::kPython) + ": must not be empty";
@@ -370,6 +490,45 @@ bool Parser::Convert(std::string* err) {
   ConvertGpuLists();
   if (!ParseModuleList(What(Opt::kPreload), Text(Opt::kPreload), &c_->preload, err)) return false;
   return ConvertRendezvous(err) && ConvertBinding(err) && ConvertResilience(err);
+}
+
+// torchrun's options that mean nothing here (one warning each when set), and
+// --numa-binding as a --bind default.
+bool Parser::ConvertTorchrunOnly(std::string* err) {
+  auto& warnings = c_->warnings;
+  if (Text(Opt::kEventLogHandler) != "null") {
+    warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun has no torchelastic event handlers (its "
+                                   "events are on its console and in the failure summary)",
+                                   What(Opt::kEventLogHandler), Text(Opt::kEventLogHandler)));
+  }
+  for (Opt opt : {Opt::kDuplicateStdoutFilters, Opt::kDuplicateStderrFilters}) {
+    if (!Text(opt).empty()) {
+      warnings.push_back(fmt::format("{}: ignored: elasticrun does not copy matching lines to a file of "
+                                     "their own (use --tee and grep LOG_DIR/attempt_N/*/std*.log)",
+                                     What(opt)));
+    }
+  }
+  if (!Text(Opt::kLogsSpecs).empty()) {
+    warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun has no torchrun.logs_specs entry points "
+                                   "(--log-dir, --redirects, --tee, --log-line-prefix-template)",
+                                   What(Opt::kLogsSpecs), Text(Opt::kLogsSpecs)));
+  }
+  const std::string& numa = Text(Opt::kNumaBinding);
+  if (numa.empty()) return true;
+  if (!OneOf(What(Opt::kNumaBinding), numa, {"node", "socket", "exclusive", "core-complex"}, err)) return false;
+  if (V(Opt::kBind).given) {
+    warnings.push_back(fmt::format("{}={}: ignored: {} says how to bind", What(Opt::kNumaBinding), numa,
+                                   What(Opt::kBind)));
+    return true;
+  }
+  if (numa == "socket" || numa == "core-complex") {
+    warnings.push_back(fmt::format("{}={}: binding each worker to the CPUs of its GPU's NUMA node instead "
+                                   "(--bind=gpu; elasticrun binds per NUMA node)",
+                                   What(Opt::kNumaBinding), numa));
+  }
+  values_[static_cast<size_t>(Opt::kBind)].text = numa == "exclusive" ? "gpu-exclusive" : "gpu";
+  values_[static_cast<size_t>(Opt::kBind)].source = What(Opt::kNumaBinding);
+  return true;
 }
 
 bool Parser::ConvertResilience(std::string* err) {
@@ -422,21 +581,11 @@ bool Parser::ConvertRendezvous(std::string* err) {
   if (!ParseNodeMultiple(What(Opt::kNodeMultiple), Text(Opt::kNodeMultiple), nodes,
                          &r.node_multiple, err))
     return false;
-  r.backend = Text(Opt::kRdzvBackend);
-  if (r.backend.empty()) {
-    *err = What(Opt::kRdzvBackend) + ": must not be empty";
-    return false;
-  }
-  if (!Text(Opt::kRdzvEndpoint).empty()) {
-    Endpoint endpoint;
-    if (!ParseEndpoint(What(Opt::kRdzvEndpoint), Text(Opt::kRdzvEndpoint), &endpoint, err)) return false;
-    r.endpoint = std::move(endpoint);
-  }
+  if (!ConvertBackend(err)) return false;
   r.run_id = Text(Opt::kRdzvId);
-  if (r.run_id.empty()) {
-    *err = What(Opt::kRdzvId) + ": must not be empty";
-    return false;
-  }
+  // Every node prints and compares the run id: the protocol's rule, here at the
+  // edge, not as "bad 'challenge' message" on the other nodes later (issue 19 item 10).
+  if (!CheckProtocolName(What(Opt::kRdzvId), r.run_id, err)) return false;
   if (!ParseKeyValues(What(Opt::kRdzvConf), Text(Opt::kRdzvConf), &r.conf, err)) return false;
   r.local_addr = Text(Opt::kLocalAddr);
   if (const std::string* token = Env("ELASTIC_RDZV_TOKEN")) r.token = *token;
@@ -446,14 +595,55 @@ bool Parser::ConvertRendezvous(std::string* err) {
   for (const auto& [key, value] : r.conf)
     if (key == "token" && V(Opt::kRdzvConf).source == V(Opt::kRdzvConf).name) r.token_in_argv = true;
   if (r.standalone) {
-    // torchrun: --standalone means one node with a private local rendezvous.
+    // torchrun: --standalone means one node with a private local rendezvous and
+    // a fresh run id (a uuid4) whatever --rdzv-id says.
     r.min_nodes = r.max_nodes = 1;
     r.backend = "c10d";
     r.endpoint.reset();
+    r.run_id = RandomUuid();
   }
   ConvertSlurmDefaults();
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) r.hostname = host;
+  return true;
+}
+
+// --rdzv-backend and where the rendezvous is. static (torchrun's default) and c10d
+// are both elasticrun's rendezvous; static takes its endpoint from --master-addr
+// and --master-port when --rdzv-endpoint is not given (torchrun's rule), and only
+// when there is something to say: a static backend named or --master-addr given
+// (else a multi-node run without an endpoint keeps its clear error).
+bool Parser::ConvertBackend(std::string* err) {
+  RendezvousOptions& r = c_->rdzv;
+  r.backend = Text(Opt::kRdzvBackend);
+  if (r.backend == "etcd" || r.backend == "etcd-v2") {
+    *err = fmt::format(
+        "{}: '{}': elasticrun has no etcd rendezvous; use --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT "
+        "(elasticrun's own rendezvous: one agent hosts it, no etcd server needed, and it fails over)",
+        What(Opt::kRdzvBackend), r.backend);
+    return false;
+  }
+  if (!OneOf(What(Opt::kRdzvBackend), r.backend, {"static", "c10d"}, err)) return false;
+  if (!OneOf(What(Opt::kStartMethod), Text(Opt::kStartMethod), {"spawn", "fork", "forkserver"}, err)) {
+    return false;
+  }
+  if (!Text(Opt::kRdzvEndpoint).empty()) {
+    Endpoint endpoint;
+    if (!ParseEndpointOrFreePort(What(Opt::kRdzvEndpoint), Text(Opt::kRdzvEndpoint), &endpoint, err)) return false;
+    r.endpoint = std::move(endpoint);
+  }
+  Endpoint master;
+  if (!ParseEndpoint(What(Opt::kMasterAddr), Text(Opt::kMasterAddr), &master, err)) return false;
+  if (master.port) {
+    *err = fmt::format("{}: '{}': give the port with --master-port (an IPv6 address as [ADDR])",
+                       What(Opt::kMasterAddr), Text(Opt::kMasterAddr));
+    return false;
+  }
+  long long port = 0;
+  if (!ParseIntNamed(What(Opt::kMasterPort), Text(Opt::kMasterPort), 0, 65535, &port, err)) return false;
+  master.port = static_cast<int>(port);
+  bool static_named = V(Opt::kRdzvBackend).given || V(Opt::kMasterAddr).given;
+  if (!r.endpoint && r.backend == "static" && static_named && r.max_nodes > 1) r.endpoint = master;
   return true;
 }
 

@@ -53,6 +53,7 @@ struct LaunchConfig {
   StdSpec tee;
   std::string log_dir;                // "" = a fresh directory under $TMPDIR, removed at exit
   std::vector<int> local_ranks_filter;  // empty = every local rank on the console
+  std::string log_line_prefix_template;  // "" = "[rankN]: " (log_prefix.h)
   bool no_python = false;
   bool module = false;                // -m
   bool run_path = false;              // --run-path
@@ -80,6 +81,9 @@ struct LaunchConfig {
   std::string program;
   std::vector<std::string> args;
   bool spank_wrapped = false;         // ELASTIC_SPANK_ARGV0 was set
+  // One line each, printed once before the run: torchrun options accepted without
+  // a meaning here (launch_config.cc, ConvertTorchrunOnly).
+  std::vector<std::string> warnings;
 };
 
 enum class ParseOutcome { kRun, kExitOk, kUsageError };

@@ -34,7 +34,7 @@ TEST(LaunchConfigTest, Defaults) {
   EXPECT_EQ(c.rdzv.min_nodes, 1);
   EXPECT_EQ(c.rdzv.max_nodes, 1);
   EXPECT_EQ(c.rdzv.run_id, "none");
-  EXPECT_EQ(c.rdzv.backend, "c10d");
+  EXPECT_EQ(c.rdzv.backend, "static");  // torchrun's default
   EXPECT_EQ(c.rdzv.node_rank, -1);
   EXPECT_EQ(c.shutdown_timeout_ms, 30000);
   EXPECT_EQ(c.role, "default");
@@ -186,7 +186,8 @@ TEST(LaunchConfigTest, PetEnvironmentVariables) {
   EXPECT_EQ(p.config.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 3}));
   EXPECT_EQ(p.config.rdzv.max_restarts, 2);
   EXPECT_TRUE(p.config.rdzv.standalone);
-  EXPECT_EQ(p.config.rdzv.run_id, "abc");
+  EXPECT_EQ(p.config.rdzv.run_id.size(), 36u);  // --standalone: a fresh uuid, as torchrun
+  EXPECT_EQ(Parse({"train.py"}, {{"PET_RDZV_ID", "abc"}}).config.rdzv.run_id, "abc");
   EXPECT_EQ(p.config.bind, BindMode::kNone);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rendezvous/token_file.h"
+#include "common/log.h"
 #include "rendezvous/c10d_rendezvous.h"
 
 namespace elastic {
@@ -25,7 +26,10 @@ bool BuildSettings(const RendezvousOptions& o, RendezvousSettings* s, std::strin
     return false;
   }
   // --rdzv-conf wins over the environment.
-  return ApplyRendezvousConf(o.conf, s, err);
+  std::string warning;
+  if (!ApplyRendezvousConf(o.conf, s, err, &warning)) return false;
+  if (!warning.empty()) Log(LogLevel::kWarning, "{}", warning);
+  return true;
 }
 
 }  // namespace
@@ -38,15 +42,22 @@ std::unique_ptr<RendezvousHandler> MakeRendezvous(const RendezvousOptions& optio
   params.node_name = options.hostname.empty() ? "localhost" : options.hostname;
   if (options.endpoint) params.endpoint = *options.endpoint;
   // One node and no endpoint is a standalone run: the agent still hosts the
-  // workers' store (TORCHELASTIC_USE_AGENT_STORE=True, no port race).
-  params.standalone = options.standalone || (options.max_nodes == 1 && !options.endpoint);
+  // workers' store (TORCHELASTIC_USE_AGENT_STORE=True, no port race). Port 0
+  // (torchrun's "pick a free port") is the same: nobody else could find the port.
+  bool free_port = options.endpoint && options.endpoint->port == 0;
+  params.standalone = options.standalone || (options.max_nodes == 1 && (!options.endpoint || free_port));
   if (!params.standalone) {
-    if (options.backend != "c10d") {
-      if (err) *err = fmt::format("--rdzv-backend: '{}' is not supported (use c10d)", options.backend);
+    if (free_port) {
+      if (err)
+        *err = fmt::format("--rdzv-endpoint: '{}': port 0 (a free port) works for one node only "
+                           "(--nnodes=1): the other nodes could not know the port; give a port",
+                           FormatEndpoint(*options.endpoint));
       return nullptr;
     }
     if (!options.endpoint) {
-      if (err) *err = "--rdzv-endpoint HOST[:PORT] is required for a multi-node run (or --standalone)";
+      if (err)
+        *err = "--rdzv-endpoint HOST[:PORT] (or --master-addr HOST --master-port PORT) is required for "
+               "a multi-node run (or --standalone)";
       return nullptr;
     }
   }

@@ -25,8 +25,10 @@ struct RendezvousOptions {
   int max_nodes = 1;
   int node_rank = -1;                 // --node-rank, else SLURM_NODEID, else PMIx: preferred rank; -1 = join order
   std::optional<int> expected_nodes;  // SLURM_NNODES or PMIx (within MIN:MAX); --rdzv-conf expected_nodes wins
-  std::string backend = "c10d";       // --rdzv-backend
-  std::optional<Endpoint> endpoint;   // --rdzv-endpoint HOST[:PORT] (host from PMIx under the plugin)
+  std::string backend = "static";     // --rdzv-backend: static (torchrun's default) or c10d, both
+                                      // elasticrun's host/client rendezvous (launch_config.cc)
+  std::optional<Endpoint> endpoint;   // --rdzv-endpoint HOST[:PORT] (host from PMIx under the plugin),
+                                      // else --master-addr:--master-port (static); port 0: a free one
   std::string run_id = "none";        // --rdzv-id
   std::vector<std::pair<std::string, std::string>> conf;  // --rdzv-conf k=v,... (validated by MakeRendezvous)
   std::string local_addr;             // --local-addr

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
@@ -26,7 +27,10 @@ std::string Get(const EnvMap& env, const char* key) {
   return it == env.end() ? std::string() : it->second;
 }
 
-// The log directory: --log-dir as given, else a fresh one under $TMPDIR removed at exit.
+// The log directory: under --log-dir, a directory of this run's own
+// (RUNID_XXXXXX, as torchrun's mkdtemp(prefix=run_id + "_")), so two runs that
+// share a --log-dir never write into each other's attempt_N/; else a fresh one
+// under $TMPDIR removed at exit.
 class LogDir {
  public:
   bool Make(const LaunchConfig& config, const EnvMap& env, std::string* err) {
@@ -37,7 +41,15 @@ class LogDir {
         *err = fmt::format("--log-dir: '{}': {}", config.log_dir, ec.message());
         return false;
       }
-      path_ = config.log_dir;
+      std::string run = config.rdzv.run_id;
+      std::replace(run.begin(), run.end(), '/', '_');  // a name in the directory, never a path
+      std::string templ = fmt::format("{}/{}_XXXXXX", config.log_dir, run);
+      if (mkdtemp(templ.data()) == nullptr) {
+        *err = fmt::format("--log-dir: cannot create '{}': {}", templ, strerror(errno));
+        return false;
+      }
+      path_ = templ;
+      Log(LogLevel::kInfo, "logs of this run in {}", path_);
       return true;
     }
     std::string tmp = Get(env, "TMPDIR");
@@ -219,6 +231,7 @@ int ElasticrunMain(int argc, const char* const* argv) {
     Log(LogLevel::kWarning, "--rdzv-conf token=... is on the command line, which every local user "
         "can read (/proc/PID/cmdline, ps): give the token as token_file=PATH (mode 0600), "
         "ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN instead");
+  for (const std::string& warning : config.warnings) Log(LogLevel::kWarning, "{}", warning);
   if (!BootstrapFromPmix(env, &config.rdzv)) return 1;
   return RunElasticrun(std::move(config), env);
 }

@@ -61,6 +61,9 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   // SIGABRT then prints every thread's Python stack (a hung worker: hung_worker.h);
   // it costs nothing until a fatal signal arrives.
   SetDefault(&env, "PYTHONFAULTHANDLER", "1");
+  // torchrun runs every program as `python -u`; a program executed directly here
+  // (a console script without .py) gets the same unbuffered output.
+  SetDefault(&env, "PYTHONUNBUFFERED", "1");
   if (!in.timer_file.empty()) env["TORCHELASTIC_TIMER_FILE"] = in.timer_file;
   if (!in.gloo_ifname.empty()) SetDefault(&env, "GLOO_SOCKET_IFNAME", in.gloo_ifname);
   if (!in.python_shim_dir.empty()) {

@@ -33,7 +33,8 @@ std::string TorchShimDir(const EnvMap& base, const std::string& exe, std::string
 // keeps CUDA_VISIBLE_DEVICES as given (LOCAL_RANK picks the device), except with
 // --virtual-local-rank. OMP_NUM_THREADS, if not set by the user: the bound cores when
 // the worker is bound, else 1 when nproc > 1 (torchrun's rule). PYTHONFAULTHANDLER=1 unless
-// the user set it (a hung worker's stacks: hung_worker.h). TORCHELASTIC_TIMER_FILE when
+// the user set it (a hung worker's stacks: hung_worker.h); PYTHONUNBUFFERED=1 unless the
+// user set it (torchrun's `python -u`, for console scripts too). TORCHELASTIC_TIMER_FILE when
 // the agent serves one (torchrun passes it on the same way).
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in);
 

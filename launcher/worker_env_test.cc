@@ -55,7 +55,7 @@ TEST_F(WorkerEnvTest, TorchrunContract) {
       {"TORCHELASTIC_ERROR_FILE", "/logs/attempt_2/1/error.json"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}, {"NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"OMP_NUM_THREADS", "1"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
-      {"PYTHONFAULTHANDLER", "1"}};
+      {"PYTHONFAULTHANDLER", "1"}, {"PYTHONUNBUFFERED", "1"}};
   EXPECT_EQ(env, expected);
 }
 
@@ -67,6 +67,14 @@ TEST_F(WorkerEnvTest, FaultHandlerAndTimerFile) {
   EnvMap env = Build(0);
   EXPECT_EQ(env["PYTHONFAULTHANDLER"], "");
   EXPECT_EQ(env["TORCHELASTIC_TIMER_FILE"], "/tmp/elasticrun-timer-x/watchdog_timer");
+}
+
+// torchrun runs every program as `python -u`: a console script (no .py, executed
+// directly here) must not buffer its output until exit either (issue 22).
+TEST_F(WorkerEnvTest, UnbufferedPythonUnlessTheUserSaysOtherwise) {
+  EXPECT_EQ(Build(0)["PYTHONUNBUFFERED"], "1");
+  base["PYTHONUNBUFFERED"] = "";
+  EXPECT_EQ(Build(0)["PYTHONUNBUFFERED"], "");
 }
 
 TEST_F(WorkerEnvTest, AgentStoreIsTrue) {

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "common/endpoint.h"
 #include "common/log_escape.h"
 #include "rendezvous/frame.h"
 
@@ -14,7 +15,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int64_t kMaxCount = 1 << 30;     // ranks, sizes, rounds: anything past this is garbage
-constexpr size_t kMaxNameBytes = 255;      // node names, run ids
 constexpr size_t kMaxNonceBytes = 128;
 
 bool Fail(std::string* err, std::string message) {
@@ -54,13 +54,16 @@ bool GetTextOr(const json& j, const char* key, std::string* out, std::string* er
 // Names and run ids are printed and compared: printable ASCII only, bounded.
 bool GetName(const json& j, const char* key, std::string* out, std::string* err) {
   if (!GetString(j, key, out, err)) return false;
-  if (out->empty() || out->size() > kMaxNameBytes)
-    return Fail(err, fmt::format("field '{}' must hold 1 to {} bytes", key, kMaxNameBytes));
-  for (unsigned char c : *out)
-    if (c < 0x20 || c > 0x7e)
-      return Fail(err, fmt::format("field '{}' = '{}' holds a non-printable byte", key,
-                                   EscapeForLog(*out)));
-  return true;
+  return CheckProtocolName(fmt::format("field '{}'", key), *out, err);
+}
+
+// MASTER_ADDR of every worker: a host as --rdzv-endpoint reads it, nothing else
+// (a newline or an escape sequence from the wire must not reach the workers).
+bool GetStoreAddr(const json& j, std::string* out, std::string* err) {
+  if (!GetString(j, "store_addr", out, err)) return false;
+  if (IsValidHost(*out)) return true;
+  return Fail(err, fmt::format("field 'store_addr' = '{}' is not a host name or address",
+                               EscapeForLog(*out)));
 }
 
 bool GetNonce(const json& j, const char* key, std::string* out, std::string* err) {
@@ -255,7 +258,7 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
       !GetIntIn(j, "store_port", 0, 65535, &port, err) ||
       !GetIntIn(j, "restarts_used", 0, kMaxCount, &used, err) ||
       !GetIntOr(j, "spares", 0, 0, kMaxCount, &spares, err) ||
-      !GetString(j, "store_addr", &r->store_addr, err) ||
+      !GetStoreAddr(j, &r->store_addr, err) ||
       !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err) ||
       !SuccessorsFromJson(j, &r->successors, err))
     return false;

@@ -115,6 +115,11 @@ TEST(MessagesTest, HostMessageDecoderRefusesBadFieldsNamingThem) {
        "'use_agent_store'"},
       {R"({"type":"round","round":0,"group_rank":0,"group_world_size":4294967297,"rank_offset":0,"world_size":1,"store_addr":"a","store_port":1,"restarts_used":0})",
        "'group_world_size'"},
+      // issue 19 item 10: MASTER_ADDR comes from here; only a host passes.
+      {R"({"type":"round","round":0,"group_rank":0,"group_world_size":1,"rank_offset":0,"world_size":1,"store_addr":"a\nelasticrun: forged","store_port":1,"restarts_used":0})",
+       "'store_addr' = 'a\\x0aelasticrun: forged' is not a host"},
+      {R"({"type":"round","round":0,"group_rank":0,"group_world_size":1,"rank_offset":0,"world_size":1,"store_addr":"","store_port":1,"restarts_used":0})",
+       "'store_addr'"},
       {R"({"type":"nonsense"})", "'nonsense'"},
   };
   for (const auto& [text, field] : cases) {

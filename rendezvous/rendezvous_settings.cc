@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
 #include "common/parse.h"
 #include "rendezvous/token_file.h"
@@ -122,6 +123,32 @@ const std::map<std::string, ConfKey>& Keys() {
                              return true;
                            },
                            "largest rendezvous message in bytes (1048576)"}},
+      // torchrun's keys (torch/distributed/elastic/rendezvous, agent). Same meaning
+      // where elasticrun has one; validated either way.
+      {"keep_alive_interval", {Seconds(&RendezvousSettings::heartbeat_interval_ms),
+                               "torchrun's name for heartbeat_interval"}},
+      {"keep_alive_max_attempt", {Integer(&RendezvousSettings::keep_alive_max_attempt, 1, 1 << 20),
+                                  "torchrun: missed heartbeats before a peer is gone; sets "
+                                  "heartbeat_timeout = N x heartbeat_interval unless that is given"}},
+      {"timeout", {Seconds(&RendezvousSettings::timeout_ms),
+                   "torchrun's static/etcd wait for the nodes: join_timeout unless that is given"}},
+      {"read_timeout", {Seconds(&RendezvousSettings::read_timeout_ms),
+                        "torchrun's store read timeout: accepted, no effect (nothing here blocks on a "
+                        "read; heartbeat_timeout finds a silent host)"}},
+      {"store_type", {[](const std::string& key, const std::string& value, RendezvousSettings*,
+                         std::string* err) {
+                        if (value == "tcp" || value == "file") return true;
+                        if (err) *err = fmt::format("--rdzv-conf {}: '{}' is not tcp or file", key, value);
+                        return false;
+                      },
+                      "torchrun's rendezvous store, tcp or file: accepted, no effect (the "
+                      "rendezvous is elasticrun's own, over TCP)"}},
+      {"use_libuv", {[](const std::string& key, const std::string& value, RendezvousSettings*,
+                        std::string* err) {
+                       bool unused = false;
+                       return SetBool(key, value, &unused, err);
+                     },
+                     "torchrun's TCPStore backend switch: accepted, no effect (elasticrun's store)"}},
   };
   return keys;
 }
@@ -129,16 +156,29 @@ const std::map<std::string, ConfKey>& Keys() {
 }  // namespace
 
 bool ApplyRendezvousConf(const std::vector<std::pair<std::string, std::string>>& conf,
-                         RendezvousSettings* settings, std::string* err) {
+                         RendezvousSettings* settings, std::string* err, std::string* warning) {
+  std::set<std::string> given;
+  std::string unknown;
   for (const auto& [key, value] : conf) {
     auto it = Keys().find(key);
     if (it == Keys().end()) {
-      std::string known;
-      for (const auto& entry : Keys()) known += (known.empty() ? "" : ", ") + entry.first;
-      if (err) *err = fmt::format("--rdzv-conf: unknown key '{}' (known: {})", key, known);
-      return false;
+      unknown += fmt::format("{}'{}'", unknown.empty() ? "" : ", ", key);
+      continue;
     }
     if (!it->second.set(key, value, settings, err)) return false;
+    given.insert(key);
+  }
+  // torchrun's spellings of our settings; ours win when both are given.
+  if (given.count("keep_alive_max_attempt") && !given.count("heartbeat_timeout")) {
+    settings->heartbeat_timeout_ms = settings->heartbeat_interval_ms * settings->keep_alive_max_attempt;
+  }
+  if (given.count("timeout") && !given.count("join_timeout")) settings->join_timeout_ms = settings->timeout_ms;
+  if (!unknown.empty() && warning) {
+    std::string known;
+    for (const auto& entry : Keys()) known += (known.empty() ? "" : ", ") + entry.first;
+    // torchrun ignores keys it does not read; so do we, but say so (a typo is a silent default there).
+    *warning = fmt::format("--rdzv-conf: ignoring unknown key{} {} (known: {})",
+                           unknown.find(',') == std::string::npos ? "" : "s", unknown, known);
   }
   return true;
 }

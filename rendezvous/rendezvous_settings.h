@@ -51,11 +51,17 @@ struct RendezvousSettings {
   // else /tmp/slurm-elastic-UID.
   std::string state_dir;
   int64_t auth_timeout_ms = 10'000;
+  // torchrun's --rdzv-conf keys, kept as given (ApplyRendezvousConf maps them):
+  int keep_alive_max_attempt = 3;      // heartbeat_timeout = this x heartbeat_interval
+  int64_t timeout_ms = 600'000;        // join_timeout unless that is given
+  int64_t read_timeout_ms = 60'000;    // accepted, no effect
 };
 
-// Applies --rdzv-conf pairs. Unknown keys and bad values are errors naming them.
+// Applies --rdzv-conf pairs. Bad values are errors naming them. Unknown keys are
+// ignored, as torchrun ignores them, and named in *warning (one line for all).
 bool ApplyRendezvousConf(const std::vector<std::pair<std::string, std::string>>& conf,
-                         RendezvousSettings* settings, std::string* err);
+                         RendezvousSettings* settings, std::string* err,
+                         std::string* warning = nullptr);
 
 // Checks cross-field consistency (min <= max, heartbeat interval < timeout, ...).
 bool ValidateRendezvousSettings(const RendezvousSettings& settings, std::string* err);

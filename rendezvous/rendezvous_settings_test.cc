@@ -47,11 +47,56 @@ TEST(RendezvousSettingsTest, PreAuthenticationLimitsHaveDefaultsAndConfKeys) {
   EXPECT_FALSE(ApplyRendezvousConf({{"max_unauthenticated", "0"}}, &s, &err));
 }
 
-TEST(RendezvousSettingsTest, UnknownKeyIsAnErrorNamingIt) {
+// torchrun ignores --rdzv-conf keys it does not read (issue 22): so do we, with one
+// warning naming every such key.
+TEST(RendezvousSettingsTest, UnknownKeysAreIgnoredWithOneWarningNamingThem) {
   RendezvousSettings s;
-  std::string err;
-  EXPECT_FALSE(ApplyRendezvousConf({{"join_timeuot", "5"}}, &s, &err));
-  EXPECT_NE(err.find("unknown key 'join_timeuot'"), std::string::npos) << err;
+  std::string err, warning;
+  ASSERT_TRUE(ApplyRendezvousConf({{"join_timeuot", "5"}, {"rank", "0"}, {"last_call_timeout", "7"}}, &s,
+                                  &err, &warning))
+      << err;
+  EXPECT_NE(warning.find("ignoring unknown keys 'join_timeuot', 'rank'"), std::string::npos) << warning;
+  EXPECT_EQ(s.join_timeout_ms, RendezvousSettings{}.join_timeout_ms);
+  EXPECT_EQ(s.last_call_timeout_ms, 7000);
+  warning.clear();
+  ASSERT_TRUE(ApplyRendezvousConf({{"join_timeout", "5"}}, &s, &err, &warning)) << err;
+  EXPECT_EQ(warning, "");
+}
+
+// The keys torchrun 2.x reads (issue 22), as a table: same meaning where we have one.
+TEST(RendezvousSettingsTest, TorchrunKeys) {
+  struct Row {
+    std::vector<std::pair<std::string, std::string>> conf;
+    const char* err;  // nullptr: accepted
+    int64_t heartbeat_interval_ms, heartbeat_timeout_ms, join_timeout_ms;
+  } rows[] = {
+      {{{"keep_alive_interval", "1"}}, nullptr, 1000, 10000, 600000},
+      {{{"keep_alive_interval", "1"}, {"keep_alive_max_attempt", "4"}}, nullptr, 1000, 4000, 600000},
+      {{{"keep_alive_max_attempt", "3"}}, nullptr, 2000, 6000, 600000},
+      {{{"keep_alive_max_attempt", "3"}, {"heartbeat_timeout", "20"}}, nullptr, 2000, 20000, 600000},
+      {{{"timeout", "90"}}, nullptr, 2000, 10000, 90000},
+      {{{"timeout", "90"}, {"join_timeout", "30"}}, nullptr, 2000, 10000, 30000},
+      {{{"read_timeout", "300"}, {"store_type", "tcp"}, {"use_libuv", "False"}}, nullptr, 2000, 10000, 600000},
+      {{{"store_type", "file"}}, nullptr, 2000, 10000, 600000},
+      {{{"read_timeout", "soon"}}, "--rdzv-conf read_timeout", 0, 0, 0},
+      {{{"store_type", "etcd"}}, "store_type: 'etcd' is not tcp or file", 0, 0, 0},
+      {{{"keep_alive_max_attempt", "0"}}, "keep_alive_max_attempt", 0, 0, 0},
+      {{{"use_libuv", "maybe"}}, "use_libuv", 0, 0, 0},
+  };
+  for (const Row& row : rows) {
+    RendezvousSettings s;
+    std::string err, warning;
+    bool ok = ApplyRendezvousConf(row.conf, &s, &err, &warning);
+    EXPECT_EQ(ok, row.err == nullptr) << row.conf[0].first << ": " << err;
+    EXPECT_EQ(warning, "") << warning;
+    if (!ok) {
+      EXPECT_NE(err.find(row.err), std::string::npos) << err;
+      continue;
+    }
+    EXPECT_EQ(s.heartbeat_interval_ms, row.heartbeat_interval_ms) << row.conf[0].first;
+    EXPECT_EQ(s.heartbeat_timeout_ms, row.heartbeat_timeout_ms) << row.conf[0].first;
+    EXPECT_EQ(s.join_timeout_ms, row.join_timeout_ms) << row.conf[0].first;
+  }
 }
 
 TEST(RendezvousSettingsTest, BadValueIsAnErrorNamingTheKey) {

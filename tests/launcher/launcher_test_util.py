@@ -66,6 +66,13 @@ def pid_alive(pid):
     return stat[stat.rindex(")") + 2] not in "ZX"
 
 
+def run_log_dir(base):
+    """The directory of the one run under --log-dir BASE (RUNID_XXXXXX, as torchrun's)."""
+    entries = [e for e in os.listdir(base) if os.path.isdir(os.path.join(base, e))]
+    assert len(entries) == 1, "one run's directory expected in %s: %s" % (base, entries)
+    return os.path.join(base, entries[0])
+
+
 def wait_for(test, condition, what, within=DEADLINE_S):
     end = time.monotonic() + within
     while not condition():

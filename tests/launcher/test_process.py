@@ -8,7 +8,8 @@ import signal
 import socket
 import unittest
 
-from launcher_test_util import LauncherTestCase, children_of, pid_alive, pids_running, wait_for
+from launcher_test_util import (LauncherTestCase, children_of, pid_alive, pids_running, run_log_dir,
+                                wait_for)
 
 
 class RestartTest(LauncherTestCase):
@@ -72,6 +73,7 @@ class HealthCheckTest(LauncherTestCase):
         rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=3", "--max-restarts=1", "--log-dir", logs,
                                        "--health-check", self.check(1)] + self.worker_args("fail-once", 7))
         self.assertEqual(rc, 0, err)
+        logs = run_log_dir(logs)
         self.assertRegex(err, r"health check failed on node \S+: exit code 3 \(output in %s\): this node stays "
                               r"out of the round; checking again in 10 s" % re.escape(logs + "/health_check.log"))
         self.assertEqual(err.count("health check failed"), 1, err)
@@ -359,6 +361,21 @@ class OutputTest(LauncherTestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out, "[rank1]: hi 1\n")
 
+    def test_log_line_prefix_template_from_the_flag_or_torchrun_variable(self):
+        # torchrun's --log-line-prefix-template and TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (issue 22):
+        # "which host printed this?" answered by ${hostname}.
+        host = socket.gethostname()
+        rc, out, err = self.run_agent(["--nproc-per-node=2", "--role=trainer",
+                                       "--log-line-prefix-template=${hostname}|${role_name}${rank}|${local_rank}> ",
+                                       "--no-python", "sh", "-c", "echo hi $RANK; echo oops >&2"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(out.splitlines()), ["%s|trainer%d|%d> hi %d" % (host, r, r, r) for r in range(2)])
+        self.assertIn("%s|trainer1|1> oops\n" % host, err)
+        rc, out, err = self.run_agent(["--nproc-per-node=1", "--no-python", "sh", "-c", "echo hi"],
+                                      env={"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[$hostname:$$${rank}] "})
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "[%s:$0] hi\n" % host)
+
     def test_tee_redirects_and_log_dir_files_per_attempt_and_rank(self):
         log_dir = self.path("logs")
         flag = self.path("rank1-done")
@@ -369,15 +386,33 @@ class OutputTest(LauncherTestCase):
              'if [ $C = 0 ]; then if [ $RANK = 1 ]; then touch %s; '
              'else while [ ! -e %s ]; do sleep 0.05; done; exit 1; fi; fi' % (flag, flag)])
         self.assertEqual(rc, 0, err)
+        run_dir = run_log_dir(log_dir)
+        self.assertRegex(os.path.basename(run_dir), r"^none_\w{6}$")  # torchrun's RUNID_XXXXXX
         for attempt in (0, 1):
             for rank in (0, 1):
-                d = os.path.join(log_dir, "attempt_%d" % attempt, str(rank))
+                d = os.path.join(run_dir, "attempt_%d" % attempt, str(rank))
                 with open(os.path.join(d, "stdout.log")) as f:
                     self.assertEqual(f.read(), "out %d %d\n" % (rank, attempt))
                 self.assertEqual(os.path.exists(os.path.join(d, "stderr.log")), rank == 1)
         self.assertIn("[rank0]: out 0 1", out)  # tee: console too
         self.assertIn("[rank0]: err 0", err)
         self.assertNotIn("[rank1]: err", err)  # redirected: file only
+
+    def test_two_runs_sharing_a_log_dir_keep_their_own_files(self):
+        # Issue 22: the second run overwrote the first's attempt_0/ (torchrun writes a directory per run).
+        log_dir = self.path("logs")
+        for run in ("first", "second"):
+            rc, _, err = self.run_agent(["--nproc-per-node=1", "--log-dir", log_dir, "--redirects=1",
+                                         "--no-python", "sh", "-c", "echo %s run" % run])
+            self.assertEqual(rc, 0, err)
+            self.assertIn("logs of this run in %s/none_" % log_dir, err)
+        runs = sorted(os.listdir(log_dir))
+        self.assertEqual(len(runs), 2, runs)
+        texts = []
+        for run in runs:
+            with open(os.path.join(log_dir, run, "attempt_0", "0", "stdout.log")) as f:
+                texts.append(f.read())
+        self.assertEqual(sorted(texts), ["first run\n", "second run\n"])
 
 
 class EnvironmentTest(LauncherTestCase):

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from launcher_test_util import DEADLINE_S, PYTHON, LauncherTestCase, proc_stats
+from launcher_test_util import DEADLINE_S, PYTHON, LauncherTestCase, proc_stats, run_log_dir
 
 TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/train.py")
 CHECKPOINT_TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/checkpoint_train.py")
@@ -89,7 +89,7 @@ class FileTimerTest(LauncherTestCase):
                                       env=env)
         # The FIFO and its private directory are gone with the agent.
         self.assertEqual([f for f in os.listdir(self.dir) if f.startswith("elasticrun-timer-")], [])
-        return rc, out, err, logs
+        return rc, out, err, run_log_dir(logs)
 
     def fake_tools(self, body):
         """A directory holding shell scripts named py-spy and gdb that run `body`."""

@@ -1,0 +1,171 @@
+"""elasticrun against the system's real torchrun (issue 22): a table of torchrun
+command lines, written from torchrun's docs and --help (1.13, 2.6, 2.14), with
+underscore and dash spellings, run through both with a worker that records its
+start (compat_worker.py). Compared: accepted alike (both run, or both refuse),
+the same workers, the same contract values where torchrun's contract fixes them
+(ranks, sizes, role, restarts, the script's argv, unbuffered output), and the
+variables a worker needs present (MASTER_ADDR/PORT, run id, agent store, error
+file). MASTER_ADDR/MASTER_PORT values differ by design: elasticrun's workers use
+the agent's store on a port of its own (docs/user.md, "torchrun's flags")."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import shutil
+import time
+import unittest
+
+from launcher_test_util import ELASTICRUN, PYTHON
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "compat_worker.py")
+CONSOLE_SCRIPT = os.path.join(HERE, "compat-worker")
+SHIM = os.path.join(HERE, "../../launcher/python")  # the no-libuv sitecustomize (ELASTIC_TORCH_NO_LIBUV=1)
+DEADLINE_S = 120
+EQUAL = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+         "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT",
+         "TORCHELASTIC_MAX_RESTARTS", "argv", "unbuffered"]
+PRESENT = ["MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+           "TORCHELASTIC_ERROR_FILE"]
+
+
+def torch_version():
+    out = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                         text=True, timeout=DEADLINE_S)
+    return tuple(int(part) for part in out.stdout.strip().split("+")[0].split(".")[:2])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# name, [command line per node] ({port} and {W}/{C} filled in), expected workers
+# (0: both refuse), what else: "dash" (torchrun >= 2 only: 1.13 knows underscores
+# only), "id" (the run id is given: compare it), "standalone1" (1.13's --standalone
+# binds the fixed port 29400: skipped there).
+ROWS = [
+    ("plain, single node", [["--nproc_per_node=2", "{W}"]], 2, ""),
+    ("plain, dash", [["--nproc-per-node=2", "{W}", "a", "b"]], 2, "dash"),
+    ("standalone", [["--standalone", "--nproc_per_node=2", "{W}"]], 2, "standalone1"),
+    ("c10d endpoint port 0 (free port)",
+     [["--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", "{W}"]], 2, ""),
+    ("c10d endpoint and id",
+     [["--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:{port}",
+       "--rdzv_id=job7", "--max_restarts=1", "{W}"]], 2, "id"),
+    ("c10d, torchrun's rdzv_conf keys",
+     [["--nnodes=1", "--nproc_per_node=1", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:{port}",
+       "--rdzv_conf=join_timeout=30,read_timeout=60,timeout=900", "{W}"]], 1, ""),
+    ("static, single node", [["--nnodes=1", "--node_rank=0", "--master_addr=127.0.0.1",
+                              "--master_port={port}", "--nproc_per_node=2", "{W}"]], 2, ""),
+    ("static, dash", [["--nnodes=1", "--node-rank=0", "--master-addr=127.0.0.1", "--master-port={port}",
+                       "--nproc-per-node=2", "--rdzv-backend=static", "{W}"]], 2, "dash"),
+    ("static, two nodes",
+     [["--nnodes=2", "--node_rank=0", "--master_addr=127.0.0.1", "--master_port={port}",
+       "--nproc_per_node=2", "{W}"],
+      ["--nnodes=2", "--node_rank=1", "--master_addr=127.0.0.1", "--master_port={port}",
+       "--nproc_per_node=2", "{W}"]], 4, ""),
+    ("start method, role, monitor interval",
+     [["--start_method=fork", "--role=trainer", "--monitor_interval=1", "--nproc_per_node=2", "{W}"]], 2, ""),
+    ("start method, dash", [["--start-method", "spawn", "--nproc-per-node=1", "{W}"]], 1, "dash"),
+    ("repeated option: the last wins", [["--nproc_per_node=1", "--max_restarts=3", "--nproc_per_node=2",
+                                         "--max_restarts=0", "{W}"]], 2, ""),
+    ("-- after the program", [["--nproc_per_node=1", "{W}", "--", "--depth=26", "--", "x"]], 1, ""),
+    ("module", [["--nproc_per_node=2", "-m", "compat_worker", "--flag"]], 2, ""),
+    ("console script, no .py", [["--nproc_per_node=1", "{C}", "x"]], 1, ""),
+    ("no_python", [["--nproc_per_node=1", "--no_python", "{C}", "y"]], 1, ""),
+    ("bad nproc", [["--nproc_per_node=many", "{W}"]], 0, ""),
+    ("unknown option", [["--nproc_per_node=1", "--no-such-option", "{W}"]], 0, ""),
+]
+
+
+class TorchrunCompatTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.version = torch_version()
+        cls.torchrun = [PYTHON, "-m", "torch.distributed.run"]
+        cls.env = dict(os.environ)
+        cls.env.pop("OMP_NUM_THREADS", None)
+        if os.environ.get("ELASTIC_TORCH_NO_LIBUV") == "1":
+            # torchrun's own agent on a torch without libuv needs the same shim as the workers.
+            cls.env["PYTHONPATH"] = os.path.abspath(SHIM) + (":" + cls.env["PYTHONPATH"]
+                                                             if cls.env.get("PYTHONPATH") else "")
+
+    def launch(self, launcher, lines, out_dir):
+        """Starts one launcher per node line at once; returns their exit codes and stderr."""
+        env = dict(self.env, COMPAT_OUT=out_dir)
+        if launcher is ELASTICRUN:
+            env["PATH"] = os.path.dirname(PYTHON) + ":" + env.get("PATH", "")
+        procs = []
+        for line in lines:
+            argv = [ELASTICRUN] + line if launcher is ELASTICRUN else self.torchrun + line
+            if launcher is not ELASTICRUN and self.version < (2, 0):
+                # 1.13 on Python 3.11 crashes with the default --redirects (docs: REFERENCE);
+                # a local rank that does not exist keeps every stream on the console.
+                argv = argv[:3] + ["--redirects=9:1", "--tee=9:1"] + argv[3:]
+            procs.append(subprocess.Popen(argv, env=env, cwd=HERE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, start_new_session=True))
+        results = []
+        for proc in procs:
+            try:
+                _, err = proc.communicate(timeout=DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                _, err = proc.communicate()
+            results.append((proc.returncode, err.decode(errors="replace")[-3000:]))
+        return results
+
+    def records(self, out_dir):
+        found = {}
+        for name in os.listdir(out_dir):
+            if name.endswith(".json"):
+                with open(os.path.join(out_dir, name)) as f:
+                    record = json.load(f)
+                found[int(record["RANK"])] = record
+        return found
+
+    def run_row(self, name, lines, workers, flags):
+        port = free_port()
+        fill = {"port": port, "W": WORKER, "C": CONSOLE_SCRIPT}
+        lines = [[arg.format(**fill) for arg in line] for line in lines]
+        got = {}
+        for launcher, tag in ((ELASTICRUN, "elasticrun"), ("torchrun", "torchrun")):
+            if tag == "torchrun" and self.version < (2, 0) and ("dash" in flags or "standalone1" in flags):
+                continue  # 1.13 knows underscores only; its --standalone binds the fixed port 29400
+            out_dir = tempfile.mkdtemp(prefix="elastic-compat-")
+            try:
+                results = self.launch(launcher, lines, out_dir)
+                got[tag] = (results, self.records(out_dir))
+            finally:
+                shutil.rmtree(out_dir, ignore_errors=True)
+        for tag, (results, records) in got.items():
+            if workers == 0:
+                self.assertTrue(all(rc != 0 for rc, _ in results), "%s: %s ran %s" % (name, tag, results))
+                self.assertEqual(records, {}, "%s: %s started workers" % (name, tag))
+            else:
+                self.assertTrue(all(rc == 0 for rc, _ in results), "%s: %s failed: %s" % (name, tag, results))
+                self.assertEqual(sorted(records), list(range(workers)), "%s: %s" % (name, tag))
+        if "torchrun" not in got or workers == 0:
+            return
+        ours, theirs = got["elasticrun"][1], got["torchrun"][1]
+        for rank in range(workers):
+            for key in EQUAL:
+                self.assertEqual(ours[rank][key], theirs[rank][key], "%s: rank %d: %s" % (name, rank, key))
+            for key in PRESENT:
+                self.assertTrue(ours[rank][key], "%s: rank %d: %s missing" % (name, rank, key))
+            if "id" in flags:
+                self.assertEqual(ours[rank]["TORCHELASTIC_RUN_ID"], theirs[rank]["TORCHELASTIC_RUN_ID"], name)
+
+    def test_torchrun_command_lines_run_alike(self):
+        start = time.monotonic()
+        for name, lines, workers, flags in ROWS:
+            with self.subTest(name):
+                self.run_row(name, lines, workers, flags)
+        print("%d command lines against torch %s in %.1f s" % (len(ROWS), ".".join(map(str, self.version)),
+                                                               time.monotonic() - start))
+
+
+if __name__ == "__main__":
+    unittest.main()
