@@ -5,25 +5,12 @@
 
 #include <fstream>
 
+#include "launcher/launch_config_test_util.h"
 #include "launcher/run.h"
 #include "launcher/worker_command.h"
 
 namespace elastic {
 namespace {
-
-struct Parsed {
-  ParseOutcome outcome;
-  LaunchConfig config;
-  std::string out;
-  std::string err;
-};
-
-Parsed Parse(std::vector<const char*> args, const EnvMap& env = {}) {
-  args.insert(args.begin(), "elasticrun");
-  Parsed p;
-  p.outcome = ParseLaunchConfig(static_cast<int>(args.size()), args.data(), env, &p.config, &p.out, &p.err);
-  return p;
-}
 
 TEST(LaunchConfigTest, Defaults) {
   Parsed p = Parse({"train.py"});

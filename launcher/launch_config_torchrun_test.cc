@@ -1,27 +1,14 @@
 // torchrun's command lines through elasticrun's parser (issue 22; issue 19 items 9
 // and 10): static recipe, free ports, backends, repeated and empty options, `--`.
-// The same lines against the real torchrun: tests/torch/test_torchrun_compat.py.
+// The same lines against the real torchrun: tests/launcher/test_torchrun_compat.py.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include "launcher/launch_config.h"
+#include "launcher/launch_config_test_util.h"
 
 namespace elastic {
 namespace {
-
-struct Parsed {
-  ParseOutcome outcome;
-  LaunchConfig config;
-  std::string out;
-  std::string err;
-};
-
-Parsed Parse(std::vector<const char*> args, const EnvMap& env = {}) {
-  args.insert(args.begin(), "elasticrun");
-  Parsed p;
-  p.outcome = ParseLaunchConfig(static_cast<int>(args.size()), args.data(), env, &p.config, &p.out, &p.err);
-  return p;
-}
 
 std::string EndpointText(const LaunchConfig& c) { return c.rdzv.endpoint ? FormatEndpoint(*c.rdzv.endpoint) : "-"; }
 

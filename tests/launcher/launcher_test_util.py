@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -107,6 +108,22 @@ class LauncherTestCase(unittest.TestCase):
                                 env=full_env, start_new_session=True, **kw)
         self.groups.append(proc.pid)
         return proc
+
+    def start_two_nodes(self, run_id, tail, env=None, host_args=()):
+        # Two agents on loopback, node 0 hosting the rendezvous (and the store) with
+        # heartbeat_timeout=3: a host whose loop stalls is declared lost within 3 s.
+        # host_args go to node 0 only; tail (program and its arguments) to both.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = []
+        for node in range(2):
+            conf = "munge=0,expected_nodes=2,heartbeat_timeout=3,is_host=%d" % (node == 0)
+            procs.append(self.start(["--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                                     "--rdzv-endpoint=127.0.0.1:%d" % port,
+                                     "--rdzv-id=%s-%d" % (run_id, os.getpid()), "--rdzv-conf=" + conf]
+                                    + (list(host_args) if node == 0 else []) + list(tail), env))
+        return procs
 
     def run_agent(self, args, env=None, **kw):
         proc = self.start(args, env, **kw)

@@ -216,18 +216,9 @@ class PreloadTest(LauncherTestCase):
         # Issue 19 item 18: the round completes while the host's zygote still imports
         # (6 s, twice heartbeat_timeout=3). The host's loop must go on answering node
         # 1's heartbeats meanwhile; before, it waited for "ready" and node 1 lost it.
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        procs = []
-        for node in range(2):
-            conf = "munge=0,expected_nodes=2,heartbeat_timeout=3,is_host=%d" % (node == 0)
-            preload = ["--preload", "slow_module"] if node == 0 else []
-            procs.append(self.start(["--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
-                                     "--rdzv-endpoint=127.0.0.1:%d" % port, "--rdzv-id=slow-%d" % os.getpid(),
-                                     "--rdzv-conf=" + conf] + preload + ["--python", PYTHON, WORKER, "env",
-                                                                         self.dir],
-                                    {"PYTHONPATH": HERE, "ELASTIC_TEST_SLOW_IMPORT_S": "6"}))
+        procs = self.start_two_nodes("slow", ["--python", PYTHON, WORKER, "env", self.dir],
+                                     {"PYTHONPATH": HERE, "ELASTIC_TEST_SLOW_IMPORT_S": "6"},
+                                     host_args=["--preload", "slow_module"])
         errs = []
         for proc in procs:
             _, err = proc.communicate(timeout=120)

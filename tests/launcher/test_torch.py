@@ -348,16 +348,7 @@ class ConsoleBackpressureTest(LauncherTestCase):
         # Node 0 hosts the rendezvous and the store, and its worker (rank 0) floods
         # its console; node 1's worker uses the store. heartbeat_timeout=3 is far
         # shorter than UNREAD_S: a stalled host would be declared lost.
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        procs = []
-        for node in range(2):
-            conf = "munge=0,expected_nodes=2,heartbeat_timeout=3,is_host=%d" % (node == 0)
-            procs.append(self.start(["--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
-                                     "--rdzv-endpoint=127.0.0.1:%d" % port,
-                                     "--rdzv-id=backpressure-%d" % os.getpid(), "--rdzv-conf=" + conf,
-                                     "--python", PYTHON] + self.worker(0)))
+        procs = self.start_two_nodes("backpressure", ["--python", PYTHON] + self.worker(0))
         rcs, outs, errs, window = self.run_unread(procs, 1, 0)
         self.assertEqual(rcs, [0, 0], errs)
         for err in errs:
