@@ -4,7 +4,9 @@ store, checks an all_reduce of the ranks, prints what it saw, then either ends
 or, while TORCHELASTIC_RESTART_COUNT < HOLD_ROUNDS, keeps "training" until its
 agent stops it (so a test can kill or add agents mid-training without timing).
 FAIL_ONCE_RANK=K: rank K exits 1 at once in round 0 (an injected worker failure).
-FAIL_PLAN="R:K,...": in round R rank K exits 1 at once (failures on chosen nodes).
+FAIL_PLAN="R:K,...": in round R rank K exits 1 at once (failures on chosen nodes); with
+PRINTED_DIR, only once every rank of the round has printed its worker-env line (each
+rank leaves a file there), so that no rank is stopped before it said what it saw.
 IGNORE_TERM=1: SIGTERM is ignored (the agent's stop then takes its shutdown timeout)."""
 import os
 import signal
@@ -22,8 +24,15 @@ if env.get("IGNORE_TERM") == "1":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print(f"worker-env rank={rank} round={restart} max_restarts={env['TORCHELASTIC_MAX_RESTARTS']} "
       f"group_rank={env['GROUP_RANK']} world={world}", flush=True)
+printed_dir = env.get("PRINTED_DIR")
+if printed_dir:
+    open(os.path.join(printed_dir, f"printed-{restart}-{rank}"), "w").close()
 plan = {tuple(int(x) for x in item.split(":")) for item in env.get("FAIL_PLAN", "").split(",") if item}
 if (restart, rank) in plan:
+    deadline = time.monotonic() + 120
+    while printed_dir and time.monotonic() < deadline and not all(
+            os.path.exists(os.path.join(printed_dir, f"printed-{restart}-{r}")) for r in range(world)):
+        time.sleep(0.05)
     print(f"worker rank={rank} failing on purpose in round {restart}", flush=True)
     sys.exit(1)
 if restart == 0 and rank == int(env.get("FAIL_ONCE_RANK", "-1")):

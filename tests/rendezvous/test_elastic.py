@@ -238,7 +238,9 @@ class ElasticityTest(RendezvousTestCase):
         # round 1, node 1's again in round 2. No node failed more than twice, but the
         # job's third failure ends it everywhere; every worker of every round saw the
         # same TORCHELASTIC_RESTART_COUNT on every node.
-        env = {"HOLD_ROUNDS": "99", "FAIL_PLAN": "0:1,1:2,2:1"}
+        # The failing rank waits until every rank of its round printed its worker-env
+        # line (under load a slow rank would otherwise be stopped before it prints).
+        env = {"HOLD_ROUNDS": "99", "FAIL_PLAN": "0:1,1:2,2:1", "PRINTED_DIR": self.dir}
         agents = [self.start_agent("3", nproc=1, conf="expected_nodes=3", env=env,
                                    extra=["--max-restarts=2", "--node-rank=0"])]
         self.wait_listening()
