@@ -354,6 +354,11 @@ run_in_hub() {
 
 do_up() {
   local nodes=3 plugstack="" plugin="" plugin_args=()
+  # The agents' regime records (--rdzv-conf state_dir, default /tmp/slurm-elastic-UID)
+  # are keyed by run id, JOBID.STEPID: a fresh cluster numbers its jobs from 1 again,
+  # so an earlier cluster's records would name a run of this one. Every node of this
+  # cluster shares the machine's /tmp, so they go with the cluster's state.
+  rm -rf /tmp/slurm-elastic-"$(id -u)"
   while [ $# -gt 0 ]; do
     case "$1" in
       --nodes) nodes=${2:?--nodes needs a number}; shift 2 ;;
