@@ -32,13 +32,12 @@ int Init(SpankApi& api, const std::vector<std::string>& plugstack_args) {
   if (state.context == Context::kLocal) ApplyJobLevelNoKill(api);
   std::string err;
   if (!ParsePluginArgs(plugstack_args, DefaultLauncher(), &state.config, &err)) {
+    // Reported only to an elastic step (InitPostOpt in srun/sbatch, task_init in
+    // slurmstepd): a plain srun has no use for the plugin, and an error here
+    // would be printed by every srun of the cluster (once per context srun
+    // runs, three times for an srun that allocates). slurmstepd never fails
+    // init either way (22.05 may drain the node).
     state.config_error = err;
-    // srun/sbatch: report at once. slurmstepd: never fail init (22.05 may drain
-    // the node); task_init reports it.
-    if (state.context != Context::kRemote) {
-      api.Error(err);
-      return -1;
-    }
   }
   return 0;
 }
@@ -61,6 +60,19 @@ int InitPostOpt(SpankApi& api) {
   PluginState& state = State();
   if (state.context != Context::kLocal && state.context != Context::kAllocator) return 0;
   std::string err;
+  if (!state.config_error.empty()) {
+    if (state.options.mode != ElasticMode::kOn) return 0;
+    // With `optional` Slurm ignores this -1 and srun goes on: each node's
+    // task_init then ends the task with the same message (exit 2).
+    if (!state.config_error_reported) {
+      api.Error(fmt::format("{}: the plugin is misconfigured (ask the administrator to fix "
+                            "plugstack.conf); this step cannot run elastic (--elastic=off "
+                            "runs it without elasticrun)",
+                            state.config_error));
+      state.config_error_reported = true;
+    }
+    return -1;
+  }
   if (!ValidateCombination(state.options, state.config, &err)) {
     api.Error(err);
     return -1;
@@ -71,6 +83,7 @@ int InitPostOpt(SpankApi& api) {
 int LocalUserInit(SpankApi& api) {
   PluginState& state = State();
   if (state.context != Context::kLocal) return 0;
+  if (!state.config_error.empty()) return state.options.mode == ElasticMode::kOn ? -1 : 0;
   return SrunLocalUserInit(api, state);
 }
 

@@ -18,6 +18,7 @@ namespace elastic::spank {
 struct PluginState {
   PluginConfig config;
   std::string config_error;   // bad plugstack.conf argument
+  bool config_error_reported = false;  // srun: said once, whatever the contexts
   ElasticOptions options;
   std::string option_error;   // remote: a bad option value, reported in task_init
   Context context = Context::kError;

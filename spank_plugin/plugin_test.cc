@@ -40,11 +40,29 @@ TEST_F(PluginTest, SlurmdAndJobScriptContextsDoNothing) {
   EXPECT_TRUE(api.errors.empty());
 }
 
-TEST_F(PluginTest, SrunRejectsBadPlugstackArgumentInInit) {
+TEST_F(PluginTest, SrunRefusesAnElasticStepWithABadPlugstackArgumentOnce) {
   api.context = Context::kLocal;
-  EXPECT_EQ(Init(api, {"colour=blue"}), -1);
+  EXPECT_EQ(Init(api, {"colour=blue"}), 0);
+  EXPECT_TRUE(api.errors.empty());
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  EXPECT_EQ(InitPostOpt(api), -1);
+  EXPECT_EQ(InitPostOpt(api), -1);  // srun that allocates: allocator and local contexts
+  EXPECT_EQ(LocalUserInit(api), -1);
   ASSERT_EQ(api.errors.size(), 1u);
   EXPECT_NE(api.errors[0].find("unknown argument 'colour'"), std::string::npos);
+  EXPECT_NE(api.errors[0].find("misconfigured"), std::string::npos);
+}
+
+TEST_F(PluginTest, APlainSrunWithABadPlugstackArgumentIsQuiet) {
+  for (Context context : {Context::kLocal, Context::kAllocator}) {
+    ResetState();
+    api.context = context;
+    EXPECT_EQ(Init(api, {"colour=blue"}), 0);
+    EXPECT_EQ(InitPostOpt(api), 0);
+    EXPECT_EQ(LocalUserInit(api), 0);
+  }
+  EXPECT_TRUE(api.errors.empty());
+  EXPECT_TRUE(api.infos.empty());
 }
 
 TEST_F(PluginTest, SlurmstepdDefersBadPlugstackArgumentToTaskInit) {
