@@ -72,4 +72,8 @@ bool IsTorchrunCommand(const std::vector<std::string>& argv);
 // before the step's command `argv0`.
 bool CmdlineHasMultiProg(const std::vector<std::string>& cmdline, const std::string& argv0);
 
+// True when srun's command line asks for a heterogeneous step: a lone ':' between
+// components (anywhere), or --het-group (abbreviations included) before `argv0`.
+bool CmdlineIsHeterogeneous(const std::vector<std::string>& cmdline, const std::string& argv0);
+
 }  // namespace elastic::spank

@@ -31,6 +31,22 @@ void ApplyJobLevelNoKill(SpankApi& api) {
   api.SetEnv("SLURM_NO_KILL", "set");
 }
 
+bool CmdlineIsHeterogeneous(const std::vector<std::string>& cmdline, const std::string& argv0) {
+  static const std::string kOption = "--het-group";
+  bool in_command = false;
+  for (size_t i = 1; i < cmdline.size(); ++i) {
+    const std::string& word = cmdline[i];
+    // srun splits its command line into components at a lone ':' (the first
+    // component's command comes before it, so look past argv0 too).
+    if (word == ":") return true;
+    if (!argv0.empty() && word == argv0) in_command = true;
+    if (in_command || word == "--") continue;
+    std::string name = word.substr(0, word.find('='));
+    if (name.size() >= 5 && kOption.starts_with(name)) return true;  // "--het" and longer
+  }
+  return false;
+}
+
 bool NoKillRequested(const std::vector<std::string>& cmdline, const std::string& argv0,
                      const std::string& no_kill_env) {
   if (!no_kill_env.empty() && no_kill_env != "off" && no_kill_env != "no") return true;
@@ -78,6 +94,13 @@ int SrunLocalUserInit(SpankApi& api, PluginState& state) {
   if (CmdlineHasMultiProg(api.ProcessCmdline(), argv.empty() ? "" : argv[0])) {
     api.Error("--elastic cannot run a --multi-prog step (elasticrun starts one program on every "
               "node): drop --multi-prog or add --elastic=off");
+    return -1;
+  }
+  if (CmdlineIsHeterogeneous(api.ProcessCmdline(), argv.empty() ? "" : argv[0])) {
+    // Each component would form its own world (one rendezvous per component).
+    api.Error("--elastic cannot run a heterogeneous step (components split by ':' or "
+              "--het-group): each component would train alone; run one component per srun, or "
+              "add --elastic=off");
     return -1;
   }
   if (IsTorchrunCommand(argv)) {
