@@ -68,7 +68,7 @@ inline constexpr std::array<OptionSpec, 15> kOptionTable = {{
      1, OptionId::kRdzvConf},
     {"elastic-bind", "MODE", "[elastic] Worker CPU/memory binding: auto|gpu|gpu-exclusive|numa|none",
      1, OptionId::kBind},
-    {"elastic-log-dir", "DIR", "[elastic] Per-attempt, per-rank worker logs under DIR", 1,
+    {"elastic-log-dir", "DIR", "[elastic] Worker logs under DIR/NODE/RUN/attempt_N/LOCAL_RANK (also on the console)", 1,
      OptionId::kLogDir},
     {"elastic-no-python", nullptr, "[elastic] Run the command as given, even a .py file", 0,
      OptionId::kNoPython},

@@ -96,6 +96,24 @@ TEST_F(PluginTest, RemoteOptionErrorIsReportedInTaskInitNotEarlier) {
   EXPECT_NE(api.errors.at(0).find("'5:2'"), std::string::npos);
 }
 
+TEST(CmdlineIsHeterogeneous, ColonComponentsAndHetGroupButNotTheProgramsOwnOptions) {
+  EXPECT_TRUE(CmdlineIsHeterogeneous({"srun", "-N1", "--elastic", "a.py", ":", "-N1", "b.py"}, "a.py"));
+  EXPECT_TRUE(CmdlineIsHeterogeneous({"srun", "--het-group=0,1", "--elastic", "a.py"}, "a.py"));
+  EXPECT_TRUE(CmdlineIsHeterogeneous({"srun", "--het", "0-1", "--elastic", "a.py"}, "a.py"));
+  EXPECT_FALSE(CmdlineIsHeterogeneous({"srun", "-N2", "--elastic", "a.py", "--het-group=1"}, "a.py"));
+  EXPECT_FALSE(CmdlineIsHeterogeneous({"srun", "-N2", "--elastic", "a.py", "--sep=:"}, "a.py"));
+}
+
+TEST_F(PluginTest, SrunRefusesAHeterogeneousStep) {
+  api.context = Context::kLocal;
+  api.cmdline = {"srun", "-N1", "--elastic", "python3", "train.py", ":", "-N1", "python3", "train.py"};
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  EXPECT_EQ(LocalUserInit(api), -1);
+  EXPECT_NE(api.errors.at(0).find("--elastic cannot run a heterogeneous step"), std::string::npos);
+}
+
 TEST_F(PluginTest, SrunNeedsOneTaskPerNode) {
   api.context = Context::kLocal;
   ASSERT_EQ(Init(api, {}), 0);

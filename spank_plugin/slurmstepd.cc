@@ -40,6 +40,9 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
   step->cuda_visible_devices = GetEnvOr(api, "CUDA_VISIBLE_DEVICES");
   step->step_gpus = GetEnvOr(api, "SLURM_STEP_GPUS");
   if (step->step_gpus.empty()) step->step_gpus = GetEnvOr(api, "SLURM_JOB_GPUS");
+  step->node_name = GetEnvOr(api, "SLURMD_NODENAME");
+  step->output_files_chosen =
+      !GetEnvOr(api, "PET_TEE").empty() || !GetEnvOr(api, "PET_REDIRECTS").empty();
   std::string mpi = GetEnvOr(api, "SLURM_MPI_TYPE");
   step->pmix = !GetEnvOr(api, "PMIX_RANK").empty() || !GetEnvOr(api, "PMIX_NAMESPACE").empty() ||
                mpi.starts_with("pmix");

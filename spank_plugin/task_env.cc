@@ -242,7 +242,19 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   } else if (config.bind) {
     out.emplace_back("PET_BIND", BindModeName(*config.bind));
   }
-  if (options.log_dir) out.emplace_back("PET_LOG_DIR", *options.log_dir);
+  if (options.log_dir) {
+    // A log directory on a shared filesystem is seen by every node: one level per
+    // node (its Slurm name) keeps each node's attempt_N/LOCAL_RANK/ apart and
+    // findable; elasticrun adds a directory per run inside it.
+    std::string node = step.node_name.empty() || step.node_name.find('/') != std::string::npos
+                           ? fmt::format("node{}", step.node_id)
+                           : step.node_name;
+    out.emplace_back("PET_LOG_DIR", *options.log_dir + "/" + node);
+    // srun has no --elastic- form of --tee/--redirects: a log directory without
+    // files in it would be no use, so both streams go to the console and the files
+    // unless the user exported PET_TEE or PET_REDIRECTS.
+    if (!step.output_files_chosen) out.emplace_back("PET_TEE", "3");
+  }
   if (options.no_python) out.emplace_back("PET_NO_PYTHON", "1");
   if (options.python) {
     out.emplace_back("PET_PYTHON", *options.python);

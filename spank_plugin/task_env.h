@@ -26,6 +26,8 @@ struct StepInfo {
   std::string step_gpus;        // SLURM_STEP_GPUS, else SLURM_JOB_GPUS; "" if unset
   bool pmix = false;            // the task has a PMIx server (--mpi=pmix)
   std::string munge_socket;     // from slurm.conf AuthInfo=socket=..., "" if default
+  std::string node_name;        // SLURMD_NODENAME, "" if unset
+  bool output_files_chosen = false;  // PET_TEE or PET_REDIRECTS already in the environment
 };
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;

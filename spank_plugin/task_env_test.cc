@@ -100,6 +100,34 @@ TEST(BuildTaskEnv, NoRangeMeansExactlyTheStepsNodesAndNodeZeroHosts) {
   EXPECT_EQ(nodes.slurm_calls, 0);
 }
 
+TEST(BuildTaskEnv, ALogDirGetsANodeLevelAndTeeUnlessTheUserChose) {
+  // A shared --elastic-log-dir: each node its own directory; under srun there is
+  // no --elastic- form of --tee, so the files are written by default.
+  FakeNodes nodes;
+  nodes.dns = {{"n1", "10.0.0.1"}};
+  ElasticOptions o;
+  o.mode = ElasticMode::kOn;
+  o.log_dir = "/shared/logs";
+  StepInfo step = ThreeNodeStep(1);
+  step.node_name = "n2";
+  EnvList env;
+  std::string err;
+  ASSERT_TRUE(BuildTaskEnv(step, o, PluginConfig{}, nodes, &env, &err)) << err;
+  auto m = AsMap(env);
+  EXPECT_EQ(m["PET_LOG_DIR"], "/shared/logs/n2");
+  EXPECT_EQ(m["PET_TEE"], "3");
+
+  step.output_files_chosen = true;  // the user exported PET_TEE or PET_REDIRECTS
+  ASSERT_TRUE(BuildTaskEnv(step, o, PluginConfig{}, nodes, &env, &err)) << err;
+  EXPECT_EQ(AsMap(env).count("PET_TEE"), 0u);
+
+  o.log_dir.reset();
+  step.output_files_chosen = false;
+  ASSERT_TRUE(BuildTaskEnv(step, o, PluginConfig{}, nodes, &env, &err)) << err;
+  EXPECT_EQ(AsMap(env).count("PET_TEE"), 0u);
+  EXPECT_EQ(AsMap(env).count("PET_LOG_DIR"), 0u);
+}
+
 TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   FakeNodes nodes;
   nodes.dns = {{"n1", "10.0.0.1"}};
@@ -130,7 +158,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_BIND"], "numa");
   EXPECT_EQ(m["PET_PYTHON"], "/opt/py");
   EXPECT_EQ(m["PET_PRELOAD"], "torch");
-  EXPECT_EQ(m["PET_LOG_DIR"], "/tmp/logs");
+  EXPECT_EQ(m["PET_LOG_DIR"], "/tmp/logs/node2");  // no SLURMD_NODENAME: the node id
   EXPECT_EQ(m["PET_NO_PYTHON"], "1");
   EXPECT_EQ(m["PET_NPROC_PER_NODE"], "cpu");
   EXPECT_EQ(m["PET_RDZV_ID"], "train1");

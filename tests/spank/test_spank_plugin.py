@@ -114,9 +114,13 @@ class TestSpankPlugin(ClusterTestCase):
                            (["default=maybe"], "default: 'maybe'")):
             with self.subTest(args=args):
                 self.set_plugstack_args(f"launcher={DUMP}", *args)
-                r = self.cluster.srun(["-N1", "true"], timeout=30)
+                r = self.cluster.srun(["-N1", "--elastic", "true"], timeout=30)
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn(what, r.stderr)
+                self.assertEqual(r.stderr.count(what), 1, r.stderr)  # said once, by srun
+                # A plain srun has no use for the plugin: not a word, not a failure.
+                r = self.cluster.srun(["-N1", "true"], timeout=30)
+                self.assertEqual((r.returncode, r.stderr), (0, ""))
 
     def test_optional_with_a_typo_fails_elastic_steps_and_leaves_plain_ones(self):
         # The package's own line is `optional`: Slurm then ignores the callbacks'
@@ -129,6 +133,7 @@ class TestSpankPlugin(ClusterTestCase):
         self.assertEqual(nodes, {}, "the launcher ran")
         r = self.cluster.srun(["-N2", "sh", "-c", "echo plain"], timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("colour", r.stderr)  # every plain srun used to print it (three times)
         self.assertEqual(r.stdout.split(), ["plain", "plain"])
 
     # ---------------------------------------------------------------- wrapping
@@ -188,7 +193,8 @@ class TestSpankPlugin(ClusterTestCase):
                                    "--elastic-bind=numa", "--elastic-log-dir=/tmp/elogs",
                                    "--elastic-no-python", "--elastic-python=/usr/bin/python3", "x.py"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        for env in nodes.values():
+        self.assertEqual(len(nodes), 2, r.stdout)
+        for node, env in nodes.items():
             self.assertEqual(env["PET_NNODES"], "1:4")
             self.assertEqual(env["PET_NPROC_PER_NODE"], "3")
             self.assertEqual(env["PET_MAX_RESTARTS"], "5")
@@ -196,7 +202,9 @@ class TestSpankPlugin(ClusterTestCase):
             self.assertEqual(env["PET_RDZV_ENDPOINT"], f"{NODE_ADDR['n1']}:23456")
             self.assertTrue(env["PET_RDZV_CONF"].endswith(",join_timeout=30"), env["PET_RDZV_CONF"])
             self.assertEqual(env["PET_BIND"], "numa")
-            self.assertEqual(env["PET_LOG_DIR"], "/tmp/elogs")
+            # One level per node (a shared filesystem), the files on by default.
+            self.assertEqual(env["PET_LOG_DIR"], f"/tmp/elogs/{node}")
+            self.assertEqual(env["PET_TEE"], "3")
             self.assertEqual(env["PET_NO_PYTHON"], "1")
             self.assertEqual(env["PET_PYTHON"], "/usr/bin/python3")
 
