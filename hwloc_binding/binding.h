@@ -100,6 +100,12 @@ bool ApplyBinding(const BindingPlan& plan, const WorkerBinding& worker, std::str
 // Call it on the user's environment before adding the launcher's own variables.
 void AdjustWorkerEnvironment(const WorkerBinding& worker, std::vector<std::string>* env);
 
+// OMP_NUM_THREADS for local rank i: the cores of its binding shared among the
+// workers bound to the same CPUs (--nproc-per-node=cpu puts several workers on
+// one NUMA domain; each taking every core oversubscribes it, which torchrun
+// avoids), at least 1; 0 when the worker is unbound.
+int OmpThreads(const BindingPlan& plan, size_t i);
+
 std::string PlanToJson(const BindingPlan& plan);   // [{"local_rank":0,"gpu":"...","cpus":"...","mems":"0"}]
 std::string PlanToTable(const BindingPlan& plan);  // human-readable, one line per rank
 

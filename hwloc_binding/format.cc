@@ -1,4 +1,5 @@
 // The two printed forms of a plan (the modes are named by common/bind_mode.h).
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "hwloc_binding/binding.h"
@@ -46,6 +47,15 @@ std::string PlanToTable(const BindingPlan& plan) {
                        w.cores, w.cpus.empty() ? "(unbound)" : w.cpus, w.mems.empty() ? "-" : w.mems);
   }
   return out;
+}
+
+int OmpThreads(const BindingPlan& plan, size_t i) {
+  if (i >= plan.workers.size()) return 0;
+  const WorkerBinding& me = plan.workers[i];
+  if (me.cpus.empty() || me.cores <= 0) return 0;
+  long sharing = std::count_if(plan.workers.begin(), plan.workers.end(),
+                               [&me](const WorkerBinding& w) { return w.cpus == me.cpus; });
+  return std::max(1, static_cast<int>(me.cores / sharing));
 }
 
 }  // namespace elastic

@@ -74,5 +74,25 @@ TEST(FormatTest, WorkerEnvironment) {
   EXPECT_TRUE(env.empty());
 }
 
+TEST(OmpThreads, WorkersSharingABindingShareItsCores) {
+  // --nproc-per-node=cpu on 2 NUMA domains of 6 cores, 12 workers: each worker
+  // gets 1 thread, not 6 (12 x 6 threads on 12 cores before).
+  BindingPlan plan;
+  for (int i = 0; i < 12; ++i) {
+    plan.workers.push_back(WorkerBinding{i, std::nullopt, i < 6 ? "0-5" : "6-11", i < 6 ? "0" : "1", 6});
+  }
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(OmpThreads(plan, i), 1) << i;
+  // One worker per GPU, each with a domain of its own: all its cores.
+  plan.workers = {WorkerBinding{0, "0000:18:00.0", "0-5", "0", 6}, WorkerBinding{1, "0000:3b:00.0", "6-11", "1", 6}};
+  EXPECT_EQ(OmpThreads(plan, 0), 6);
+  EXPECT_EQ(OmpThreads(plan, 1), 6);
+  // More workers than cores: still 1; unbound: 0 (the agent's default applies).
+  plan.workers.assign(8, WorkerBinding{0, std::nullopt, "0-3", "0", 4});
+  EXPECT_EQ(OmpThreads(plan, 7), 1);
+  plan.workers = {WorkerBinding{}};
+  EXPECT_EQ(OmpThreads(plan, 0), 0);
+  EXPECT_EQ(OmpThreads(plan, 5), 0);
+}
+
 }  // namespace
 }  // namespace elastic

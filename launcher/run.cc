@@ -119,9 +119,9 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
     Log(LogLevel::kInfo, "binding: note: {} (the whole plan: {})", plan->note,
         config.spank_wrapped ? "export PET_VERBOSE=1" : "-v");
   }
-  for (const WorkerBinding& w : plan->workers) {
-    spec->cpus.push_back(w.cpus);
-    spec->cores.push_back(w.cpus.empty() ? 0 : w.cores);
+  for (size_t i = 0; i < plan->workers.size(); ++i) {
+    spec->cpus.push_back(plan->workers[i].cpus);
+    spec->cores.push_back(OmpThreads(*plan, i));
   }
   if (plan->mode != BindMode::kNone && plan->this_system) {
     auto kernel = std::make_shared<std::vector<KernelBinding>>(plan->workers.size());

@@ -78,7 +78,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
         return true;
       }
       std::string_view text = value;
-      if (text == "off" || text == "no" || text == "0") {
+      std::string lower(text);
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower == "off" || lower == "no" || lower == "0") {  // as documented, any case
         options->mode = ElasticMode::kOff;
         options->nnodes.reset();
         return true;

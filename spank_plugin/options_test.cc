@@ -58,6 +58,18 @@ TEST(ElasticOption, OffDisablesAndClearsTheRange) {
   EXPECT_FALSE(o.nnodes);
 }
 
+TEST(ElasticOption, OffIsAlsoNoAndZeroInAnyCase) {
+  // Documented (docs/user.md, the man page), as srun reads its own off/no values;
+  // "OFF" used to be refused while "no" and "0" silently meant off.
+  for (const char* off : {"off", "OFF", "Off", "no", "NO", "0"}) {
+    ElasticOptions o;
+    std::string err;
+    ASSERT_TRUE(ApplyOption(OptionId::kElastic, "2:3", &o, &err));
+    EXPECT_TRUE(ApplyOption(OptionId::kElastic, off, &o, &err)) << off << ": " << err;
+    EXPECT_EQ(o.mode, ElasticMode::kOff) << off;
+  }
+}
+
 TEST(ElasticOption, BadValuesNameOptionValueAndWhatIsAllowed) {
   for (const char* bad : {"3:2", "0:2", "a", "2:", ":3", "-1", "2:3:4", "1.5"}) {
     ElasticOptions o;

@@ -209,6 +209,14 @@ class RealBindingTest(unittest.TestCase):
             cores = int(report["omp_num_threads"])
             self.assertGreaterEqual(cores, 1)
             self.assertLessEqual(cores, len(parse_list(worker["cpus"])))
+        # Workers bound to the same CPUs share their cores (--nproc-per-node=cpu put
+        # 96 workers x 6 threads on 96 cores): no more threads than cores, unless
+        # there are more workers than cores (then 1 each).
+        by_cpus = {}
+        for worker, report in zip(plan, reports):
+            by_cpus.setdefault(worker["cpus"], []).append(int(report["omp_num_threads"]))
+        for cpus, threads in by_cpus.items():
+            self.assertLessEqual(sum(threads), max(len(parse_list(cpus)), len(threads)), (cpus, threads))
 
     def test_gpu_exclusive_workers_get_disjoint_cpus(self):
         if len(os.sched_getaffinity(0)) < 2:
