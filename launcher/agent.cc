@@ -20,6 +20,7 @@
 #include "launcher/descendants.h"
 #include "launcher/failure_report.h"
 #include "launcher/log_prefix.h"
+#include "launcher/self_exe.h"
 #include "launcher/worker_env.h"
 
 namespace elastic {
@@ -47,8 +48,7 @@ ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const En
   log_source_ = stderr_console_.AddSource(nullptr);
   SetLogSink([this](const std::string& line) { LogToConsole(line); });
   std::string warning;
-  std::error_code ec;
-  python_shim_dir_ = TorchShimDir(env_, std::filesystem::read_symlink("/proc/self/exe", ec), &warning);
+  python_shim_dir_ = TorchShimDir(env_, AgentExePath(), &warning);
   if (!warning.empty()) Log(LogLevel::kWarning, "{}", warning);
 }
 
@@ -413,8 +413,7 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
 
 void ElasticAgent::StartZygote(bool subreaper) {
   if (config_.preload.empty()) return;
-  std::error_code ec;
-  std::string script = ZygoteScript(std::filesystem::read_symlink("/proc/self/exe", ec));
+  std::string script = ZygoteScript(AgentExePath());
   std::string why;
   if (!ParsePythonCommand(spec_.argv, config_.python, &python_command_)) {
     why = "the program does not run in Python (not PYTHON [-u] script or -m module)";

@@ -1,10 +1,20 @@
 // elasticrun: the per-node agent. Everything lives in the elastic_launcher library.
+#include <fcntl.h>
+
 #include "common/log.h"
 #include "launcher/guardian.h"
 #include "launcher/run.h"
+#include "launcher/self_exe.h"
 
 int main(int argc, char** argv) {
   elastic::SetLogProgram("elasticrun");
+  // Started from the agent bundle (docs/containers.md): the bundle's descriptor,
+  // which the plugin left open across exec, stays with this process (the files
+  // beside elasticrun are reached through /proc/PID/fd/N) and not the workers.
+  if (argc > 0) {
+    elastic::SetProgramArgv0(argv[0]);
+    if (int fd = elastic::BundleFdOfArgv0(argv[0]); fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
   // First of all, before PMIx, threads or output: the original process stays the
   // guardian, the child carries on as the agent (guardian.h).
   int exit_status = 0;

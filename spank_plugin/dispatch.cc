@@ -39,6 +39,12 @@ int Init(SpankApi& api, const std::vector<std::string>& plugstack_args) {
     // init either way (22.05 may drain the node).
     state.config_error = err;
   }
+  // Opened for every step (an O_PATH open is cheap): the options that say whether
+  // the step is elastic arrive after init, and by task_init a container plugin
+  // may have moved the task into the image, where the bundle's path is not.
+  if (state.context == Context::kRemote && !state.config.agent_bundle.empty()) {
+    state.agent_bundle_fd = api.OpenAgentBundle(state.config.agent_bundle, &state.agent_bundle_error);
+  }
   return 0;
 }
 

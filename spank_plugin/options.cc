@@ -197,7 +197,8 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
-                         "max_restarts, port, bind, python, preload, health_check, node_multiple, requeue, default)", arg);
+                         "agent_bundle, max_restarts, port, bind, python, preload, health_check, "
+                         "node_multiple, requeue, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -208,6 +209,13 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.launcher = value;
+    } else if (key == "agent_bundle") {
+      // The self-contained elasticrun for container images (docs/containers.md).
+      if (value.empty() || value.front() != '/') {
+        *err = fmt::format("{}: '{}' is not an absolute path", what, value);
+        return false;
+      }
+      result.agent_bundle = value;
     } else if (key == "max_restarts") {
       if (!ParseCount(what, value, 0, 1000000, &result.max_restarts, err)) return false;
     } else if (key == "port") {
@@ -254,8 +262,8 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
       }
       result.default_on = value == "on";
     } else {
-      *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, max_restarts, "
-                         "port, bind, python, preload, health_check, node_multiple, requeue, default)", key);
+      *err = fmt::format("plugstack.conf: unknown argument '{}' (keys: launcher, agent_bundle, "
+                         "max_restarts, port, bind, python, preload, health_check, node_multiple, requeue, default)", key);
       return false;
     }
   }

@@ -136,6 +136,7 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
 // The admin's plugstack.conf arguments.
 struct PluginConfig {
   std::string launcher;                 // launcher=PATH (absolute)
+  std::string agent_bundle;             // agent_bundle=DIR (absolute; "" = run `launcher`)
   std::optional<int> max_restarts;      // max_restarts=N
   std::optional<int> fixed_port;        // port=N
   int port_lo = 61000;                  // port=LO-HI: derived ports (outside Linux's

@@ -192,7 +192,7 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_FALSE(c.default_on);
   ASSERT_TRUE(ParsePluginArgs({"launcher=/opt/e/elasticrun", "max_restarts=2", "port=20000-20099",
                                "bind=numa", "python=/usr/bin/python3", "health_check=/etc/slurm/hc.sh",
-                               "node_multiple=4", "requeue=2",
+                               "node_multiple=4", "requeue=2", "agent_bundle=/usr/libexec/e",
                                "default=on"},
                               "/usr/bin/elasticrun", &c, &err))
       << err;
@@ -204,6 +204,7 @@ TEST(PluginArgs, DefaultsAndEveryKey) {
   EXPECT_EQ(*c.health_check, "/etc/slurm/hc.sh");
   EXPECT_EQ(c.node_multiple, 4);
   EXPECT_EQ(*c.requeue, 2);
+  EXPECT_EQ(c.agent_bundle, "/usr/libexec/e");
   EXPECT_TRUE(c.default_on);
   EXPECT_FALSE(ParsePluginArgs({"requeue=-1"}, "/x", &c, &err));
   EXPECT_NE(err.find("plugstack.conf: requeue: '-1'"), std::string::npos) << err;
@@ -224,6 +225,8 @@ TEST(PluginArgs, UnknownKeyAndBadValuesAreNamed) {
   EXPECT_NE(err.find("port: '9-3'"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"launcher=elasticrun"}, "/x", &c, &err));
   EXPECT_NE(err.find("absolute path"), std::string::npos) << err;
+  EXPECT_FALSE(ParsePluginArgs({"agent_bundle=agent"}, "/x", &c, &err));
+  EXPECT_NE(err.find("agent_bundle: 'agent' is not an absolute path"), std::string::npos) << err;
   EXPECT_FALSE(ParsePluginArgs({"novalue"}, "/x", &c, &err));
   EXPECT_FALSE(ParsePluginArgs({"preload=torch;rm"}, "/x", &c, &err));
   EXPECT_NE(err.find("plugstack.conf: preload: 'torch;rm'"), std::string::npos) << err;

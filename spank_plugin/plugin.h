@@ -22,6 +22,11 @@ struct PluginState {
   ElasticOptions options;
   std::string option_error;   // remote: a bad option value, reported in task_init
   Context context = Context::kError;
+  // slurmstepd: the agent bundle (agent_bundle=DIR), opened in init on the host,
+  // before a container plugin's task_init_privileged (pyxis) enters the image's
+  // mount namespace; -1 with agent_bundle_error when it could not be opened.
+  int agent_bundle_fd = -1;
+  std::string agent_bundle_error;
 };
 
 PluginState& State();

@@ -385,6 +385,37 @@ TEST_F(PluginTest, TaskInitOnNewerSlurmPrependsAndSaysSo) {
   EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV_PREPENDED"], "1");
 }
 
+// agent_bundle=DIR: the task runs the bundle's entry point through the
+// descriptor slurmstepd opened in init (before pyxis enters the image).
+TEST_F(PluginTest, TaskInitRunsTheAgentBundleThroughItsDescriptor) {
+  api.bundles["/usr/libexec/slurm-elastic/agent"] = 7;
+  api.executables.clear();  // launcher= is not looked at (the image has no elasticrun)
+  ASSERT_EQ(RemoteInit({"agent_bundle=/usr/libexec/slurm-elastic/agent"}), 0);
+  EXPECT_EQ(State().agent_bundle_fd, 7);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.argv[0], "/proc/self/fd/7/elasticrun");
+  EXPECT_EQ(api.kept_fds, std::vector<int>{7});
+  EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV0"], "python3");
+}
+
+TEST_F(PluginTest, TaskInitNamesAMissingAgentBundleAndRunsNothing) {
+  ASSERT_EQ(RemoteInit({"agent_bundle=/opt/missing"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  EXPECT_EQ(TaskInit(api, nodes), -1);
+  EXPECT_NE(api.errors.at(0).find("the agent bundle '/opt/missing' cannot be used on this node "
+                                  "(No such file or directory)"),
+            std::string::npos) << api.errors.at(0);
+  EXPECT_EQ(api.exit_code, kTaskInitFailedExit);
+  EXPECT_EQ(api.argv[0], "python3");
+}
+
+TEST_F(PluginTest, APlainStepIgnoresAMissingAgentBundle) {
+  ASSERT_EQ(RemoteInit({"agent_bundle=/opt/missing"}), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_TRUE(api.errors.empty());
+}
+
 TEST_F(PluginTest, TaskInitSkipsBatchExternAndInteractiveSteps) {
   for (uint32_t step : {kBatchStep, kExternStep, kInteractiveStep}) {
     ResetState();

@@ -62,6 +62,39 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
   return true;
 }
 
+// The program the task runs. With agent_bundle=DIR: the bundle's entry point
+// through the descriptor slurmstepd opened on the host (/proc/self/fd/N is a
+// magic link: it reaches the host's bundle from the image's mount namespace
+// too; docs/containers.md). Else launcher=PATH, which must exist where the
+// task runs.
+bool LauncherPath(SpankApi& api, const PluginState& state, std::string* launcher,
+                  std::string* err) {
+  if (!state.config.agent_bundle.empty()) {
+    if (state.agent_bundle_fd < 0) {
+      *err = fmt::format("the agent bundle '{}' cannot be used on this node ({}): install the "
+                         "package's agent bundle there, or remove agent_bundle= from plugstack.conf",
+                         state.config.agent_bundle, state.agent_bundle_error);
+      return false;
+    }
+    if (!api.KeepAcrossExec(state.agent_bundle_fd)) {
+      *err = fmt::format("cannot pass the agent bundle '{}' to the task (fcntl)",
+                         state.config.agent_bundle);
+      return false;
+    }
+    *launcher = fmt::format("/proc/self/fd/{}/elasticrun", state.agent_bundle_fd);
+    return true;
+  }
+  if (!api.IsExecutable(state.config.launcher)) {
+    *err = fmt::format("the launcher '{}' is not an executable file on this node: install "
+                       "elasticrun or set launcher=PATH in plugstack.conf (in a container image, "
+                       "set agent_bundle=DIR: docs/containers.md)",
+                       state.config.launcher);
+    return false;
+  }
+  *launcher = state.config.launcher;
+  return true;
+}
+
 }  // namespace
 
 std::string MungeSocketFromSlurmConf(const std::string& conf_text) {
@@ -129,10 +162,9 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     api.Error("Slurm did not give the task's command line");
     return -1;
   }
-  if (!api.IsExecutable(state.config.launcher)) {
-    api.Error(fmt::format("the launcher '{}' is not an executable file on this node: install "
-                          "elasticrun or set launcher=PATH in plugstack.conf",
-                          state.config.launcher));
+  std::string launcher;
+  if (!LauncherPath(api, state, &launcher, &err)) {
+    api.Error(err);
     return -1;
   }
   if (!BuildTaskEnv(step, state.options, state.config, nodes, &env, &err)) {
@@ -160,7 +192,7 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     return -1;
   }
   bool prepended = false;
-  if (!api.WrapTask(state.config.launcher, &prepended, &err)) {
+  if (!api.WrapTask(launcher, &prepended, &err)) {
     api.Error(err);
     return -1;
   }

@@ -51,6 +51,14 @@ class SpankApi {
   virtual void ExitTask(int code) = 0;
   // True when `path` is an executable regular file (access X_OK).
   virtual bool IsExecutable(const std::string& path) = 0;
+  // slurmstepd (remote init, on the host before any container plugin enters its
+  // mount namespace): an O_PATH descriptor of the agent bundle directory `dir`
+  // (close-on-exec; the plugin owns it), checked to hold the bundle's entry point
+  // `elasticrun`, its loader and bin/elasticrun. -1 and *why on failure.
+  virtual int OpenAgentBundle(const std::string& dir, std::string* why) = 0;
+  // task_init: lets `fd` survive the task's exec (clears FD_CLOEXEC in the task's
+  // process only: slurmstepd forked it).
+  virtual bool KeepAcrossExec(int fd) = 0;
   // The process's own command line (/proc/self/cmdline); srun only.
   virtual std::vector<std::string> ProcessCmdline() = 0;
 };

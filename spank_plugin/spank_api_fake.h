@@ -69,6 +69,18 @@ class FakeSpank : public SpankApi {
     return false;
   }
   std::vector<std::string> ProcessCmdline() override { return cmdline; }
+  std::map<std::string, int> bundles;  // agent bundle dir -> its fd; others fail
+  std::vector<int> kept_fds;           // KeepAcrossExec calls
+  int OpenAgentBundle(const std::string& dir, std::string* why) override {
+    auto it = bundles.find(dir);
+    if (it != bundles.end()) return it->second;
+    *why = "No such file or directory";
+    return -1;
+  }
+  bool KeepAcrossExec(int fd) override {
+    kept_fds.push_back(fd);
+    return true;
+  }
 };
 
 class FakeNodes : public NodeDirectory {

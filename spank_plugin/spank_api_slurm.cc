@@ -4,6 +4,7 @@
 #include "spank_plugin/spank_api_slurm.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -141,6 +142,27 @@ void SlurmSpankApi::ExitTask(int code) { ::_exit(code); }
 
 bool SlurmSpankApi::IsExecutable(const std::string& path) {
   return !path.empty() && ::access(path.c_str(), X_OK) == 0;
+}
+
+int SlurmSpankApi::OpenAgentBundle(const std::string& dir, std::string* why) {
+  int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = ::strerror(errno);
+    return -1;
+  }
+  for (const char* entry : {"elasticrun", "ld-linux-x86-64.so.2", "bin/elasticrun"}) {
+    if (::faccessat(fd, entry, X_OK, 0) != 0) {
+      *why = std::string(entry) + ": " + ::strerror(errno);
+      ::close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+bool SlurmSpankApi::KeepAcrossExec(int fd) {
+  int flags = ::fcntl(fd, F_GETFD);
+  return flags >= 0 && ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) == 0;
 }
 
 std::vector<std::string> SlurmSpankApi::ProcessCmdline() {

@@ -22,6 +22,8 @@ class SlurmSpankApi final : public SpankApi {
   void Info(const std::string& message) override;
   bool IsExecutable(const std::string& path) override;
   std::vector<std::string> ProcessCmdline() override;
+  int OpenAgentBundle(const std::string& dir, std::string* why) override;
+  bool KeepAcrossExec(int fd) override;
 
  private:
   spank_t sp_;
