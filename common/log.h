@@ -20,6 +20,9 @@ void LogLine(LogLevel level, const std::string& message);
 // its workers' output so that a full stderr never stops its loop (launcher/console.h).
 // An empty function restores the write.
 void SetLogSink(std::function<void(const std::string& line)> sink);
+// A rewrite of every message before it is written (elasticrun under srun names
+// srun's options: launcher/srun_names.h). An empty function: none.
+void SetLogRewrite(std::function<std::string(const std::string& message)> rewrite);
 
 template <typename... Args>
 void Log(LogLevel level, fmt::format_string<Args...> f, Args&&... args) {

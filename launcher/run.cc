@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "launcher/agent.h"
 #include "launcher/make_rendezvous.h"
+#include "launcher/srun_names.h"
 #include "launcher/worker_command.h"
 
 #include "hwloc_binding/binding.h"
@@ -214,6 +215,11 @@ bool BootstrapFromPmix(const EnvMap& env, RendezvousOptions* rdzv) {
 int ElasticrunMain(int argc, const char* const* argv) {
   SetLogProgram("elasticrun");
   EnvMap env = CurrentEnv();
+  // Wrapped by the plugin (launch_config.h, spank_wrapped): from the first
+  // message on, name the srun options the user typed, not our flags.
+  if (auto it = env.find("ELASTIC_SPANK_ARGV0"); it != env.end() && !it->second.empty()) {
+    SetLogRewrite(SrunOptionNames);
+  }
   LaunchConfig config;
   std::string out, err;
   switch (ParseLaunchConfig(argc, argv, env, &config, &out, &err)) {

@@ -466,6 +466,20 @@ class EnvironmentTest(LauncherTestCase):
 
 
 class UsageTest(LauncherTestCase):
+    def test_under_srun_messages_name_the_srun_options(self):
+        # The plugin hands --elastic-python over as PET_PYTHON: the srun user never
+        # typed --python, so the message names --elastic-python.
+        env = {"ELASTIC_SPANK_ARGV0": "train.py", "PET_PYTHON": self.path("nosuch-python")}
+        rc, out, err = self.run_agent([], env)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--elastic-python: '%s' is not an executable file" % self.path("nosuch-python"), err)
+        self.assertNotIn(" --python", err)
+        # Without srun, elasticrun's own flag.
+        rc, out, err = self.run_agent(["--python", self.path("nosuch-python"), "train.py"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--python: '%s'" % self.path("nosuch-python"), err)
+        self.assertNotIn("--elastic-python", err)
+
     def test_bad_value_exits_2_before_starting(self):
         rc, out, err = self.run_agent(["--nproc-per-node=many", "--no-python", "touch", self.path("x")])
         self.assertEqual(rc, 2)
