@@ -141,8 +141,17 @@ void ElasticAgent::OnSignal() {
     }
     bool terminating = std::find(config_.signals_to_handle.begin(), config_.signals_to_handle.end(),
                                  sig) != config_.signals_to_handle.end();
-    Log(JobEvent(terminating ? LogLevel::kWarning : LogLevel::kInfo), "got {}: {}", SignalName(sig),
-        terminating ? "stopping the workers" : "forwarding it to every worker");
+    if (terminating && sig == SIGTERM && config_.spank_wrapped) {
+      // Slurm ends a step with SIGTERM (scancel, the time limit, preemption), to
+      // every process of the step and more than once: one plain line from node 0,
+      // not a warning per signal and node.
+      Log(cancel_told_ ? LogLevel::kDebug : JobEvent(LogLevel::kInfo),
+          "cancelled by Slurm (SIGTERM): stopping the workers");
+      cancel_told_ = true;
+    } else {
+      Log(JobEvent(terminating ? LogLevel::kWarning : LogLevel::kInfo), "got {}: {}", SignalName(sig),
+          terminating ? "stopping the workers" : "forwarding it to every worker");
+    }
     Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
   }
 }
@@ -156,10 +165,14 @@ void ElasticAgent::OnJobControl(int sig) {
   if (sig == SIGTSTP) {
     Log(LogLevel::kInfo, "got SIGTSTP: stopping every worker and this agent until SIGCONT");
     Dispatch(Event{EventKind::kForward, SIGTSTP, {}, {}});
+    job_stopped_ = true;
     raise(SIGSTOP);
     return;  // continued: the SIGCONT that did it is read next
   }
-  Log(LogLevel::kInfo, "got SIGCONT: continuing every worker");
+  // Slurm sends SIGCONT before every SIGTERM it ends a step with (scancel, time
+  // limit): worth a line only when it resumes a stopped job.
+  Log(job_stopped_ ? LogLevel::kInfo : LogLevel::kDebug, "got SIGCONT: continuing every worker");
+  job_stopped_ = false;
   Dispatch(Event{EventKind::kForward, SIGCONT, {}, {}});
 }
 

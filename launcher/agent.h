@@ -155,6 +155,8 @@ class ElasticAgent {
   Timer stop_timer_;
   std::deque<Event> queue_;
   bool dispatching_ = false;
+  bool job_stopped_ = false;
+  bool cancel_told_ = false;        // Slurm's SIGTERM was told (it comes more than once)        // stopped itself on SIGTSTP: the next SIGCONT resumes it
   int exit_code_ = 1;
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
   bool start_pending_ = false;      // StartWorkers waits for the zygote's ready (zygote.h)

@@ -12,6 +12,7 @@
 #include "common/endpoint.h"
 #include "common/log.h"
 #include "launcher/agent.h"
+#include "launcher/interpreter_check.h"
 #include "launcher/make_rendezvous.h"
 #include "launcher/srun_names.h"
 #include "launcher/worker_command.h"
@@ -154,6 +155,13 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env) {
   int exit_code = 0;
   if (!PlanWorkers(config, env, &spec, &exit_code)) return exit_code;
   if (!BuildWorkerCommand(config, env, &spec.path, &spec.argv, &err)) {
+    Log(LogLevel::kError, "{}", err);
+    return kUsageExit;
+  }
+  // A .py script run by an interpreter without torch: exit 2 here rather than
+  // every worker failing and the restarts burnt (interpreter_check.h).
+  if (!config.no_python && !config.module && spec.argv.size() > 2 && spec.argv[2] == config.program &&
+      !CheckInterpreterHasTorch(config, spec.path, &err)) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }

@@ -466,6 +466,33 @@ class EnvironmentTest(LauncherTestCase):
 
 
 class UsageTest(LauncherTestCase):
+    def test_python_without_torch_is_refused_before_the_rendezvous(self):
+        # A python that cannot find torch (this one says so for any find_spec) and a
+        # script that imports it: exit 2 at once, naming the interpreter, instead
+        # of every worker failing with ModuleNotFoundError and restarts burnt.
+        python = self.path("python-without-torch")
+        with open(python, "w") as f:
+            f.write("#!/bin/sh\ncase \"$1\" in -c) exit 3;; esac\ntouch %s\n" % self.path("ran"))
+        os.chmod(python, 0o755)
+        script = self.path("train.py")
+        with open(script, "w") as f:
+            f.write("import os\nimport torch.distributed as dist\n")
+        rc, out, err = self.run_agent(["--max-restarts=3", "--python", python, script])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("the interpreter '%s' cannot import torch, which %s imports" % (python, script), err)
+        self.assertFalse(os.path.exists(self.path("ran")), "a worker was started")
+        # Under srun the message names --elastic-python.
+        env = {"ELASTIC_SPANK_ARGV0": script, "PET_PYTHON": python}
+        rc, out, err = self.run_agent([], env)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--elastic-python=PATH", err)
+        # A script without a top-level torch import is not checked.
+        with open(script, "w") as f:
+            f.write("import os\n")
+        rc, out, err = self.run_agent(["--python", python, script])
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(os.path.exists(self.path("ran")))
+
     def test_under_srun_messages_name_the_srun_options(self):
         # The plugin hands --elastic-python over as PET_PYTHON: the srun user never
         # typed --python, so the message names --elastic-python.

@@ -582,7 +582,15 @@ class TestSpankEndToEnd(ClusterTestCase):
             if bg.proc.poll() is None:
                 bg.proc.kill()
         self.assertEqual(sigterm_ranks(bg.text()), {0, 1, 2}, bg.text())  # each at least once
+        # One line says so (it used to be a SIGCONT line per node and a warning).
+        self.assert_cancelled_once(bg.text())
         self.assert_nothing_left()
+
+    def assert_cancelled_once(self, text):
+        """Slurm's SIGCONT + SIGTERM (several times, to every process) make one line."""
+        self.assertEqual(text.count("elasticrun: cancelled by Slurm (SIGTERM)"), 1, text)
+        self.assertNotIn("SIGCONT", text)
+        self.assertNotIn("elasticrun: warning: got SIGTERM", text)
 
     def test_scancel_usr1_reaches_workers_and_training_goes_on(self):
         bg, job = self.start_training(seconds=15)
@@ -613,6 +621,10 @@ class TestSpankEndToEnd(ClusterTestCase):
         # Every worker sees SIGTERM; it may see it twice (Slurm signals every process of
         # the step, and elasticrun forwards its own), so count workers, not lines.
         self.assertEqual(sigterm_ranks(bg.text()), {0, 1, 2}, bg.text())
+        # Slurm says "DUE TO TIME LIMIT"; the agents say nothing of lost nodes.
+        self.assert_cancelled_once(bg.text())
+        for wrong in ("left, below", "was lost", "job failed"):
+            self.assertNotIn(wrong, bg.text())
         self.assert_nothing_left()
 
 
