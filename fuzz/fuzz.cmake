@@ -106,6 +106,10 @@ elastic_add_fuzzer(spank_task_env RUNS 50000
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc
           common/log_escape.cc)
+# A line of the job's event record (`elasticrun timeline` reads any file given).
+elastic_add_fuzzer(job_event RUNS 20000
+  SOURCES launcher/job_events.cc launcher/failure_report.cc launcher/child_process.cc rendezvous/messages.cc
+          rendezvous/frame.cc common/parse.cc common/log.cc common/log_escape.cc common/endpoint.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000

@@ -39,6 +39,7 @@ enum class Opt : size_t {
   kRequeue,
   kNativeStacks, kNativeStacksTimeout,
   kConsoleDrainTimeout,
+  kEvents,
   kMasterAddr, kMasterPort, kStartMethod, kLogLinePrefixTemplate,
   kEventLogHandler, kDuplicateStdoutFilters, kDuplicateStderrFilters, kLogsSpecs, kNumaBinding,
   kCount
@@ -150,6 +151,11 @@ constexpr OptionDef kOptions[] = {
     {Opt::kConsoleDrainTimeout, "--console-drain-timeout,--console_drain_timeout", "console_drain_timeout",
      "10", false, "Seconds the agent waits at exit for a full console (stdout/stderr) to take the "
      "worker output it still holds; the rest is dropped with a warning."},
+    {Opt::kEvents, "--events", "events", "", false,
+     "Append the job's event record to PATH: one JSON object per line (rounds, failures, nodes "
+     "lost, the end; docs/user.md \"Event record\"), written by the rendezvous host (by its "
+     "successor after a takeover). Every node opens PATH at start: an unwritable path is an "
+     "error before anything runs. Under --log-dir the record is also LOG_DIR/events.jsonl."},
     {Opt::kMasterAddr, "--master-addr,--master_addr", "master_addr", "127.0.0.1", false,
      "Static backend (torchrun's recipe with --node-rank): the address of node rank 0, where the "
      "rendezvous is hosted (IPv6 as [ADDR]); unused with --rdzv-endpoint or on one node."},
@@ -165,8 +171,8 @@ constexpr OptionDef kOptions[] = {
      "${local_rank} and ${hostname} replaced (torchrun's; also TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE)."},
     // torchrun 2.x options without a meaning here: accepted, with one warning when set.
     {Opt::kEventLogHandler, "--event-log-handler,--event_log_handler", "event_log_handler", "null", false,
-     "torchrun's event logging handler: accepted; anything but null is ignored with a warning "
-     "(elasticrun reports its events on its console and in the failure summary)."},
+"torchrun's event logging handler: console prints each event of the record (--events) on "
+     "the host's console; null and dynamic_rendezvous: nothing; others are ignored with a warning."},
     {Opt::kDuplicateStdoutFilters, "--duplicate-stdout-filters,--duplicate_stdout_filters",
      "duplicate_stdout_filters", "", false,
      "torchrun's copy of matching stdout lines to a file: accepted and ignored with a warning "
@@ -480,6 +486,7 @@ bool Parser::Convert(std::string* err) {
     return false;
   }
   c_->log_dir = Text(Opt::kLogDir);
+  c_->events_path = Text(Opt::kEvents);
   c_->log_line_prefix_template = Text(Opt::kLogLinePrefixTemplate);
   if (!ConvertTorchrunOnly(err)) return false;
   c_->python = Text(Opt::kPython);
@@ -496,10 +503,14 @@ bool Parser::Convert(std::string* err) {
 // --numa-binding as a --bind default.
 bool Parser::ConvertTorchrunOnly(std::string* err) {
   auto& warnings = c_->warnings;
-  if (Text(Opt::kEventLogHandler) != "null") {
-    warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun has no torchelastic event handlers (its "
-                                   "events are on its console and in the failure summary)",
-                                   What(Opt::kEventLogHandler), Text(Opt::kEventLogHandler)));
+  // torchrun's handlers (torch.distributed.elastic.events.handlers): console logs
+  // each event, null and dynamic_rendezvous drop them.
+  const std::string& handler = Text(Opt::kEventLogHandler);
+  c_->events_to_console = handler == "console";
+  if (handler != "null" && handler != "dynamic_rendezvous" && handler != "console") {
+    warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun's handlers are console and null (its "
+                                   "event record: --events)",
+                                   What(Opt::kEventLogHandler), handler));
   }
   for (Opt opt : {Opt::kDuplicateStdoutFilters, Opt::kDuplicateStderrFilters}) {
     if (!Text(opt).empty()) {

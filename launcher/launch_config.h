@@ -52,6 +52,8 @@ struct LaunchConfig {
   StdSpec redirects;
   StdSpec tee;
   std::string log_dir;                // "" = a fresh directory under $TMPDIR, removed at exit
+  std::string events_path;            // --events PATH: the event record ("" = none; event_writer.h)
+  bool events_to_console = false;     // --event-log-handler=console
   std::vector<int> local_ranks_filter;  // empty = every local rank on the console
   std::string log_line_prefix_template;  // "" = "[rankN]: " (log_prefix.h)
   bool no_python = false;

@@ -172,7 +172,9 @@ TEST(LaunchConfigTorchrunTest, OptionsWithoutAMeaningHereWarnOnce) {
   } rows[] = {
       {{"t.py"}, {}, {}, BindMode::kAuto},
       {{"--event-log-handler=null", "t.py"}, {}, {}, BindMode::kAuto},
-      {{"--event_log_handler", "console", "t.py"}, {}, {"--event-log-handler: 'console' ignored"}, BindMode::kAuto},
+      {{"--event_log_handler", "console", "t.py"}, {}, {}, BindMode::kAuto},
+      {{"--event-log-handler=dynamic_rendezvous", "t.py"}, {}, {}, BindMode::kAuto},
+      {{"--event-log-handler=kafka", "t.py"}, {}, {"--event-log-handler: 'kafka' ignored"}, BindMode::kAuto},
       {{"--duplicate-stdout-filters=loss,,acc", "--duplicate_stderr_filters=err", "t.py"}, {},
        {"--duplicate-stdout-filters: ignored", "--duplicate-stderr-filters: ignored"}, BindMode::kAuto},
       {{"--logs-specs=mine", "t.py"}, {}, {"--logs-specs: 'mine' ignored"}, BindMode::kAuto},
@@ -191,6 +193,11 @@ TEST(LaunchConfigTorchrunTest, OptionsWithoutAMeaningHereWarnOnce) {
     }
     EXPECT_EQ(p.config.bind, row.bind) << row.args[0];
   }
+  // The event record: --events / PET_EVENTS; torchrun's console handler echoes it.
+  EXPECT_TRUE(Parse({"--event-log-handler=console", "t.py"}).config.events_to_console);
+  EXPECT_FALSE(Parse({"--event-log-handler=null", "t.py"}).config.events_to_console);
+  EXPECT_EQ(Parse({"--events=/x/e.jsonl", "t.py"}).config.events_path, "/x/e.jsonl");
+  EXPECT_EQ(Parse({"t.py"}, {{"PET_EVENTS", "/y.jsonl"}}).config.events_path, "/y.jsonl");
   Parsed bad = Parse({"--numa-binding=rack", "t.py"});
   ASSERT_EQ(bad.outcome, ParseOutcome::kUsageError);
   EXPECT_NE(bad.err.find("--numa-binding"), std::string::npos) << bad.err;

@@ -35,8 +35,9 @@ bool BuildSettings(const RendezvousOptions& o, RendezvousSettings* s, std::strin
 }  // namespace
 
 std::unique_ptr<RendezvousHandler> MakeRendezvous(const RendezvousOptions& options, EventLoop& loop,
-                                                  std::string* err) {
+                                                  std::string* err, HostObserver* observer) {
   C10dParams params;
+  params.observer = observer;
   if (!BuildSettings(options, &params.settings, err)) return nullptr;
   params.run_id = options.run_id;
   params.node_name = options.hostname.empty() ? "localhost" : options.hostname;

@@ -14,6 +14,7 @@
 
 #include "common/endpoint.h"
 #include "common/event_loop.h"
+#include "rendezvous/host_observer.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace elastic {
@@ -41,7 +42,9 @@ struct RendezvousOptions {
 };
 
 // Returns nullptr with *err naming the bad setting.
+// `observer` (not owned, outlives the result): told each step of the host this
+// agent runs, from the start or after a takeover (the event record, job_events.h).
 std::unique_ptr<RendezvousHandler> MakeRendezvous(const RendezvousOptions& options, EventLoop& loop,
-                                                  std::string* err);
+                                                  std::string* err, HostObserver* observer = nullptr);
 
 }  // namespace elastic

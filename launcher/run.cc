@@ -12,9 +12,11 @@
 #include "common/endpoint.h"
 #include "common/log.h"
 #include "launcher/agent.h"
+#include "launcher/event_writer.h"
 #include "launcher/interpreter_check.h"
 #include "launcher/make_rendezvous.h"
 #include "launcher/srun_names.h"
+#include "launcher/timeline.h"
 #include "launcher/worker_command.h"
 
 #include "hwloc_binding/binding.h"
@@ -143,6 +145,26 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
   return true;
 }
 
+// The event record's writer (event_writer.h): --events PATH and, under --log-dir,
+// LOG_DIR/events.jsonl; none without either (or with only a console handler).
+// Opened here, before anything runs: a path that cannot be written is an error now.
+std::unique_ptr<EventWriter> MakeEventWriter(EventLoop& loop, const LaunchConfig& config,
+                                             const std::string& log_dir, std::string* err) {
+  std::vector<EventWriter::File> files;
+  if (!config.events_path.empty()) {
+    EventWriter::File f;
+    if (!EventWriter::OpenFile(config.events_path, "--events", &f, err)) return nullptr;
+    files.push_back(std::move(f));
+  }
+  if (!config.log_dir.empty()) {
+    EventWriter::File f;
+    if (!EventWriter::OpenFile(log_dir + "/events.jsonl", "--log-dir", &f, err)) return nullptr;
+    files.push_back(std::move(f));
+  }
+  if (files.empty() && !config.events_to_console) return nullptr;
+  return std::make_unique<EventWriter>(loop, std::move(files), config.events_to_console, WallClockMillis);
+}
+
 }  // namespace
 
 int RunElasticrun(LaunchConfig config, const EnvMap& env) {
@@ -175,13 +197,23 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env) {
   }
   spec.log_dir = log_dir.path();
   EventLoop loop;
-  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.rdzv, loop, &err);
+  std::unique_ptr<EventWriter> events = MakeEventWriter(loop, config, log_dir.path(), &err);
+  if (!err.empty()) {
+    Log(LogLevel::kError, "{}", err);
+    return kUsageExit;
+  }
+  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.rdzv, loop, &err, events.get());
   if (!rendezvous) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
-  ElasticAgent agent(loop, config, env, std::move(spec));
-  return agent.Run(std::move(rendezvous));
+  int code = 0;
+  {
+    ElasticAgent agent(loop, config, env, std::move(spec));
+    code = agent.Run(std::move(rendezvous));
+  }
+  if (events) events->Flush();  // the end's line, when the loop stopped before its turn
+  return code;
 }
 
 void MergePmixInfo(const PmixInfo& info, RendezvousOptions* rdzv) {
@@ -223,6 +255,10 @@ bool BootstrapFromPmix(const EnvMap& env, RendezvousOptions* rdzv) {
 int ElasticrunMain(int argc, const char* const* argv) {
   SetLogProgram("elasticrun");
   EnvMap env = CurrentEnv();
+  // `elasticrun timeline ...` draws an event record; under srun --elastic argv is
+  // the user's (ELASTIC_SPANK_ARGV0), never a subcommand.
+  if (argc >= 2 && std::string_view(argv[1]) == "timeline" && !env.count("ELASTIC_SPANK_ARGV0"))
+    return TimelineMain(std::vector<std::string>(argv + 2, argv + argc));
   // Wrapped by the plugin (launch_config.h, spank_wrapped): from the first
   // message on, name the srun options the user typed, not our flags.
   if (auto it = env.find("ELASTIC_SPANK_ARGV0"); it != env.end() && !it->second.empty()) {

@@ -42,6 +42,7 @@ std::unique_ptr<RendezvousHost> MakeHost(EventLoop& loop, const C10dParams& p,
   config.store_addr = store_addr;
   config.bind_addr = bind_addr;
   config.auth = auth;
+  config.observer = p.observer;
   auto host = RendezvousHost::Create(loop, std::move(config), std::move(listener), err);
   if (host)
     Log(p.standalone ? LogLevel::kDebug : LogLevel::kInfo, "rendezvous: hosting: {}",
@@ -62,7 +63,7 @@ std::unique_ptr<RendezvousHandler> MakeStandalone(EventLoop& loop, C10dParams p,
 }
 
 FailoverParams Failover(const C10dParams& p, const std::string& regime_path) {
-  return FailoverParams{p.settings, p.run_id, p.node_name, regime_path};
+  return FailoverParams{p.settings, p.run_id, p.node_name, regime_path, p.observer};
 }
 
 // The run's regime as this node's records know it, while a successor of it may still

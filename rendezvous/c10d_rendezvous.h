@@ -16,6 +16,8 @@
 
 namespace elastic {
 
+class HostObserver;  // rendezvous/host_observer.h
+
 inline constexpr int kDefaultRendezvousPort = 29400;
 
 struct C10dParams {
@@ -24,6 +26,7 @@ struct C10dParams {
   std::string node_name;
   Endpoint endpoint;        // no port: kDefaultRendezvousPort; ignored when standalone
   bool standalone = false;  // host on 127.0.0.1, ephemeral port, one node, nobody may join
+  HostObserver* observer = nullptr;  // told each step of a host here (host_observer.h); not owned
 };
 
 std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C10dParams& params,

@@ -365,6 +365,7 @@ void FailoverRendezvous::TakeOver() {
   config.rdzv_addr = me.addr;
   config.bind_addr = listen_addr_;
   config.auth = auth_;
+  config.observer = params_.observer;
   CarriedRound carried;
   carried.next_round = r.round + 1;
   carried.restarts_used = CarriedRestarts(restarts_);

@@ -51,6 +51,7 @@ struct FailoverParams {
   std::string run_id;
   std::string node_name;
   std::string regime_path;  // where this agent records each round (regime_record.h); "": nowhere
+  HostObserver* observer = nullptr;  // for the host it may become (host_observer.h); not owned
 };
 
 class FailoverRendezvous : public RendezvousHandler {

@@ -36,6 +36,9 @@ bool RendezvousHost::Start(std::string* err) {
   heartbeat_timer_ = loop_.Every(Millis(config_.settings.heartbeat_interval_ms),
                                  [this] { OnHeartbeatTick(); });
   ScheduleDeadline();
+  if (config_.observer)
+    config_.observer->OnHostStart(config_.settings, config_.run_id, config_.node_name,
+                                  config_.carried ? &*config_.carried : nullptr, loop_.Now());
   return true;
 }
 
@@ -287,9 +290,27 @@ void RendezvousHost::Warn(LogRateLimiter& limiter, const std::string& message) {
 
 // ---- the state machine ----
 
+// The node an event is about, by name, as the host knew it before the event (a
+// leave erases it): for the observer's record only.
+static std::string EventNodeName(const RendezvousState& state, const RendezvousEvent& event) {
+  NodeId id = 0;
+  if (const auto* e = std::get_if<EvJoin>(&event)) id = e->node;
+  else if (const auto* e = std::get_if<EvLeave>(&event)) id = e->node;
+  else if (const auto* e = std::get_if<EvWorkerFailed>(&event)) id = e->node;
+  auto it = state.nodes.find(id);
+  return it == state.nodes.end() ? std::string() : it->second.desc.name;
+}
+
 void RendezvousHost::Feed(const RendezvousEvent& event) {
+  RendezvousPhase phase = state_.phase;
+  uint64_t round = state_.round;
+  int restarts = state_.restarts_used;
+  std::string node = config_.observer ? EventNodeName(state_, event) : std::string();
   RendezvousTransition t = StepRendezvous(config_.settings, std::move(state_), event, loop_.Now());
   state_ = std::move(t.state);
+  if (config_.observer)
+    config_.observer->OnHostStep(HostStep{event, phase, round, restarts, std::move(node), state_,
+                                          t.actions, loop_.Now()});
   for (const auto& action : t.actions) Carry(action);
   ScheduleDeadline();
 }

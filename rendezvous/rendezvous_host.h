@@ -24,6 +24,7 @@
 #include "common/unique_fd.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/connection.h"
+#include "rendezvous/host_observer.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_settings.h"
 #include "rendezvous/rendezvous_state.h"
@@ -44,6 +45,8 @@ struct HostConfig {
   // state it continues from, and the last round its own workers ran.
   std::optional<CarriedRound> carried;
   int64_t local_member_of = -1;
+  // Told every step of the state machine (the job's event record); null: none.
+  HostObserver* observer = nullptr;
 };
 
 class RendezvousHost : public RendezvousHandler {

@@ -158,6 +158,10 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->python = value;
       break;
+    case OptionId::kEvents:
+      ok = NonEmptyValue(id, value, &error);
+      if (ok) options->events = value;
+      break;
     case OptionId::kPreload:
       ok = NonEmptyValue(id, value, &error) && CheckModuleList("--elastic-preload", value, &error);
       if (ok) options->preload = value;

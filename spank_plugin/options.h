@@ -32,6 +32,7 @@ enum class OptionId {
   kHealthCheck,
   kNodeMultiple,
   kRequeue,
+  kEvents,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -44,7 +45,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 15> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 16> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -90,6 +91,10 @@ inline constexpr std::array<OptionSpec, 15> kOptionTable = {{
      "[elastic] In a batch job: when too few nodes are left to go on, ask Slurm to requeue the "
      "job, at most N times (elasticrun --requeue; default 0, or the site's)",
      1, OptionId::kRequeue},
+    {"elastic-events", "PATH",
+     "[elastic] Append the job's event record (JSON lines: rounds, failures, the end) to PATH "
+     "(elasticrun --events)",
+     1, OptionId::kEvents},
 }};
 
 // --elastic's value.
@@ -114,6 +119,7 @@ struct ElasticOptions {
   std::optional<std::string> health_check;
   std::optional<int> node_multiple;            // --elastic-node-multiple K
   std::optional<int> requeue;                  // --elastic-requeue=N
+  std::optional<std::string> events;           // --elastic-events=PATH
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };

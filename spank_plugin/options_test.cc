@@ -16,7 +16,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
   EXPECT_EQ(names.size(), kOptionTable.size());
-  EXPECT_EQ(names.size(), 15u);
+  EXPECT_EQ(names.size(), 16u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -277,6 +277,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kHealthCheck, "/home/u/check.sh --gpus"},
       {OptionId::kNodeMultiple, "2"},
       {OptionId::kRequeue, "2"},
+      {OptionId::kEvents, "/shared/events.jsonl"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -291,6 +292,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     d += " hc=" + o.health_check.value_or("-");
     d += " k=" + std::to_string(o.node_multiple.value_or(-1));
     d += " hc=" + o.health_check.value_or("-") + " requeue=" + std::to_string(o.requeue.value_or(-1));
+    d += " events=" + o.events.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

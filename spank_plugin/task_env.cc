@@ -256,6 +256,7 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
     if (!step.output_files_chosen) out.emplace_back("PET_TEE", "3");
   }
   if (options.no_python) out.emplace_back("PET_NO_PYTHON", "1");
+  if (options.events) out.emplace_back("PET_EVENTS", *options.events);
   if (options.python) {
     out.emplace_back("PET_PYTHON", *options.python);
   } else if (config.python) {

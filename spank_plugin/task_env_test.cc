@@ -144,6 +144,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.health_check = "/home/u/check.sh --gpus";
   o.node_multiple = 3;
   o.requeue = 3;
+  o.events = "/shared/ev.jsonl";
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
@@ -165,6 +166,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/home/u/check.sh --gpus");
   EXPECT_EQ(m["PET_NODE_MULTIPLE"], "3");
   EXPECT_EQ(m["PET_REQUEUE"], "3");
+  EXPECT_EQ(m["PET_EVENTS"], "/shared/ev.jsonl");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -177,6 +179,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_HEALTH_CHECK"], "/etc/slurm/hc.sh");
   EXPECT_EQ(m["PET_NODE_MULTIPLE"], "2");
   EXPECT_EQ(m["PET_REQUEUE"], "1");
+  EXPECT_EQ(m.count("PET_EVENTS"), 0u);
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {

@@ -1,0 +1,89 @@
+// The job's event record (docs/user.md "Event record"): one JSON object per line,
+// written by the rendezvous host (and by its successor after a takeover, which
+// continues the record). Three parts, each pure:
+//   JobEvent            one event, the fields of every kind in one struct
+//   EncodeJobEvent /    the one encoder and the one decoder of a line (the
+//   DecodeJobEvent      timeline reads the record back with it; a fuzz target too)
+//   DeriveJobEvents     which events one step of the host's state machine makes
+//                       (rendezvous/host_observer.h), over a small memory of its own
+// The file writer is the shell (event_writer.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/host_observer.h"
+
+namespace elastic {
+
+// Bumped when a field changes meaning or goes; new fields keep the version.
+inline constexpr int kJobEventVersion = 1;
+// A round's members listed by name, at most this many (members_total counts them all):
+// one line per round stays small on a 10,000-node job.
+inline constexpr size_t kJobEventMaxMembers = 256;
+inline constexpr size_t kJobEventMaxText = 1024;  // message, error-file excerpt, reason
+
+enum class JobEventKind {
+  kJobStart,       // a host starts (takeover: its successor after the host's loss)
+  kRound,          // a round completed: its members start their workers
+  kWorkerFailure,  // a worker failure counted against --max-restarts (the first of its round)
+  kNodeLost,       // a member left the running round (its agent exited, or went silent)
+  kNodeJoined,     // a node joined while the round ran below MAX: the group grows
+  kEnd,            // the job ended (done, failed, fatal)
+};
+const char* JobEventKindName(JobEventKind kind);
+bool ParseJobEventKind(const std::string& name, JobEventKind* out);
+
+struct JobEvent {
+  JobEventKind kind = JobEventKind::kJobStart;
+  int version = kJobEventVersion;
+  int64_t time_unix_ms = 0;  // "time": UTC, ISO 8601 with milliseconds
+  std::string run_id;
+  std::string host;          // the agent that hosts the rendezvous (wrote the line)
+  uint64_t round = 0;        // the round formed or running
+  int restarts_used = 0;
+  int restarts_left = 0;
+  // kJobStart
+  bool takeover = false;
+  int min_nodes = 0;
+  int max_nodes = 0;
+  int max_restarts = 0;
+  // kRound
+  std::string reason;        // start, worker_failure, node_lost, node_joined, failover, restart;
+                             // kNodeLost/kEnd: what the host saw / the end reason's name
+  int nodes = 0;             // group world size
+  int world_size = 0;        // workers
+  std::vector<std::string> members;  // node names in group-rank order (at most kJobEventMaxMembers)
+  int members_total = 0;
+  std::optional<int64_t> recovery_ms;  // monotonic: from the detection to this round's completion
+  // kWorkerFailure, kEnd (the root cause, as the failure summary names it)
+  std::optional<WorkerFailure> failure;
+  // kNodeLost, kNodeJoined
+  std::string node;
+  // kEnd
+  std::string message;
+};
+
+std::string EncodeJobEvent(const JobEvent& event);  // one line, no newline
+// False with *err naming what is wrong: not JSON, a missing or mistyped field, an
+// unknown kind, a version newer than this one.
+bool DecodeJobEvent(const std::string& line, JobEvent* event, std::string* err);
+
+// What DeriveJobEvents remembers between steps.
+struct JobEventMemory {
+  std::string run_id;
+  std::string host;
+  int max_restarts = 0;
+  std::string next_round_reason = "start";   // why the next round forms
+  std::optional<TimePoint> recovering_since;  // detection of the failure or loss
+  bool ended = false;
+};
+
+JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* carried,
+                      JobEventMemory* memory, int64_t unix_ms);
+// Events of one step of the host, in order (most steps: none). `unix_ms` stamps them.
+std::vector<JobEvent> DeriveJobEvents(const HostStep& step, JobEventMemory* memory, int64_t unix_ms);
+
+}  // namespace elastic
