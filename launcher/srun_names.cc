@@ -27,6 +27,7 @@ constexpr Rename kRenames[] = {
     {"--health-check", "--elastic-health-check"},
     {"--node-multiple", "--elastic-node-multiple"},
     {"--requeue", "--elastic-requeue"},
+    {"--events", "--elastic-events"},
 };
 
 bool FlagChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
