@@ -9,7 +9,11 @@
 #   tests/cluster/demo.sh [BUILD_DIR]      (default: build; needs spank_plugin/spank_elastic.so
 #                                           and launcher/elasticrun in it: scripts/build.sh)
 # Environment: DEMO_STEPS (training steps, default 3000: long enough to kill a
-# node mid-training), DEMO_FAIL_RANK (default 5), DEMO_KILL_NODE (default n3).
+# node mid-training), DEMO_FAIL_RANK (default 5), DEMO_KILL_NODE (default n3),
+# DEMO_TIMELINE (where the job's timeline picture goes, default
+# /tmp/slurm-elastic-demo-timeline.svg). The job's event record
+# (--elastic-events) is checked: exactly the rounds start (12 workers),
+# worker_failure (12) and node_lost (8), in that order, then the end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -65,11 +69,15 @@ worker_running() {
 }
 
 LOG=$(mktemp /tmp/slurm-elastic-demo.XXXXXX.log)
-say "srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 python3 examples/train.py --steps $STEPS --fail-once-rank $FAIL_RANK"
+EVENTS_DIR=$(mktemp -d /tmp/slurm-elastic-demo-events.XXXXXX)
+chmod 0777 "$EVENTS_DIR"  # the job's user writes it
+EVENTS=$EVENTS_DIR/events.jsonl
+TIMELINE=${DEMO_TIMELINE:-/tmp/slurm-elastic-demo-timeline.svg}
+say "srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 --elastic-events=$EVENTS python3 examples/train.py --steps $STEPS --fail-once-rank $FAIL_RANK"
 # Node names do not resolve here, not even on the node itself: elasticrun then
 # sets GLOO_SOCKET_IFNAME for the workers itself (launcher/gloo_interface.cc).
 "$CLUSTER" run \
-  srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 \
+  srun -N3 --no-kill --elastic=2:3 --gpus-per-node=4 --elastic-max-restarts=3 --elastic-events="$EVENTS" \
   /usr/bin/python3 "$ROOT/examples/train.py" --steps "$STEPS" --fail-once-rank "$FAIL_RANK" \
   > >(tee "$LOG") 2>&1 9>&- &
 SRUN_PID=$!
@@ -100,7 +108,25 @@ lost_only=0
 if [ "$rc" -ne 0 ] && grep -q "Node failure on $VICTIM" "$LOG" && ! grep -q 'elasticrun: error' "$LOG"; then
   lost_only=1
 fi
-if [ "$final" -eq 8 ] && { [ "$rc" -eq 0 ] || [ "$lost_only" -eq 1 ]; }; then
+# The event record: the rounds and reasons in order with their world sizes, then the picture.
+say "the job's event record ($EVENTS) and its timeline ($TIMELINE)"
+record=$(python3 - "$EVENTS" <<'PY'
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for e in events:
+    print(e["time"], e["event"], e.get("reason", ""), e.get("world_size", ""), e.get("node", ""),
+          e.get("failure", {}).get("cause", ""), "recovery %.1f s" % (e["recovery_ms"] / 1000) if "recovery_ms" in e else "")
+print("SEQ", " ".join(e["event"] + (":" + e["reason"] + ":" + str(e.get("world_size", "")) if e["event"] in ("round", "end") else "")
+                      for e in events))
+PY
+) || record="SEQ unreadable"
+echo "$record" | grep -v '^SEQ'
+want="SEQ job_start round:start:12 worker_failure round:worker_failure:12 node_lost round:node_lost:8 end:done:"
+record_ok=0
+if echo "$record" | grep -qx "$want"; then record_ok=1; else echo "demo: event record is not as expected: $(echo "$record" | grep '^SEQ') (want $want)" >&2; fi
+"$ELASTICRUN" timeline "$EVENTS" -o "$TIMELINE" && python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$TIMELINE" \
+  || record_ok=0
+if [ "$final" -eq 8 ] && [ "$record_ok" -eq 1 ] && { [ "$rc" -eq 0 ] || [ "$lost_only" -eq 1 ]; }; then
   [ "$lost_only" -eq 0 ] || say "(srun's exit code $rc is Slurm's report of the node failure on $VICTIM)"
   say "OK: 12 workers, one failure restarted, node $VICTIM lost, 8 workers on 2 nodes finished the training"
 else
