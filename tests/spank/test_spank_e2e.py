@@ -6,6 +6,7 @@ Environment: SPANK_SO, ELASTICRUN (the built binaries). Node names do not
 resolve in the test cluster, so gloo is told its interface (GLOO_SOCKET_IFNAME).
 """
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 import unittest
+from unittest import mock
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -244,12 +246,15 @@ class TestSpankEndToEnd(ClusterTestCase):
         # examples/checkpoint_train.py on 3 nodes; n3 is lost at step 12 or later:
         # n1 and n2 resume from the last checkpoint (never more than 5 steps back)
         # at world size 2 and finish all 30 steps.
+        # The same srun checks the job's event record (--elastic-events, issue 25).
         ckpt = Path(self.cluster.dir) / "ckpt"
         if ckpt.exists():
             shutil.rmtree(ckpt)
+        events = Path(self.cluster.dir) / "ckpt-events.jsonl"
+        events.unlink(missing_ok=True)
         bg, before = self.lose_node_during(
             ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=1", "--elastic-max-restarts=1",
-             "/usr/bin/python3", CHECKPOINT_TRAIN, f"--checkpoint-dir={ckpt}", "--checkpoint-every=5",
+             f"--elastic-events={events}", "/usr/bin/python3", CHECKPOINT_TRAIN, f"--checkpoint-dir={ckpt}", "--checkpoint-every=5",
              "--steps=30", "--step-time=0.1"],
             lambda t: re.search(r"\[rank0\]: step (1[2-9]|2\d) loss", t), "n3")
         killed_at = max(int(s) for s in re.findall(r"\[rank0\]: step (\d+) loss", before))
@@ -268,6 +273,15 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertLessEqual(resumed, last_of_three + 1, text)
         self.assertRegex(text, r"\[rank0\]: done at step 30: weights")
         self.assertEqual([f for f in os.listdir(ckpt) if ".tmp." in f], [], text)
+        # The event record: exactly the start, n3's loss, the round of 2 that followed, the end.
+        record = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+        self.assertEqual([(e["event"], e.get("reason"), e.get("nodes"), e.get("world_size")) for e in record],
+                         [("job_start", None, None, None), ("round", "start", 3, 3), ("node_lost", mock.ANY, None, None),
+                          ("round", "node_lost", 2, 2), ("end", "done", None, None)], record)
+        self.assertTrue(record[2]["node"].startswith("n3"), record[2])
+        self.assertEqual([m.split(":")[0] for m in record[3]["members"]], ["n1", "n2"], record[3])
+        self.assertEqual((record[3]["restarts_used"], record[3]["restarts_left"]), (1, 0), record[3])
+        self.assertGreater(record[3]["recovery_ms"], 0, record[3])
         self.assert_nothing_left()
 
     # ------------------------------------------------------- first contact (issue 20)
