@@ -103,6 +103,10 @@ elastic_add_fuzzer(spank_task_env RUNS 50000
           spank_plugin/dispatch.cc spank_plugin/srun.cc
           common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
           common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc)
+elastic_add_fuzzer(spank_join_target RUNS 50000
+  SOURCES spank_plugin/join_target.cc spank_plugin/task_env.cc spank_plugin/options.cc
+          common/parse.cc common/device_list.cc common/endpoint.cc common/nproc_spec.cc
+          common/bind_mode.cc common/node_range.cc common/module_list.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc
           common/log_escape.cc)

@@ -64,7 +64,8 @@ std::string AuthTranscript(AuthDirection direction, const Handshake& h) {
                      "listen_port={}\n{}run_id={}",
                      down ? "host->agent" : "agent->host", h.host_nonce, h.agent_nonce, h.auth,
                      h.round, h.last_completed, h.name, h.pid, h.preferred_rank, h.listen_port,
-                     node_id, h.run_id);
+                     node_id, h.run_id) +
+         (h.guest ? "\nguest=1" : "");
 }
 
 bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,

@@ -46,6 +46,7 @@ struct Handshake {
   int64_t pid = 0;
   int preferred_rank = -1;
   int listen_port = 0;
+  bool guest = false;    // of a joined job (--elastic-join); in the transcript only when set
   int64_t node_id = -1;  // the welcome's; covered by the host's proof only (the agent's comes first)
 };
 

@@ -79,6 +79,7 @@ TEST(AuthTest, EveryHandshakeFieldChangesTheTranscript) {
       {"preferred_rank", [](Handshake& h) { h.preferred_rank = 0; }, true},
       {"listen_port", [](Handshake& h) { h.listen_port = 1; }, true},
       {"node_id", [](Handshake& h) { h.node_id = 8; }, false},
+      {"guest", [](Handshake& h) { h.guest = true; }, true},
   };
   for (const Row& row : rows) {
     Handshake changed = base;

@@ -136,7 +136,9 @@ bool DecodeHello(const json& j, HelloMsg* h, std::string* err) {
       !GetNonce(j, "nonce", &h->nonce, err) || !GetString(j, "proof", &h->proof, err))
     return false;
   int64_t port = 0;
-  if (!GetIntOr(j, "listen_port", 0, 0, 65535, &port, err)) return false;
+  if (!GetIntOr(j, "listen_port", 0, 0, 65535, &port, err) ||
+      !GetBoolOr(j, "guest", false, &h->guest, err))
+    return false;
   h->preferred_rank = static_cast<int>(preferred);
   h->listen_port = static_cast<int>(port);
   return true;

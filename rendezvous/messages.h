@@ -2,7 +2,8 @@
 // {"type": ..., ...fields}. Protocol (version 2):
 //   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none", round,
 //                              last_completed}
-//   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port}
+//   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port,
+//                          guest?}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave | end_job {end_reason, failure, message}
@@ -124,6 +125,7 @@ struct HelloMsg {
   std::string nonce;  // the agent's, hex
   std::string proof;
   int listen_port = 0;  // the agent's own rendezvous port, should it take over (0: none)
+  bool guest = false;   // its job joined the run (--elastic-join): ranked after the run's own
 };
 
 struct AgentMessage {

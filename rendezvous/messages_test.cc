@@ -286,6 +286,14 @@ TEST(MessagesTest, HelloDecodes) {
   EXPECT_EQ(out.hello.name, "n1");
   EXPECT_EQ(out.hello.preferred_rank, 3);
   EXPECT_EQ(out.hello.proof, "p");
+  EXPECT_FALSE(out.hello.guest);  // absent: a node of the run's own job
+  ASSERT_TRUE(DecodeAgentMessage(
+      Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","guest":true})"),
+      &out, &err)) << err;
+  EXPECT_TRUE(out.hello.guest);
+  EXPECT_FALSE(DecodeAgentMessage(
+      Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","guest":"yes"})"),
+      &out, &err));
 }
 
 }  // namespace

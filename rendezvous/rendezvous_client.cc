@@ -234,19 +234,22 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   h.pid = static_cast<int64_t>(getpid());
   h.preferred_rank = config_.settings.preferred_rank;
   h.listen_port = config_.listen_port ? config_.listen_port(local_addr_) : 0;
+  h.guest = config_.settings.guest;
   std::string proof, err;
   if (!MakeProof(auth_, config_.settings.token, config_.settings.munge_socket,
                  AuthTranscript(AuthDirection::kAgentToHost, h), &proof, &err))
     return Fatal(fmt::format("cannot authenticate to the rendezvous host {} ({}): {}", HostName(),
                              c.auth, err));
-  conn_->Send("hello", {{"version", kRendezvousProtocolVersion},
-                        {"run_id", h.run_id},
-                        {"name", h.name},
-                        {"pid", h.pid},
-                        {"preferred_rank", h.preferred_rank},
-                        {"nonce", h.agent_nonce},
-                        {"proof", proof},
-                        {"listen_port", h.listen_port}});
+  nlohmann::json hello = {{"version", kRendezvousProtocolVersion},
+                          {"run_id", h.run_id},
+                          {"name", h.name},
+                          {"pid", h.pid},
+                          {"preferred_rank", h.preferred_rank},
+                          {"nonce", h.agent_nonce},
+                          {"proof", proof},
+                          {"listen_port", h.listen_port}};
+  if (h.guest) hello["guest"] = true;  // absent otherwise: hellos of older agents alike
+  conn_->Send("hello", std::move(hello));
 }
 
 // The host proves it knows the token (or is of our munge realm) over this

@@ -199,6 +199,7 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
   h.pid = hello.pid;
   h.preferred_rank = hello.preferred_rank;
   h.listen_port = hello.listen_port;
+  h.guest = hello.guest;
   h.node_id = static_cast<int64_t>(id);
   if (!VerifyProof(config_.auth, s.token, s.munge_socket, AuthTranscript(AuthDirection::kAgentToHost, h),
                    hello.proof, &err))
@@ -221,7 +222,7 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
     peer.conn->AuthenticateFrames(std::move(keys));
   }
   NodeDesc desc{id, fmt::format("{}:{}", hello.name, hello.pid), peer.addr,
-                hello.preferred_rank, false, peer.addr, hello.listen_port};
+                hello.preferred_rank, false, peer.addr, hello.listen_port, hello.guest};
   Log(LogLevel::kDebug, "rendezvous: {} connected from {}", desc.name, peer.addr);
   Feed(EvConnect{desc});
 }
@@ -255,7 +256,8 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       return Feed(EvEndJob{id, msg.end_reason, msg.failure, msg.message});
     case K::kLeave:
       peer.conn->CloseAfterFlush();
-      return Feed(EvLeave{id, "left"});
+      // Its agent says it leaves (a signal: scancel, time limit, preemption): notice.
+      return Feed(EvLeave{id, "its agent was stopped", /*notice=*/true});
     case K::kHello:
       break;
   }

@@ -82,6 +82,10 @@ const std::map<std::string, ConfKey>& Keys() {
       {"token_file", {[](const std::string&, const std::string& value, RendezvousSettings* s,
                          std::string* err) { return ReadTokenFile(value, &s->token, err); },
                       "file holding the token, mode 0600 (or ELASTIC_RDZV_TOKEN_FILE)"}},
+      {"guest", {[](const std::string& key, const std::string& value, RendezvousSettings* s,
+                    std::string* err) { return SetBool(key, value, &s->guest, err); },
+                 "1: this agent's job joined another job's run: ranked after the run's own "
+                 "nodes, which keep the host and the failover successors (0)"}},
       {"munge", {[](const std::string& key, const std::string& value, RendezvousSettings* s,
                     std::string* err) { return SetBool(key, value, &s->use_munge, err); },
                  "0: do not authenticate with munge even where munged runs (1)"}},

@@ -39,6 +39,9 @@ struct RendezvousSettings {
   std::string munge_socket;            // munged socket ("" = library default)
   bool use_munge = true;               // munge=0 disables it
   int preferred_rank = -1;             // --node-rank or SLURM_NODEID; -1: join order
+  // This agent's job joined another job's run (--elastic-join): the host ranks it after
+  // every node of the run's own job, which thus keeps the host and the successors.
+  bool guest = false;
   uint32_t max_frame_bytes = 1 << 20;  // protocol frame limit once authenticated
   // Before a peer has authenticated (both sides): a small frame limit, a cap on
   // such connections at the host (extra ones are closed at accept), and a

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "rendezvous/failover_rules.h"
 
@@ -63,11 +64,13 @@ void MarkJoined(Ctx& c, NodeRecord& rec, int local_world_size) {
 }
 
 
-// Rank order: preferred rank first (node_rank / Slurm node id), then first arrival.
+// Rank order: the run's own job before joined jobs (guests), then preferred rank
+// (node_rank / Slurm node id: a guest's counts within its own job), then first arrival.
+// Successors are the first members, so the host stays on the run's own job.
 bool RankBefore(const NodeRecord& a, const NodeRecord& b) {
   auto key = [](const NodeRecord& r) {
     int pref = r.desc.preferred_rank >= 0 ? r.desc.preferred_rank : std::numeric_limits<int>::max();
-    return std::pair<int, uint64_t>(pref, r.seq);
+    return std::tuple<bool, int, uint64_t>(r.desc.guest, pref, r.seq);
   };
   return key(a) < key(b);
 }
@@ -266,6 +269,19 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
         fmt::format("{}; {} node(s) left, below {}", why, alive, limit), nullptr);
 }
 
+// A voter that left with notice never comes back: the majority is weighed without it.
+// Safe against split brain: it votes in no group, so a strict majority of the voters
+// left is still one that no other group can hold (a host that did not hear of the
+// departure weighs against more voters, the safe side).
+void DropVoter(RendezvousState& s, NodeId id, const NodeRecord& rec) {
+  if (s.quorum_round < 0) return;
+  bool by_id = s.quorum.erase(id) > 0;
+  bool by_round = !by_id && rec.member_of == s.quorum_round;
+  if (!by_id && !by_round) return;
+  if (s.quorum_size > 0) --s.quorum_size;
+  if (by_round && s.quorum_awaited > 0) --s.quorum_awaited;
+}
+
 void OnLeave(Ctx& c, const EvLeave& ev) {
   auto it = c.s.nodes.find(ev.node);
   if (it == c.s.nodes.end()) return;
@@ -273,21 +289,27 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
   bool member = IsMember(c.s, ev.node);
   bool was_pending = c.s.pending_rejoin.erase(ev.node) > 0;
   if (it->second.joined) --c.s.num_joined;
+  if (ev.notice) DropVoter(c.s, ev.node, it->second);
   c.s.nodes.erase(it);
   EraseFrom(&c.s.members, ev.node);
   EraseFrom(&c.s.wait_list, ev.node);
-  std::string why = fmt::format("node {} left ({})", name, ev.reason);
+  std::string why = ev.notice ? fmt::format("node {} left with notice ({})", name, ev.reason)
+                              : fmt::format("node {} left ({})", name, ev.reason);
   switch (c.s.phase) {
     case RendezvousPhase::kJoining:
       // Back below min: the last call starts afresh when min is reached again.
       if (c.s.num_joined < SmallestRound(c.settings)) c.s.last_call_deadline.reset();
       if (c.s.any_round_completed) BelowMinCheck(c, why);
-      if (c.s.phase == RendezvousPhase::kJoining && was_pending) MaybeComplete(c);
+      // A departure on notice lowers the majority needed: the round may form now.
+      if (c.s.phase == RendezvousPhase::kJoining && (was_pending || ev.notice)) MaybeComplete(c);
       return;
     case RendezvousPhase::kRunning: {
       if (!member) return;
       BelowMinCheck(c, why);
       if (c.s.phase != RendezvousPhase::kRunning) return;
+      // Announced in time: the next round forms at once without it, and it is no
+      // failure (not counted against max_restarts, like growth).
+      if (ev.notice) return StartNextRound(c, why, 0);
       // A minority neither counts the loss nor ends the job when none is left: the
       // majority, if any, does; this side waits for one (OnTick).
       if (IsMinority(c)) return StartNextRound(c, why, 0);

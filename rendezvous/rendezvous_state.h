@@ -13,7 +13,8 @@
 //                            previous round's members (failover_rules.h: no split brain)
 //              -> kClosed    join timeout (below min, or no majority), or survivors below min
 //   kRunning   -> kJoining   member lost, worker failure (both counted against
-//                            max_restarts), new node while below max (growth, not counted)
+//                            max_restarts), new node while below max (growth, not counted),
+//                            member left with notice (not counted, no longer a voter)
 //              -> kFinishing a member's workers all succeeded
 //              -> kClosed    restarts exhausted (job failed), survivors below min (fatal)
 //   any but kClosed -> kClosed  a node ends the job (EvEndJob: its crash loop), job failed
@@ -47,6 +48,9 @@ struct NodeDesc {
   bool local = false;       // the host's own agent: never times out, gets terminal actions last
   std::string rdzv_addr;    // where its agent listens should it take over (failover); "" = addr
   int rdzv_port = 0;        // 0: it cannot take over
+  bool guest = false;       // of a job that joined this run (--elastic-join): ranked after
+                            // every node of the run's own job, so the host and the failover
+                            // successors stay on the job that leaves last
 };
 
 struct NodeRecord {
@@ -97,7 +101,12 @@ struct CarriedRound {
 // Events (from the network, the local agent, or the clock).
 struct EvConnect { NodeDesc desc; };
 struct EvJoin { NodeId node; int local_world_size; int64_t member_of = -1; };
-struct EvLeave { NodeId node; std::string reason; };
+// A node's agent is gone. `notice`: it said so itself (`leave`: its job ends, scancel,
+// time limit, preemption) and never comes back: it stops being a voter, so the next
+// round forms at once without it and the majority is weighed without it; not a
+// failure (no restart counted). Without notice (connection lost, heartbeat timeout)
+// it may be behind a partition: it stays a voter and its loss counts.
+struct EvLeave { NodeId node; std::string reason; bool notice = false; };
 struct EvHeartbeat { NodeId node; };
 struct EvWorkerFailed { NodeId node; uint64_t round; WorkerFailure failure; };
 struct EvSucceeded { NodeId node; uint64_t round; };

@@ -105,6 +105,122 @@ TEST_F(RendezvousStateTest, MajorityRuleAfterLosses) {
   }
 }
 
+// Issue 24: nodes that leave with notice (their job ends: scancel, time limit,
+// preemption) are no voters any more; nodes lost without notice still are, so a
+// partitioned node never trains alone. Departures on notice count no restart.
+TEST_F(RendezvousStateTest, MajorityRuleWithDeparturesOnNotice) {
+  struct Row {
+    const char* name;
+    int members;
+    std::vector<NodeId> notice;  // leave with notice first
+    std::vector<NodeId> lost;    // then lost without notice
+    bool completes;              // once every survivor rejoined
+    int restarts;                // counted against max_restarts
+  };
+  const Row rows[] = {
+      {"a joined job's 4 of 6 leave with notice: 2 go on", 6, {3, 4, 5, 6}, {}, true, 0},
+      {"the same 4 lost without notice: 2 of 6 wait", 6, {}, {3, 4, 5, 6}, false, 1},
+      // (a loss while a round forms counts no restart of its own: the round is restarting)
+      {"2 leave with notice, 1 of the 4 left lost: 3 of 4 go on", 6, {5, 6}, {4}, true, 0},
+      {"3 of 5 leave with notice, 1 of the 2 left lost: alone of 2 waits", 5, {3, 4, 5}, {2},
+       false, 0},
+      {"1 of 2 leaves with notice: the other goes on alone", 2, {2}, {}, true, 0},
+      {"1 of 2 lost: cannot be told from a partition", 2, {}, {2}, false, 0},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = 1;
+    settings.max_nodes = 6;
+    settings.max_restarts = 5;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    state = InitialState(settings, now);
+    RunRound(r.members);
+    for (NodeId id : r.notice) Do(EvLeave{id, "its agent was stopped", /*notice=*/true});
+    for (NodeId id : r.lost) Do(EvLeave{id, "no heartbeat"});
+    ASSERT_EQ(state.phase, RendezvousPhase::kJoining) << r.name;
+    std::vector<RendezvousAction> actions;
+    for (int id = 1; id <= r.members; ++id) {
+      auto gone = [&](const std::vector<NodeId>& ids) {
+        return std::find(ids.begin(), ids.end(), static_cast<NodeId>(id)) != ids.end();
+      };
+      if (!gone(r.notice) && !gone(r.lost)) actions = Do(EvJoin{static_cast<NodeId>(id), 2});
+    }
+    // At once: no last call waited out.
+    EXPECT_EQ(!Rounds(actions).empty(), r.completes) << r.name;
+    EXPECT_EQ(state.restarts_used, r.restarts) << r.name;
+    if (r.completes) continue;
+    Advance(settings.join_timeout_ms);
+    auto end = Do(EvTick{});
+    ASSERT_FALSE(end.empty()) << r.name;
+    EXPECT_NE(end[0].message.find("no strict majority"), std::string::npos) << end[0].message;
+  }
+}
+
+TEST_F(RendezvousStateTest, ADepartureOnNoticeRestartsTheOthersAndSaysSo) {
+  settings.min_nodes = 1;
+  settings.max_nodes = 4;
+  RunRound(4);
+  auto actions = Do(EvLeave{4, "its agent was stopped", /*notice=*/true});
+  EXPECT_EQ(Targets(actions, RendezvousActionKind::kRestartRequired),
+            (std::vector<NodeId>{1, 2, 3}));
+  ASSERT_FALSE(actions.empty());
+  EXPECT_NE(actions[0].message.find("node n4 left with notice (its agent was stopped)"),
+            std::string::npos) << actions[0].message;
+  EXPECT_FALSE(actions[0].worker_failed);
+  EXPECT_EQ(state.quorum_size, 3u);
+  // A spare that leaves with notice: no restart, one voter less.
+  settings.max_nodes = 2;
+  settings.expected_nodes = 3;
+  state = InitialState(settings, now);
+  for (NodeId id = 1; id <= 3; ++id) ConnectJoin(id);
+  ASSERT_EQ(state.wait_list, (std::vector<NodeId>{3}));
+  EXPECT_TRUE(Do(EvLeave{3, "its agent was stopped", /*notice=*/true}).empty());
+  EXPECT_EQ(state.phase, RendezvousPhase::kRunning);
+  EXPECT_EQ(state.quorum_size, 2u);
+}
+
+// After a takeover the voters are known by the round they ran: one of them that
+// leaves with notice lowers both the voters and the survivors awaited.
+TEST_F(RendezvousStateTest, TakeoverCountsADepartureOnNoticeByTheRoundItRan) {
+  settings.min_nodes = 1;
+  settings.max_nodes = 5;
+  settings.heartbeat_timeout_ms = 3'600'000;
+  // Round 4 had 5 voters; the lost host was one: 4 awaited.
+  state = TakeoverState(settings, now, CarriedRound{5, 1, 4, 5, 4});
+  for (NodeId id = 1; id <= 4; ++id) Connect(id);
+  for (NodeId id = 1; id <= 3; ++id) Do(EvJoin{id, 2, /*member_of=*/4});
+  EXPECT_TRUE(Rounds(Do(EvLeave{3, "its agent was stopped", /*notice=*/true})).empty());
+  EXPECT_EQ(state.quorum_size, 4u);
+  EXPECT_EQ(state.quorum_awaited, 3u);
+  // Every survivor not known gone is back: the round forms at once, no last call.
+  EXPECT_EQ(Rounds(Do(EvJoin{4, 2, /*member_of=*/4})).size(), 3u);
+}
+
+// Issue 24: the run's own job first. Nodes of a joined job (guests) rank after every
+// node of the original job whatever their Slurm node ids, so the host and the failover
+// successors stay on the job that leaves last.
+TEST_F(RendezvousStateTest, NodesOfAJoinedJobRankAfterTheRunsOwnJob) {
+  settings.min_nodes = 2;
+  settings.max_nodes = 4;
+  settings.expected_nodes = 4;
+  settings.failover_successors = 2;
+  auto guest = [](NodeId id, int pref) {
+    NodeDesc d{id, "g" + std::to_string(id), "10.0.1." + std::to_string(id), pref, false, "", 5000};
+    d.guest = true;
+    return d;
+  };
+  Do(EvConnect{guest(1, 0)});
+  Do(EvConnect{guest(2, 1)});
+  Do(EvConnect{NodeDesc{3, "a1", "10.0.0.3", 1, false, "", 4001}});
+  Do(EvConnect{NodeDesc{4, "a0", "10.0.0.4", 0, false, "", 4000}});
+  for (NodeId id = 1; id <= 3; ++id) Do(EvJoin{id, 2});
+  auto rounds = Rounds(Do(EvJoin{4, 2}));
+  ASSERT_EQ(rounds.size(), 4u);
+  EXPECT_EQ(state.members, (std::vector<NodeId>{4, 3, 1, 2}));
+  ASSERT_EQ(rounds[1].successors.size(), 2u);
+  EXPECT_EQ(rounds[1].successors[0].name, "a0");
+  EXPECT_EQ(rounds[1].successors[1].name, "a1");
+}
+
 TEST_F(RendezvousStateTest, MinorityWaitingSaysAMajorityIsNeeded) {
   settings.min_nodes = 1;
   settings.heartbeat_timeout_ms = 3'600'000;

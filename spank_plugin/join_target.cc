@@ -1,0 +1,114 @@
+#include "spank_plugin/join_target.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <sstream>
+
+#include "common/parse.h"
+#include "spank_plugin/task_env.h"
+
+namespace elastic::spank {
+namespace {
+
+// The value of the last "--NAME=VALUE" word of a command line; "" for a bare
+// "--NAME"; nullopt when absent.
+std::optional<std::string> LastOption(const std::string& line, const std::string& name) {
+  std::istringstream words(line);
+  std::string word;
+  std::optional<std::string> found;
+  std::string prefix = "--" + name;
+  while (words >> word) {
+    if (word == prefix) {
+      found = "";
+    } else if (word.rfind(prefix + "=", 0) == 0) {
+      found = word.substr(prefix.size() + 1);
+    }
+  }
+  return found;
+}
+
+const char* StateWord(TargetState state) {
+  switch (state) {
+    case TargetState::kPending: return "pending";
+    case TargetState::kRunning: return "running";
+    case TargetState::kSuspended: return "suspended";
+    case TargetState::kFinished: return "finished";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool SubmitLineIsElastic(const std::string& submit_line) {
+  std::optional<std::string> value = LastOption(submit_line, "elastic");
+  if (!value) return false;
+  std::string lower = *value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower != "off" && lower != "no" && lower != "0";
+}
+
+JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConfig& config,
+                     NodeDirectory& nodes, JoinPlan* plan, std::string* err) {
+  if (!job.found) {
+    *err = fmt::format("--elastic-join={}: no such job (Slurm knows no job {}, or it ended long ago)",
+                       job.job_id, job.job_id);
+    return JoinRefusal::kNoSuchJob;
+  }
+  std::string state = job.state_name.empty() ? StateWord(job.state) : job.state_name;
+  if (job.state == TargetState::kFinished) {
+    *err = fmt::format("--elastic-join={}: job {} has finished ({}): there is no training to join",
+                       job.job_id, job.job_id, state);
+    return JoinRefusal::kFinished;
+  }
+  if (job.state != TargetState::kRunning) {
+    *err = fmt::format("--elastic-join={}: job {} is not running ({}): join it once it runs",
+                       job.job_id, job.job_id, state);
+    return JoinRefusal::kNotRunning;
+  }
+  if (job.user_id != joiner_uid) {
+    // Nothing of the target (its nodes, ports) is said to another user.
+    *err = fmt::format("--elastic-join={}: job {} belongs to another user: only its owner may join it",
+                       job.job_id, job.job_id);
+    return JoinRefusal::kAnotherUser;
+  }
+  const TargetStep* target = nullptr;
+  for (const TargetStep& step : job.steps) {
+    // Under a job-level --elastic every srun step is elastic, unless it says --elastic=off.
+    bool said = LastOption(step.submit_line, "elastic").has_value();
+    bool elastic = said ? SubmitLineIsElastic(step.submit_line) : job.job_elastic;
+    if (!elastic) continue;
+    if (target == nullptr || step.step_id < target->step_id) target = &step;
+  }
+  if (target == nullptr) {
+    *err = fmt::format("--elastic-join={}: job {} runs no elastic step (srun --elastic=MIN:MAX) to join",
+                       job.job_id, job.job_id);
+    return JoinRefusal::kNotElastic;
+  }
+  JoinPlan out;
+  out.step_id = target->step_id;
+  if (!nodes.FirstHost(target->nodelist, &out.first_node)) {
+    *err = fmt::format("--elastic-join={}: cannot read the first node of step {}.{}'s nodes '{}'",
+                       job.job_id, job.job_id, target->step_id, target->nodelist);
+    return JoinRefusal::kNotElastic;
+  }
+  ElasticOptions options;
+  if (std::optional<std::string> port = LastOption(target->submit_line, "elastic-rdzv-port")) {
+    long long value = 0;
+    if (ParseInt(*port, 1, 65535, &value)) options.rdzv_port = static_cast<int>(value);
+  }
+  StepInfo step;
+  step.job_id = job.job_id;
+  step.step_id = target->step_id;
+  step.resv_ports = target->resv_ports;
+  out.port = ChooseRdzvPort(step, options, config, &out.port_source);
+  std::optional<std::string> id = LastOption(target->submit_line, "elastic-rdzv-id");
+  out.rdzv_id = id && !id->empty() ? *id : fmt::format("{}.{}", job.job_id, target->step_id);
+  *plan = std::move(out);
+  return JoinRefusal::kNone;
+}
+
+}  // namespace elastic::spank
