@@ -214,6 +214,46 @@ TEST_F(HostClientTest, LostClientRestartsSurvivorsIntoASmallerWorld) {
   EXPECT_EQ(agents[1].rounds[1].round, 1u);
 }
 
+// Issue 24 over the protocol: a node of a joined job (guest) ranks after the run's own
+// nodes; agents that leave with notice (Shutdown: its job ends) make the others restart
+// at once into a smaller world, with no restart counted (max_restarts 0 here) and no
+// majority lost: 2 of 4 would be none had they been lost without notice.
+TEST_F(HostClientTest, AGuestRanksLastAndLeavingWithNoticeCountsNoRestart) {
+  settings.min_nodes = 1;
+  settings.max_nodes = 4;
+  settings.expected_nodes = 4;
+  settings.max_restarts = 0;
+  settings.preferred_rank = 0;
+  StartHost();
+  settings.guest = true;
+  settings.preferred_rank = 1;
+  StartClient(1);  // preferred rank 1, but a guest
+  settings.guest = false;
+  settings.preferred_rank = 2;
+  StartClient(2);
+  settings.preferred_rank = 3;
+  StartClient(3);
+  for (int i = 0; i < 4; ++i) agents[i].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] {
+    for (int i = 0; i < 4; ++i)
+      if (agents[i].rounds.size() != 1) return false;
+    return true;
+  }));
+  EXPECT_EQ(agents[1].rounds[0].group_rank, 3);
+  EXPECT_EQ(agents[2].rounds[0].group_rank, 1);
+  agents[1].handler->Shutdown();
+  agents[3].handler->Shutdown();
+  ASSERT_TRUE(RunUntil([&] { return !agents[0].restarts.empty() && !agents[2].restarts.empty(); }));
+  EXPECT_NE(agents[0].restarts[0].find("left with notice"), std::string::npos) << agents[0].restarts[0];
+  agents[0].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[0].rounds.size() == 2 && agents[2].rounds.size() == 2; }));
+  EXPECT_EQ(agents[0].rounds[1].world_size, 4);
+  EXPECT_EQ(agents[0].rounds[1].restarts_used, 0);
+  EXPECT_FALSE(agents[0].job_failed);
+  EXPECT_EQ(agents[0].fatal, "");
+}
+
 TEST_F(HostClientTest, LosingTheHostIsFatalAndNamesIt) {
   StartThreeAndRun();
   agents[0].handler.reset();

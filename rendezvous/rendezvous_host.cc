@@ -75,7 +75,8 @@ void RendezvousHost::ConnectLocal() {
   local_connected_ = true;
   NodeDesc desc{kLocalNode, config_.node_name, config_.bind_addr,
                 config_.settings.preferred_rank, /*local=*/true,
-                config_.rdzv_addr.empty() ? config_.store_addr : config_.rdzv_addr, port()};
+                config_.rdzv_addr.empty() ? config_.store_addr : config_.rdzv_addr, port(),
+                config_.settings.guest};
   Feed(EvConnect{desc});
 }
 
