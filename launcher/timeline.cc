@@ -68,6 +68,25 @@ std::string Describe(const JobEvent& e) {
   return what;
 }
 
+// The few words written beside a marker (rounds: none, the line says it).
+std::string ShortLabel(const JobEvent& e) {
+  constexpr size_t kMax = 40;
+  std::string label;
+  switch (e.kind) {
+    case JobEventKind::kWorkerFailure:
+      if (e.failure) label = fmt::format("rank {}: {}", e.failure->global_rank, DescribeExit(*e.failure));
+      break;
+    case JobEventKind::kNodeLost: label = e.node + " lost"; break;
+    case JobEventKind::kNodeJoined: label = e.node + " joined"; break;
+    case JobEventKind::kEnd: label = "end: " + e.reason; break;
+    case JobEventKind::kJobStart:
+      if (e.takeover) label = "takeover: " + e.host;
+      break;
+    case JobEventKind::kRound: break;
+  }
+  return label.size() > kMax ? label.substr(0, kMax) + "..." : label;
+}
+
 }  // namespace
 
 bool ReadEventRecord(const std::string& text, std::vector<JobEvent>* events, std::string* err) {
@@ -147,10 +166,19 @@ std::string RenderTimeline(const std::vector<JobEvent>& events) {
   if (!path.empty())
     out += fmt::format("<path class=\"world-size\" d=\"{}\" fill=\"none\" stroke=\"#1f77b4\" "
                        "stroke-width=\"2\"/>\n", path);
-  // One marker per event.
+  // One marker per event; failures, losses, joins and the end also get a short label.
   ws = 0;
+  int label_row = 0;
   for (const JobEvent& e : events) {
     if (e.kind == JobEventKind::kRound) ws = e.world_size;
+    std::string label = ShortLabel(e);
+    if (!label.empty()) {
+      bool right = x(e.time_unix_ms) > kWidth - 200;  // near the right edge: written leftwards
+      out += fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\" font-size=\"11\" "
+                         "text-anchor=\"{}\">{}</text>\n",
+                         x(e.time_unix_ms) + (right ? -7 : 7), kTop + 12 + 13 * (label_row++ % 4),
+                         Colour(e.kind), right ? "end" : "start", XmlEscape(label));
+    }
     out += fmt::format("<circle class=\"marker {}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\">"
                        "<title>{}</title></circle>\n",
                        JobEventKindName(e.kind), x(e.time_unix_ms), y(ws), Colour(e.kind),
