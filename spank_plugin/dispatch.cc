@@ -93,10 +93,19 @@ int LocalUserInit(SpankApi& api) {
   return SrunLocalUserInit(api, state);
 }
 
+int UserInit(SpankApi& api, NodeDirectory& nodes) {
+  PluginState& state = State();
+  if (state.context != Context::kRemote) return 0;
+  CachingNodes cached(nodes, state.node_answers);
+  StepdUserInit(api, cached, state);
+  return 0;
+}
+
 int TaskInit(SpankApi& api, NodeDirectory& nodes) {
   PluginState& state = State();
   if (state.context != Context::kRemote) return 0;
-  int rc = StepdTaskInit(api, nodes, state);
+  CachingNodes cached(nodes, state.node_answers);
+  int rc = StepdTaskInit(api, cached, state);
   // Every failure here is an elastic step that must not run unwrapped (the
   // message is out already). With `optional` on the plugstack line Slurm would
   // ignore -1 and exec the command without elasticrun: end the task ourselves,

@@ -107,6 +107,14 @@ int slurm_spank_local_user_init(spank_t sp, int, char**) {
   });
 }
 
+int slurm_spank_user_init(spank_t sp, int, char**) {
+  return Guard("user_init", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    elastic::spank::SlurmNodeDirectory nodes;
+    return elastic::spank::UserInit(api, nodes);
+  });
+}
+
 int slurm_spank_task_init(spank_t sp, int, char**) {
   return Guard("task_init", [&] {
     elastic::spank::SlurmSpankApi api(sp);

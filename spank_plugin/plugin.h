@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "spank_plugin/node_cache.h"
 #include "spank_plugin/options.h"
 #include "spank_plugin/spank_api.h"
 
@@ -27,6 +28,8 @@ struct PluginState {
   // mount namespace; -1 with agent_bundle_error when it could not be opened.
   int agent_bundle_fd = -1;
   std::string agent_bundle_error;
+  // slurmstepd: the node directory's answers from user_init (node_cache.h).
+  NodeAnswers node_answers;
 };
 
 PluginState& State();
@@ -41,11 +44,15 @@ int Init(SpankApi& api, const std::vector<std::string>& plugstack_args);
 int OptionCallback(OptionId id, const char* value, bool remote);
 int InitPostOpt(SpankApi& api);
 int LocalUserInit(SpankApi& api);
+// slurmstepd, on the host before any task: asks the node directory what
+// task_init will need (node_cache.h). Never fails the step (task_init reports).
+int UserInit(SpankApi& api, NodeDirectory& nodes);
 int TaskInit(SpankApi& api, NodeDirectory& nodes);
 
 // Per-context handlers (one file each).
 int SrunLocalUserInit(SpankApi& api, PluginState& state);
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
+void StepdUserInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 
 // The installed elasticrun (set by the build).
 std::string DefaultLauncher();

@@ -416,6 +416,19 @@ TEST_F(PluginTest, APlainStepIgnoresAMissingAgentBundle) {
   EXPECT_TRUE(api.errors.empty());
 }
 
+// Under pyxis, task_init runs in the image (no munge socket for slurmctld, the
+// image's /etc/hosts): the node address is asked in user_init, on the host.
+TEST_F(PluginTest, TaskInitUsesTheNodeAddressFoundInUserInit) {
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(UserInit(api, nodes), 0);
+  EXPECT_EQ(nodes.slurm_calls, 1);
+  nodes.node_addr.clear();  // what the image's namespace would answer
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(nodes.slurm_calls, 1);
+  EXPECT_TRUE(api.env["PET_RDZV_ENDPOINT"].starts_with("10.200.0.11:"));
+}
+
 TEST_F(PluginTest, TaskInitSkipsBatchExternAndInteractiveSteps) {
   for (uint32_t step : {kBatchStep, kExternStep, kInteractiveStep}) {
     ResetState();

@@ -117,6 +117,24 @@ std::string MungeSocketFromSlurmConf(const std::string& conf_text) {
   return socket;
 }
 
+void StepdUserInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
+  uint32_t step_id = 0;
+  if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
+      step_id == kInteractiveStep) {
+    return;
+  }
+  if (!state.config_error.empty() || !state.option_error.empty() ||
+      !ElasticActive(state.options, state.config)) {
+    return;
+  }
+  StepInfo step;
+  std::string host, source, err;
+  bool deferred = false;
+  if (ReadStepInfo(api, &step, &err)) {
+    ChooseRdzvHost(step, state.options, nodes, &host, &source, &deferred, &err);
+  }
+}
+
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   uint32_t step_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id)) {
