@@ -61,11 +61,12 @@ std::string AuthTranscript(AuthDirection direction, const Handshake& h) {
   std::string node_id = down ? fmt::format("node_id={}\n", h.node_id) : "";
   return fmt::format("slurm-elastic rendezvous v4\ndirection={}\nhost_nonce={}\nagent_nonce={}\n"
                      "auth={}\nround={}\nlast_completed={}\nname={}\npid={}\npreferred_rank={}\n"
-                     "listen_port={}\n{}run_id={}",
+                     "listen_port={}\nregime={}\n{}run_id={}",
                      down ? "host->agent" : "agent->host", h.host_nonce, h.agent_nonce, h.auth,
                      h.round, h.last_completed, h.name, h.pid, h.preferred_rank, h.listen_port,
-                     node_id, h.run_id) +
-         (h.guest ? "\nguest=1" : "");
+                     h.regime, node_id, h.run_id) +
+         (h.guest ? "
+guest=1" : "");
 }
 
 bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,

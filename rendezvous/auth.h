@@ -41,6 +41,7 @@ struct Handshake {
   std::string auth;
   uint64_t round = 0;
   int64_t last_completed = -1;
+  std::string regime;  // the challenge's (RoundInfo::regime)
   std::string run_id;
   std::string name;
   int64_t pid = 0;

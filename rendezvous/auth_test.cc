@@ -73,6 +73,7 @@ TEST(AuthTest, EveryHandshakeFieldChangesTheTranscript) {
       {"auth", [](Handshake& h) { h.auth = "munge"; }, true},
       {"round", [](Handshake& h) { h.round = 4; }, true},
       {"last_completed", [](Handshake& h) { h.last_completed = -1; }, true},
+      {"regime", [](Handshake& h) { h.regime = MakeNonce(); }, true},
       {"run_id", [](Handshake& h) { h.run_id = "job2"; }, true},
       {"name", [](Handshake& h) { h.name = "n2"; }, true},
       {"pid", [](Handshake& h) { h.pid = 4243; }, true},

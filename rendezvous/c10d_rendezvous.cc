@@ -67,16 +67,22 @@ FailoverParams Failover(const C10dParams& p, const std::string& regime_path) {
 }
 
 // The run's regime as this node's records know it, while a successor of it may still
-// run (regime_record.h); nullopt: none, or gone (every successor refused).
+// run (regime_record.h); nullopt: none, or gone (no successor of it is its own: they
+// refused, or answered as another regime of the same run id). A gone regime's
+// records are deleted, and the next latest is asked (a few at most).
 std::optional<RoundInfo> RecordedRegime(const C10dParams& p, const std::string& dir,
                                         const std::string& key) {
   if (dir.empty()) return std::nullopt;
-  std::optional<RoundInfo> regime = LatestRegime(ReadRegimeRecords(dir, key));
-  if (!regime) return std::nullopt;
   auto timeout = std::chrono::milliseconds(std::min<int64_t>(p.settings.heartbeat_interval_ms, 2000));
-  if (AnySuccessorListening(*regime, timeout)) return regime;
-  Log(LogLevel::kInfo, "rendezvous: the regime of run {} recorded here (round {}) is gone: no "
-      "successor of it listens", p.run_id, regime->round);
+  for (int tries = 0; tries < 4; ++tries) {
+    std::optional<RoundInfo> regime = LatestRegime(ReadRegimeRecords(dir, key));
+    if (!regime) return std::nullopt;
+    if (RegimeMayRun(AskSuccessors(*regime, p.run_id, timeout))) return regime;
+    Log(LogLevel::kInfo, "rendezvous: the regime of run {} recorded here (round {}) is gone: no "
+        "successor of it answers as its own (an earlier run with the same id): record deleted",
+        p.run_id, regime->round);
+    ExpireRegimeRecords(dir, key, *regime);
+  }
   return std::nullopt;
 }
 

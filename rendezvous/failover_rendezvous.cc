@@ -185,6 +185,7 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
   config.listen_port = [this](const std::string& local_addr) { return ListenPort(local_addr); };
   config.on_host_lost = [this](const std::string& why) { OnHostLost(why); };
   if (last_round_ && !rejoining_) config.last_round_run = last_round_->round;
+  if (last_round_) config.regime = last_round_->regime;
   // Fencing for an agent that ran no round: only a host that completed the recorded
   // round or a later one (a fresh host has completed none).
   if (last_round_ && rejoining_) config.only_ahead_of = static_cast<int64_t>(last_round_->round) - 1;
@@ -377,6 +378,7 @@ void FailoverRendezvous::TakeOver() {
   carried.awaited = members - excluded_.size() + static_cast<size_t>(r.spares);
   config.carried = carried;
   config.local_member_of = static_cast<int64_t>(r.round);
+  config.regime = r.regime;
   std::string err;
   auto host = RendezvousHost::Create(loop_, std::move(config), std::move(listener_), &err);
   if (!host) return Fatal("cannot take over as the rendezvous host: " + err, JobEnd{EndReason::kError, false});

@@ -75,13 +75,21 @@ bool GetNonce(const json& j, const char* key, std::string* out, std::string* err
   return true;
 }
 
+// An optional regime id (RoundInfo::regime): a hex nonce, or "" when absent.
+bool GetRegimeOr(const json& j, std::string* out, std::string* err) {
+  out->clear();
+  if (j.find("regime") == j.end()) return true;
+  return GetNonce(j, "regime", out, err);
+}
+
 bool DecodeChallenge(const json& j, ChallengeMsg* c, std::string* err) {
   if (!GetInt(j, "version", &c->version, err) || !GetName(j, "run_id", &c->run_id, err) ||
       !GetNonce(j, "nonce", &c->nonce, err) || !GetString(j, "auth", &c->auth, err))
     return false;
   int64_t round = 0;
   if (!GetIntOr(j, "round", 0, 0, INT64_MAX, &round, err) ||
-      !GetIntOr(j, "last_completed", -1, -1, INT64_MAX, &c->last_completed, err))
+      !GetIntOr(j, "last_completed", -1, -1, INT64_MAX, &c->last_completed, err) ||
+      !GetRegimeOr(j, &c->regime, err))
     return false;
   c->round = static_cast<uint64_t>(round);
   if (c->auth != "none" && c->auth != "token" && c->auth != "munge")
@@ -236,18 +244,22 @@ json SuccessorsToJson(const std::vector<Successor>& successors) {
 }  // namespace
 
 json RoundToJson(const RoundInfo& r) {
-  return {{"round", r.round},           {"group_rank", r.group_rank},
+  json j = {{"round", r.round},           {"group_rank", r.group_rank},
           {"group_world_size", r.group_world_size}, {"rank_offset", r.rank_offset},
           {"world_size", r.world_size}, {"store_addr", r.store_addr},
           {"store_port", r.store_port}, {"use_agent_store", r.use_agent_store},
           {"restarts_used", r.restarts_used}, {"successors", SuccessorsToJson(r.successors)},
           {"spares", r.spares}};
+  if (!r.regime.empty()) j["regime"] = r.regime;
+  return j;
 }
 
 json StandbyToJson(const RoundInfo& r) {
-  return {{"round", r.round}, {"group_world_size", r.group_world_size},
-          {"successors", SuccessorsToJson(r.successors)}, {"spares", r.spares},
-          {"restarts_used", r.restarts_used}};
+  json j = {{"round", r.round}, {"group_world_size", r.group_world_size},
+            {"successors", SuccessorsToJson(r.successors)}, {"spares", r.spares},
+            {"restarts_used", r.restarts_used}};
+  if (!r.regime.empty()) j["regime"] = r.regime;
+  return j;
 }
 
 bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
@@ -262,7 +274,7 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
       !GetIntOr(j, "spares", 0, 0, kMaxCount, &spares, err) ||
       !GetStoreAddr(j, &r->store_addr, err) ||
       !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err) ||
-      !SuccessorsFromJson(j, &r->successors, err))
+      !SuccessorsFromJson(j, &r->successors, err) || !GetRegimeOr(j, &r->regime, err))
     return false;
   // The round's first nodes only (RendezvousSettings::failover_successors), never more than it has.
   if (r->successors.size() > static_cast<size_t>(gws))
@@ -298,7 +310,8 @@ bool DecodeWaiting(const json& j, HostMessage* out, std::string* err) {
       !GetIntOr(*it, "restarts_used", 0, 0, kMaxCount, &used, err) ||
       !SuccessorsFromJson(*it, &r.successors, err) ||
       !GetIntOr(*it, "group_world_size", static_cast<int64_t>(r.successors.size()), 0, kMaxCount,
-                &gws, err))
+                &gws, err) ||
+      !GetRegimeOr(*it, &r.regime, err))
     return false;
   // The round's first nodes only (RendezvousSettings::failover_successors).
   if (r.successors.size() > static_cast<size_t>(gws))

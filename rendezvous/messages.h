@@ -1,7 +1,7 @@
 // Messages of the agent <-> host rendezvous protocol: one JSON object per frame,
 // {"type": ..., ...fields}. Protocol (version 2):
 //   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none", round,
-//                              last_completed}
+//                              last_completed, regime}
 //   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port,
 //                          guest?}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
@@ -23,7 +23,7 @@
 // round message grow with N. A standby carries the round's group_world_size too.
 // end_job: the agent ends the job for all (its workers' crash loop); a host without it
 // drops the agent as for any unknown message, which ends the job as a lost node does.
-// The failover fields (round, last_completed, listen_port, member_of, successors) are optional,
+// The failover fields (round, last_completed, listen_port, member_of, successors, regime) are optional,
 // and so are restart's restarts_used (the job-wide count once the restart is counted) and
 // end_reason (EndReasonName: why the job ended; an unknown name reads as kUnknown), so
 // agents and hosts of this protocol version with and without them work together.
@@ -81,6 +81,7 @@ struct ChallengeMsg {
   std::string auth;   // "none", "token" or "munge"
   uint64_t round = 0; // the round the host forms or runs (fencing: failover_rules.h)
   int64_t last_completed = -1;  // the last completed round it knows of (ShouldYield)
+  std::string regime;  // RoundInfo::regime of the host's regime ("": not told)
 };
 struct WelcomeMsg {
   int64_t node_id = 0;

@@ -14,6 +14,7 @@
 
 #include "common/net.h"
 #include "common/unique_fd.h"
+#include "rendezvous/frame.h"
 #include "rendezvous/messages.h"
 
 namespace elastic {
@@ -47,6 +48,24 @@ bool DecodeRegimeRecord(std::string_view text, RoundInfo* out, std::string* err)
   }
   *out = *host.standby;
   return true;
+}
+
+SuccessorAnswer ClassifyChallenge(std::string_view payload, const RoundInfo& record,
+                                  std::string_view run_id) {
+  Message msg;
+  HostMessage host;
+  if (!DecodeMessage(payload, &msg, nullptr) || !DecodeHostMessage(msg, &host, nullptr) ||
+      host.kind != HostMessage::Kind::kChallenge || host.challenge.run_id != run_id)
+    return SuccessorAnswer::kOther;
+  // A record or host without a regime id (an older one) cannot tell: as before, ours.
+  if (record.regime.empty() || host.challenge.regime.empty()) return SuccessorAnswer::kOurs;
+  return host.challenge.regime == record.regime ? SuccessorAnswer::kOurs : SuccessorAnswer::kOther;
+}
+
+bool RegimeMayRun(const std::vector<SuccessorAnswer>& answers) {
+  for (SuccessorAnswer a : answers)
+    if (a == SuccessorAnswer::kOurs || a == SuccessorAnswer::kSilent) return true;
+  return false;
 }
 
 std::optional<RoundInfo> LatestRegime(const std::vector<std::string>& records) {
@@ -105,8 +124,12 @@ bool WriteRegimeRecord(const std::string& path, const RoundInfo& round, std::str
   return ok;
 }
 
-std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::string& key) {
-  std::vector<std::string> out;
+namespace {
+
+// Every record file of `key` in `dir` (any agent's) with its text.
+std::vector<std::pair<std::string, std::string>> ReadRecordFiles(const std::string& dir,
+                                                                 const std::string& key) {
+  std::vector<std::pair<std::string, std::string>> out;
   DIR* d = opendir(dir.c_str());
   if (!d) return out;
   std::string prefix = key + ".";
@@ -123,40 +146,90 @@ std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::st
     ssize_t n = read(fd.get(), text.data(), text.size());
     if (n <= 0) continue;
     text.resize(static_cast<size_t>(n));
-    out.push_back(std::move(text));
+    out.emplace_back(dir + "/" + name, std::move(text));
   }
   closedir(d);
   return out;
 }
 
-bool AnySuccessorListening(const RoundInfo& round, std::chrono::milliseconds timeout) {
-  std::vector<UniqueFd> fds;
-  for (const Successor& s : round.successors) {
+}  // namespace
+
+std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::string& key) {
+  std::vector<std::string> out;
+  for (auto& [path, text] : ReadRecordFiles(dir, key)) out.push_back(std::move(text));
+  return out;
+}
+
+void ExpireRegimeRecords(const std::string& dir, const std::string& key, const RoundInfo& regime) {
+  for (const auto& [path, text] : ReadRecordFiles(dir, key)) {
+    RoundInfo r;
+    if (!DecodeRegimeRecord(text, &r, nullptr) || r.regime == regime.regime) unlink(path.c_str());
+  }
+}
+
+namespace {
+
+// One successor being asked: connecting, then reading its first frame.
+struct Asking {
+  UniqueFd fd;
+  bool connected = false;
+  FrameReader reader{4096};  // a challenge is a few hundred bytes
+  SuccessorAnswer answer = SuccessorAnswer::kSilent;
+  bool done = false;
+};
+
+void Step(Asking& a, short revents, const RoundInfo& round, std::string_view run_id) {
+  if (!a.connected) {
+    if (ConnectError(a.fd.get()) != 0) return a.done = true, a.answer = SuccessorAnswer::kRefused, void();
+    a.connected = true;
+    if (!(revents & POLLIN)) return;
+  }
+  char buf[4096];
+  ssize_t n = read(a.fd.get(), buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) return a.done = true, a.answer = SuccessorAnswer::kRefused, void();
+  a.reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
+  std::string payload;
+  switch (a.reader.Next(&payload, nullptr)) {
+    case FrameReader::Result::kNeedMore: return;
+    case FrameReader::Result::kError: a.answer = SuccessorAnswer::kOther; break;
+    case FrameReader::Result::kFrame: a.answer = ClassifyChallenge(payload, round, run_id); break;
+  }
+  a.done = true;
+}
+
+}  // namespace
+
+std::vector<SuccessorAnswer> AskSuccessors(const RoundInfo& round, std::string_view run_id,
+                                           std::chrono::milliseconds timeout) {
+  std::vector<Asking> asking(round.successors.size());
+  for (size_t i = 0; i < asking.size(); ++i) {
+    const Successor& s = round.successors[i];
     SocketAddress addr;
-    if (s.port == 0 || !ResolveAddress(s.addr, s.port, &addr, nullptr)) continue;
-    UniqueFd fd = StartConnect(addr, nullptr);
-    if (fd) fds.push_back(std::move(fd));
+    if (s.port != 0 && ResolveAddress(s.addr, s.port, &addr, nullptr))
+      asking[i].fd = StartConnect(addr, nullptr);
+    if (!asking[i].fd) asking[i].done = true, asking[i].answer = SuccessorAnswer::kRefused;
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!fds.empty()) {
+  while (true) {
     std::vector<pollfd> polls;
-    for (const UniqueFd& fd : fds) polls.push_back(pollfd{fd.get(), POLLOUT, 0});
+    std::vector<size_t> which;
+    for (size_t i = 0; i < asking.size(); ++i) {
+      if (asking[i].done) continue;
+      polls.push_back(pollfd{asking[i].fd.get(), static_cast<short>(asking[i].connected ? POLLIN : POLLOUT), 0});
+      which.push_back(i);
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return true;  // silent, not refused: maybe alive behind a partition
+    if (polls.empty() || left.count() <= 0) break;  // the rest stay kSilent
     int n = poll(polls.data(), polls.size(), static_cast<int>(left.count()));
-    if (n < 0 && errno != EINTR) return true;  // cannot tell: the safe side
-    std::vector<UniqueFd> pending;
-    for (size_t i = 0; i < polls.size(); ++i) {
-      if (polls[i].revents == 0) {
-        pending.push_back(std::move(fds[i]));
-        continue;
-      }
-      if (ConnectError(polls[i].fd) == 0) return true;  // someone listens there
-    }
-    fds = std::move(pending);
+    if (n < 0 && errno != EINTR) break;
+    for (size_t k = 0; k < polls.size() && n > 0; ++k)
+      if (polls[k].revents != 0) Step(asking[which[k]], polls[k].revents, round, run_id);
   }
-  return false;
+  std::vector<SuccessorAnswer> answers;
+  for (const Asking& a : asking) answers.push_back(a.answer);
+  return answers;
 }
 
 }  // namespace elastic

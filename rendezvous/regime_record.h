@@ -14,6 +14,15 @@
 // when every successor refuses the connection (the regime is gone) does it
 // start as before.
 //
+// Run ids repeat (a fresh cluster, a Slurm reset, a user's fixed --rdzv-id): a record
+// of an earlier run with the same id made a new run's agent walk the old run's
+// nodes, where the new run's agents now listened, and wait there for a host that
+// had completed the old round (issue 19). So a record names its regime
+// (RoundInfo::regime: a nonce the run's first host drew, carried over every
+// takeover), every host names its regime in its challenge, and a successor
+// counts as the recorded regime's only when it names the same one. A regime none
+// of whose successors is its own is gone: its records are deleted (expired).
+//
 // The record is a host `waiting {standby}` message (messages.h): one parser,
 // the one the protocol already uses and fuzzes.
 #pragma once
@@ -38,6 +47,20 @@ bool DecodeRegimeRecord(std::string_view text, RoundInfo* out, std::string* err)
 // The latest (highest round) of the records that decode; nullopt if none does.
 std::optional<RoundInfo> LatestRegime(const std::vector<std::string>& records);
 
+// What a recorded successor's address answered (the pure part of RegimeMayRun).
+enum class SuccessorAnswer {
+  kRefused,      // nothing listens, or it closed without a word: not there
+  kSilent,       // accepted but said nothing in time, or no answer at all: an agent's
+                 // takeover listener, or a host behind a partition (may be the regime's)
+  kOurs,         // a host of the recorded run id and regime (or one that names none)
+  kOther,        // a host of another run id or regime, or not our protocol: not ours
+};
+// Classifies the first frame a successor sent (a host's challenge) against the record.
+SuccessorAnswer ClassifyChallenge(std::string_view payload, const RoundInfo& record,
+                                  std::string_view run_id);
+// The regime may still run while any successor is its own or silent.
+bool RegimeMayRun(const std::vector<SuccessorAnswer>& answers);
+
 // ---- the shell: files and sockets ----
 
 // The directory of the records: `setting` if not empty, else $XDG_RUNTIME_DIR/slurm-elastic
@@ -49,10 +72,12 @@ bool WriteRegimeRecord(const std::string& path, const RoundInfo& round, std::str
 std::string RegimeRecordPath(const std::string& dir, const std::string& key);
 // Every record of `key` in `dir` (any agent's), as text.
 std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::string& key);
-// True when some successor of `round` accepts a TCP connection, or has not answered
-// within `timeout` (it may be alive behind a partition): the regime may still run.
-// False when every one refused or is unreachable. Blocks up to `timeout`: call it
-// before the event loop runs.
-bool AnySuccessorListening(const RoundInfo& round, std::chrono::milliseconds timeout);
+// Deletes the records of `key` that belong to `regime` (a regime found gone).
+void ExpireRegimeRecords(const std::string& dir, const std::string& key, const RoundInfo& regime);
+// Asks every successor of `round` (connects, reads the challenge a host sends at
+// once) and classifies its answer. Blocks up to `timeout`: call it before the
+// event loop runs.
+std::vector<SuccessorAnswer> AskSuccessors(const RoundInfo& round, std::string_view run_id,
+                                           std::chrono::milliseconds timeout);
 
 }  // namespace elastic

@@ -7,11 +7,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/net.h"
 #include "rendezvous/failover_rules.h"
+#include "rendezvous/frame.h"
+#include "rendezvous/messages.h"
 
 namespace elastic {
 namespace {
@@ -144,25 +147,108 @@ TEST_F(RegimeFilesTest, ADirectoryOthersMayWriteIsRefused) {
   EXPECT_EQ(RegimeDir(link, &err), "");  // a symbolic link is not followed
 }
 
-TEST(RegimeLivenessTest, AListeningSuccessorKeepsTheRegimeAliveARefusedOneDoesNot) {
+// Issue 19: run ids repeat. A record of an earlier run with the same id named
+// successors where the new run's agents listened; the new agent walked them and
+// waited for a host that had completed the old round. A successor counts as the
+// record's regime only when its challenge names the same regime.
+TEST(RegimeRecordTest, ASuccessorIsTheRecordedRegimesOnlyWhenItNamesTheSameRegime) {
+  const std::string a(64, 'a'), b(64, 'b');
+  auto challenge = [](const std::string& run_id, const std::string& regime) {
+    nlohmann::json j = {{"version", kRendezvousProtocolVersion}, {"run_id", run_id},
+                        {"nonce", std::string(64, 'c')}, {"auth", "none"}, {"round", 0},
+                        {"last_completed", -1}};
+    if (!regime.empty()) j["regime"] = regime;
+    std::string text = EncodeMessage("challenge", j);
+    return text;
+  };
+  struct Row {
+    const char* name;
+    std::string record_regime;
+    std::string payload;
+    SuccessorAnswer want;
+  };
+  const Row rows[] = {
+      {"the same regime", a, challenge("run", a), SuccessorAnswer::kOurs},
+      {"a later run with the same id", a, challenge("run", b), SuccessorAnswer::kOther},
+      {"another run id", a, challenge("other", a), SuccessorAnswer::kOther},
+      {"an old record without a regime: cannot tell", "", challenge("run", b), SuccessorAnswer::kOurs},
+      {"an old host without a regime: cannot tell", a, challenge("run", ""), SuccessorAnswer::kOurs},
+      {"not our protocol", a, "GET / HTTP/1.0", SuccessorAnswer::kOther},
+      {"another message", a, EncodeMessage("heartbeat"), SuccessorAnswer::kOther},
+  };
+  for (const Row& r : rows) {
+    RoundInfo record = Round(3, {{"n0", "127.0.0.1", 1}});
+    record.regime = r.record_regime;
+    EXPECT_EQ(ClassifyChallenge(r.payload, record, "run"), r.want) << r.name;
+  }
+  using A = SuccessorAnswer;
+  EXPECT_TRUE(RegimeMayRun({A::kRefused, A::kOurs}));
+  EXPECT_TRUE(RegimeMayRun({A::kOther, A::kSilent}));  // maybe behind a partition
+  EXPECT_FALSE(RegimeMayRun({A::kOther, A::kRefused}));
+  EXPECT_FALSE(RegimeMayRun({}));
+}
+
+TEST(RegimeRecordTest, TheRegimeIdRoundTripsThroughTheRecord) {
+  RoundInfo in = Round(4, {{"n0", "10.0.0.1", 29400}});
+  in.regime = std::string(64, 'e');
+  RoundInfo out;
+  std::string err;
+  ASSERT_TRUE(DecodeRegimeRecord(EncodeRegimeRecord(in), &out, &err)) << err;
+  EXPECT_EQ(out.regime, in.regime);
+  EXPECT_FALSE(DecodeRegimeRecord(
+      R"({"type": "waiting", "standby": {"round": 1, "regime": "x\n", "successors": []}})", &out,
+      &err));
+  EXPECT_NE(err.find("regime"), std::string::npos) << err;
+}
+
+TEST_F(RegimeFilesTest, ExpiringARegimeDeletesItsRecordsOnly) {
+  std::string err;
+  std::string key = RegimeKey("run", "127.0.0.1:5");
+  RoundInfo old_run = Round(7, {{"n", "127.0.0.1", 7}});
+  old_run.regime = std::string(64, 'a');
+  RoundInfo new_run = Round(1, {{"m", "127.0.0.1", 8}});
+  new_run.regime = std::string(64, 'b');
+  ASSERT_TRUE(WriteRegimeRecord(dir_ + "/" + key + ".1", old_run, &err)) << err;
+  ASSERT_TRUE(WriteRegimeRecord(dir_ + "/" + key + ".2", new_run, &err)) << err;
+  ExpireRegimeRecords(dir_, key, old_run);
+  std::optional<RoundInfo> latest = LatestRegime(ReadRegimeRecords(dir_, key));
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->regime, new_run.regime);
+  EXPECT_EQ(ReadRegimeRecords(dir_, key).size(), 1u);
+}
+
+TEST(RegimeLivenessTest, SuccessorsAreAskedWhoseRegimeTheyRun) {
   SocketAddress addr;
   std::string err;
   ASSERT_TRUE(ResolveNumericAddress("127.0.0.1", 0, &addr, &err)) << err;
   int bind_errno = 0;
-  UniqueFd listener = ListenOn(addr, &bind_errno, &err);
-  ASSERT_TRUE(listener) << err;
-  int live = LocalPort(listener.get());
+  UniqueFd silent = ListenOn(addr, &bind_errno, &err);  // an agent's takeover listener
+  ASSERT_TRUE(silent) << err;
+  UniqueFd host = ListenOn(addr, &bind_errno, &err);  // a host: answers with its challenge
+  ASSERT_TRUE(host) << err;
   int dead = 0;
   {
     UniqueFd gone = ListenOn(addr, &bind_errno, &err);
     ASSERT_TRUE(gone) << err;
     dead = LocalPort(gone.get());
   }  // closed: connections to it are refused
+  RoundInfo record = Round(1, {{"a", "127.0.0.1", dead}, {"b", "127.0.0.1", LocalPort(silent.get())},
+                               {"c", "127.0.0.1", LocalPort(host.get())}, {"d", "127.0.0.1", 0}});
+  record.regime = std::string(64, 'a');
+  // The "host" answers once its connection is in the backlog: a thread plays it.
+  std::string regime_b(64, 'b');
+  std::thread answer([&] {
+    UniqueFd c(accept(host.get(), nullptr, nullptr));
+    nlohmann::json j = {{"version", kRendezvousProtocolVersion}, {"run_id", "run"},
+                        {"nonce", std::string(64, 'c')}, {"auth", "none"}, {"regime", regime_b}};
+    std::string frame = EncodeFrame(EncodeMessage("challenge", j));
+    if (c) (void)!write(c.get(), frame.data(), frame.size());
+  });
   using std::chrono::milliseconds;
-  EXPECT_TRUE(AnySuccessorListening(Round(1, {{"a", "127.0.0.1", dead}, {"b", "127.0.0.1", live}}),
-                                    milliseconds(5000)));
-  EXPECT_FALSE(AnySuccessorListening(Round(1, {{"a", "127.0.0.1", dead}}), milliseconds(5000)));
-  EXPECT_FALSE(AnySuccessorListening(Round(1, {{"a", "127.0.0.1", 0}}), milliseconds(5000)));
+  std::vector<SuccessorAnswer> answers = AskSuccessors(record, "run", milliseconds(1000));
+  answer.join();
+  using A = SuccessorAnswer;
+  EXPECT_EQ(answers, (std::vector<A>{A::kRefused, A::kSilent, A::kOther, A::kRefused}));
 }
 
 }  // namespace

@@ -211,6 +211,11 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
     if (config_.on_unreachable) return Unreachable(why);
     return Fatal(fmt::format("the rendezvous host {}: {}", HostName(), why));
   }
+  if (!config_.regime.empty() && !c.regime.empty() && c.regime != config_.regime) {
+    std::string why = "it hosts another regime of this run id (an earlier or a later run)";
+    if (config_.on_unreachable) return Unreachable(why);
+    return Fatal(fmt::format("the rendezvous host {}: {}", HostName(), why), EndReason::kHostLost);
+  }
   ParseAuthMethod(c.auth, &auth_);  // the decoder checked the name
   AuthMethod required = AuthMethod::kNone;
   std::string why;
@@ -229,6 +234,7 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   h.auth = c.auth;
   h.round = c.round;
   h.last_completed = c.last_completed;
+  h.regime = c.regime;
   h.run_id = config_.run_id;
   h.name = config_.node_name;
   h.pid = static_cast<int64_t>(getpid());

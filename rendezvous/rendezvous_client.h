@@ -50,6 +50,9 @@ struct ClientConfig {
   // later completed round than this is unreachable (ShouldYield); on_welcomed
   // is called once one is joined.
   std::optional<int64_t> only_ahead_of;
+  // The regime (RoundInfo::regime) a host must belong to: one that names another is
+  // unreachable (it hosts a later run with the same run id, not ours). "": any.
+  std::string regime;
   std::function<void()> on_welcomed;
 };
 

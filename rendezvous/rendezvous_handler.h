@@ -48,6 +48,11 @@ struct RoundInfo {
   // each agent the same bytes whatever the number of nodes.
   std::vector<Successor> successors;
   int spares = 0;              // nodes standing by when it completed: voters, as its members
+  // The regime's id: a nonce the host of the run's round 0 drew, carried over every
+  // takeover. Run ids repeat (a fresh cluster, a Slurm reset); this does not, so a
+  // regime record of an earlier run with the same id is told apart (regime_record.h).
+  // "": unknown (a host or record without it).
+  std::string regime;
 };
 
 // The first failure of a worker, as reported in the end-of-run summary.

@@ -15,6 +15,7 @@ RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd list
   state_ = config_.carried ? TakeoverState(config_.settings, loop_.Now(), *config_.carried)
                            : InitialState(config_.settings, loop_.Now());
   local_member_of_ = config_.local_member_of;
+  if (config_.regime.empty()) config_.regime = MakeNonce();
 }
 
 RendezvousHost::~RendezvousHost() {
@@ -118,6 +119,7 @@ void RendezvousHost::OnAccept() {
     peer.handshake.auth = AuthMethodName(config_.auth);
     peer.handshake.round = state_.round;
     peer.handshake.last_completed = static_cast<int64_t>(state_.quorum_round);
+    peer.handshake.regime = config_.regime;
     peer.handshake.run_id = config_.run_id;
     RendezvousConnection::Callbacks cb;
     cb.on_message = [this, id](const Message& m) { OnPeerMessage(id, m); };
@@ -136,7 +138,8 @@ void RendezvousHost::OnAccept() {
                                   {"nonce", h.host_nonce},
                                   {"auth", h.auth},
                                   {"round", h.round},
-                                  {"last_completed", h.last_completed}});
+                                  {"last_completed", h.last_completed},
+                                  {"regime", h.regime}});
     // Whoever does not authenticate in time is dropped: no fd is held by strangers.
     peer.auth_deadline = loop_.After(Millis(config_.settings.auth_timeout_ms),
                                      [this, id] { OnAuthDeadline(id); });
@@ -318,7 +321,9 @@ void RendezvousHost::Feed(const RendezvousEvent& event) {
   ScheduleDeadline();
 }
 
-void RendezvousHost::Carry(const RendezvousAction& action) {
+void RendezvousHost::Carry(const RendezvousAction& state_action) {
+  RendezvousAction action = state_action;
+  action.round.regime = config_.regime;  // every round and standby names the regime
   if (action.kind == RendezvousActionKind::kRoundComplete) {
     if (store_round_ != action.round.round) OpenRoundStore(action.round.round);
     if (!store_) return;  // no store for this round: the job is being closed

@@ -47,6 +47,9 @@ struct HostConfig {
   int64_t local_member_of = -1;
   // Told every step of the state machine (the job's event record); null: none.
   HostObserver* observer = nullptr;
+  // The regime it hosts (RoundInfo::regime): a taking-over successor carries its
+  // round's; "" = a fresh regime (a new nonce).
+  std::string regime;
 };
 
 class RendezvousHost : public RendezvousHandler {

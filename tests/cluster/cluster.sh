@@ -355,9 +355,9 @@ run_in_hub() {
 do_up() {
   local nodes=3 plugstack="" plugin="" plugin_args=()
   # The agents' regime records (--rdzv-conf state_dir, default /tmp/slurm-elastic-UID)
-  # are keyed by run id, JOBID.STEPID: a fresh cluster numbers its jobs from 1 again,
-  # so an earlier cluster's records would name a run of this one. Every node of this
-  # cluster shares the machine's /tmp, so they go with the cluster's state.
+  # are keyed by run id, JOBID.STEPID, which a fresh cluster repeats. The agents tell an
+  # earlier run's record apart by its regime id and delete it (regime_record.h), so the
+  # scenarios no longer need this; it only keeps the directory from growing.
   rm -rf /tmp/slurm-elastic-"$(id -u)"
   while [ $# -gt 0 ]; do
     case "$1" in

@@ -13,7 +13,7 @@ import threading
 TRANSCRIPT = ("slurm-elastic rendezvous v4\ndirection={}\nhost_nonce={host_nonce}\n"
               "agent_nonce={agent_nonce}\nauth={auth}\nround={round}\nlast_completed={last_completed}\n"
               "name={name}\npid={pid}\npreferred_rank={preferred_rank}\nlisten_port={listen_port}\n"
-              "{}run_id={run_id}")
+              "regime={regime}\n{}run_id={run_id}")
 WELCOME_NODE_ID = 2  # the fake host's welcome
 
 
@@ -21,6 +21,7 @@ def handshake_fields(challenge, hello, node_id=WELCOME_NODE_ID):
     """Every field both proofs cover (protocol 4, rendezvous/auth.h Handshake)."""
     return {"host_nonce": challenge["nonce"], "agent_nonce": hello["nonce"], "auth": challenge["auth"],
             "round": challenge.get("round", 0), "last_completed": challenge.get("last_completed", -1),
+            "regime": challenge.get("regime", ""),
             "run_id": hello["run_id"], "name": hello["name"], "pid": hello["pid"],
             "preferred_rank": hello["preferred_rank"], "listen_port": hello.get("listen_port", 0),
             "node_id": node_id}

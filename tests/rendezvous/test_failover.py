@@ -233,6 +233,30 @@ class FailoverTest(RendezvousTestCase):
         self.assert_one_group_per_round()
         self.stop_all()
 
+    def test_a_record_of_an_earlier_run_with_the_same_id_is_expired_never_walked(self):
+        # Issue 19: run ids repeat (a fresh cluster, a Slurm reset, a fixed --rdzv-id). A
+        # run is killed outright (its regime records stay); a new run starts with the same
+        # id and endpoint. Its node 1 read the old record, found the new host listening at
+        # the recorded endpoint, walked it as a latecomer waiting for a host that had
+        # completed the old round, and never joined: the new run never trained.
+        agents = self.start_agents(2, "2:2", env={"HOLD_ROUNDS": "100"}, nproc=1)
+        for agent in agents:
+            self.wait_workers(agent, 0, 1)
+        for agent in agents:
+            os.kill(agent.agent_pid(), signal.SIGKILL)
+            self.wait_exit(agent)
+        self.assert_nothing_left()
+        state = os.path.join(self.dir, "state")
+        self.assertTrue(os.listdir(state))  # the earlier run's records stayed
+        old = self.agents
+        self.agents = []
+        agents = self.start_agents(2, "2:2", env={"HOLD_ROUNDS": "1"}, nproc=1)
+        self.assert_trained(agents, 0, 2, nproc=1)
+        self.assertIn("is gone", agents[1].output() + agents[0].output(), self.dump())
+        self.assertNotIn("joining it as a latecomer", agents[1].output(), self.dump())
+        self.agents = old + agents
+        self.assert_nothing_left()
+
     def test_a_node_that_gave_way_as_host_can_take_over_later(self):
         # Issue 19 item 16: node 1 is frozen past heartbeat_timeout, comes back, takes over
         # alone (no majority), finds node 0's later round and gives way. It used to join with
