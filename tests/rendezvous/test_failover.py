@@ -250,7 +250,7 @@ class FailoverTest(RendezvousTestCase):
         self.assertTrue(os.listdir(state))  # the earlier run's records stayed
         old = self.agents
         self.agents = []
-        agents = self.start_agents(2, "2:2", env={"HOLD_ROUNDS": "1"}, nproc=1)
+        agents = self.start_agents(2, "2:2", nproc=1)  # trains round 0 and ends
         self.assert_trained(agents, 0, 2, nproc=1)
         self.assertIn("is gone", agents[1].output() + agents[0].output(), self.dump())
         self.assertNotIn("joining it as a latecomer", agents[1].output(), self.dump())
