@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -18,12 +19,20 @@ class WorkerCommandCwdTest : public ::testing::Test {
  protected:
   void SetUp() override {
     old_ = std::filesystem::current_path();
-    dir_ = std::filesystem::path(::testing::TempDir()) / "worker_command_cwd";
+    // One directory per test and process: ctest runs the tests of this
+    // fixture at once, and one's remove_all must not empty another's.
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("worker_command_cwd." + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+            "." + std::to_string(getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     std::filesystem::current_path(dir_);
   }
-  void TearDown() override { std::filesystem::current_path(old_); }
+  void TearDown() override {
+    std::filesystem::current_path(old_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
   std::filesystem::path old_, dir_;
 };
 
