@@ -402,6 +402,7 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   in.gloo_ifname = gloo_ifname_;
   in.python_shim_dir = python_shim_dir_;
   in.timer_file = file_timer_ ? file_timer_->path() : std::string();
+  in.task = lr < static_cast<int>(spec_.tasks.size()) ? &spec_.tasks[lr] : nullptr;
   ChildSpec child;
   child.path = spec_.path;
   child.argv = spec_.argv;

@@ -29,6 +29,7 @@
 #include "launcher/health_check.h"
 #include "launcher/hung_worker.h"
 #include "launcher/launch_config.h"
+#include "launcher/task_group.h"
 #include "launcher/native_stacks.h"
 #include "launcher/requeue.h"
 #include "launcher/worker_output.h"
@@ -52,6 +53,8 @@ struct WorkerSpec {
   // The same binding as data, per local rank, for workers forked from the
   // preloaded interpreter (zygote.h), which apply it themselves. May be null.
   std::shared_ptr<const std::vector<KernelBinding>> kernel_binding;
+  // One task per GPU (task_group.h): worker K's Slurm task; empty otherwise.
+  std::vector<TaskRecord> tasks;
 };
 
 struct Worker {

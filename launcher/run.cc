@@ -17,6 +17,7 @@
 #include "launcher/make_rendezvous.h"
 #include "launcher/srun_names.h"
 #include "launcher/timeline.h"
+#include "launcher/task_group.h"
 #include "launcher/worker_command.h"
 
 #include "hwloc_binding/binding.h"
@@ -165,9 +166,37 @@ std::unique_ptr<EventWriter> MakeEventWriter(EventLoop& loop, const LaunchConfig
   return std::make_unique<EventWriter>(loop, std::move(files), config.events_to_console, WallClockMillis);
 }
 
+// One task per GPU (task_group.h): worker K gets task K's CPU affinity, as Slurm
+// bound that task (--cpu-bind), instead of a plan of our own.
+bool BindAsTasks(const std::vector<TaskRecord>& tasks, WorkerSpec* spec, int* exit_code) {
+  BindingPlan plan;
+  auto kernel = std::make_shared<std::vector<KernelBinding>>(tasks.size());
+  spec->cpus.assign(tasks.size(), "");
+  spec->cores.assign(tasks.size(), 0);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    WorkerBinding worker;
+    worker.cpus = tasks[i].cpus;
+    std::string err;
+    if (!PrepareKernelBinding(plan, worker, &(*kernel)[i], &err)) {
+      Log(LogLevel::kError, "binding local rank {} as its Slurm task: {}", i, err);
+      *exit_code = kUsageExit;
+      return false;
+    }
+    spec->cpus[i] = tasks[i].cpus;
+    for (unsigned long word : (*kernel)[i].cpu_mask) spec->cores[i] += __builtin_popcountl(word);
+  }
+  spec->kernel_binding = kernel;
+  spec->bind = [kernel](int local_rank, const char** call) {
+    if (local_rank >= static_cast<int>(kernel->size())) return 0;
+    return ApplyKernelBinding((*kernel)[local_rank], call);
+  };
+  spec->tasks = tasks;
+  return true;
+}
+
 }  // namespace
 
-int RunElasticrun(LaunchConfig config, const EnvMap& env) {
+int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<TaskRecord>& tasks) {
   std::string err;
   if (!ResolveNproc(&config, &err)) {
     Log(LogLevel::kError, "{}", err);
@@ -175,7 +204,16 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env) {
   }
   WorkerSpec spec;
   int exit_code = 0;
-  if (!PlanWorkers(config, env, &spec, &exit_code)) return exit_code;
+  if (!tasks.empty()) {
+    if (config.nproc != static_cast<int>(tasks.size())) {
+      Log(LogLevel::kError, "{} workers for {} tasks on this node: one task per GPU starts one worker "
+          "per task (drop --elastic-nproc-per-node)", config.nproc, tasks.size());
+      return kUsageExit;
+    }
+    if (!BindAsTasks(tasks, &spec, &exit_code)) return exit_code;
+  } else if (!PlanWorkers(config, env, &spec, &exit_code)) {
+    return exit_code;
+  }
   if (!BuildWorkerCommand(config, env, &spec.path, &spec.argv, &err)) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
@@ -277,13 +315,45 @@ int ElasticrunMain(int argc, const char* const* argv) {
       break;
   }
   SetLogVerbose(config.verbose);
+  // Several Slurm tasks on this node (srun --ntasks-per-node=N): task 0 runs the
+  // node's agent, the others wait for it (task_group.h).
+  std::optional<TaskGroup> group;
+  std::string group_dir;
+  if (auto it = env.find("ELASTIC_SPANK_TASK_GROUP"); it != env.end()) {
+    group = ParseTaskGroup(it->second, &err);
+    if (!group) {
+      Log(LogLevel::kError, "{}", err);
+      return kUsageExit;
+    }
+    std::string state_dir;
+    for (const auto& [key, value] : config.rdzv.conf) {
+      if (key == "state_dir") state_dir = value;
+    }
+    auto key = env.find("ELASTIC_SPANK_TASK_GROUP_KEY");
+    group_dir = TaskGroupDir(state_dir, key == env.end() ? "" : key->second, &err);
+    if (group_dir.empty()) {
+      Log(LogLevel::kError, "one task per GPU: {}", err);
+      return 1;
+    }
+    if (group->local_id != 0) return RunTaskFollower(group_dir, *group, env);
+  }
   if (config.rdzv.token_in_argv)
     Log(LogLevel::kWarning, "--rdzv-conf token=... is on the command line, which every local user "
         "can read (/proc/PID/cmdline, ps): give the token as token_file=PATH (mode 0600), "
         "ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN instead");
   for (const std::string& warning : config.warnings) Log(LogLevel::kWarning, "{}", warning);
-  if (!BootstrapFromPmix(env, &config.rdzv)) return 1;
-  return RunElasticrun(std::move(config), env);
+  std::vector<TaskRecord> tasks;
+  if (group) {
+    constexpr long long kTasksReportMs = 60000;
+    if (!CollectTaskRecords(group_dir, *group, env, kTasksReportMs, &tasks, &err)) {
+      Log(LogLevel::kError, "one task per GPU: {}", err);
+      FinishTaskGroup(group_dir, *group, 1);
+      return 1;
+    }
+  }
+  int code = BootstrapFromPmix(env, &config.rdzv) ? RunElasticrun(std::move(config), env, tasks) : 1;
+  if (group) FinishTaskGroup(group_dir, *group, code);
+  return code;
 }
 
 }  // namespace elastic

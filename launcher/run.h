@@ -10,11 +10,14 @@
 #pragma once
 
 #include "launcher/launch_config.h"
+#include "launcher/task_group.h"
 #include "launcher/pmix_bootstrap.h"
 
 namespace elastic {
 
-int RunElasticrun(LaunchConfig config, const EnvMap& env);
+// `tasks`: one per local Slurm task when this is task 0 of several on the node
+// (task_group.h): worker K gets task K's binding and variables. Empty otherwise.
+int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<TaskRecord>& tasks);
 
 // What PMIx says overrides what the plugin could only guess: the rendezvous
 // host becomes node 0's preferred address (the port stays the plugin's), this

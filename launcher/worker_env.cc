@@ -27,6 +27,12 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
     }
     env.emplace(key, value);
   }
+  if (in.task) {
+    // As under plain srun: worker K sees what Slurm gave task K (--gpus-per-task,
+    // --gpu-bind), and that task's SLURM_PROCID/SLURM_LOCALID.
+    for (const char* const* v = kTaskVariables; *v; ++v) env.erase(*v);
+    for (const auto& [key, value] : in.task->set) env[key] = value;
+  }
   int rank = r.rank_offset + in.local_rank;
   env["RANK"] = std::to_string(rank);
   env["LOCAL_RANK"] = std::to_string(c.virtual_local_rank ? 0 : in.local_rank);

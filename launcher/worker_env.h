@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "launcher/launch_config.h"
+#include "launcher/task_group.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace elastic {
@@ -20,6 +21,7 @@ struct WorkerEnvInput {
   std::string gloo_ifname;        // GLOO_SOCKET_IFNAME unless the user set it ("" = leave alone)
   std::string python_shim_dir;    // put first on PYTHONPATH ("" = leave alone; see TorchShimDir)
   std::string timer_file;         // TORCHELASTIC_TIMER_FILE of the agent's FileTimerServer ("" = none)
+  const TaskRecord* task = nullptr;  // one task per GPU: this worker's Slurm task (task_group.h)
 };
 
 // With ELASTIC_TORCH_NO_LIBUV=1 in the agent's environment: the directory of
@@ -35,7 +37,9 @@ std::string TorchShimDir(const EnvMap& base, const std::string& exe, std::string
 // the worker is bound, else 1 when nproc > 1 (torchrun's rule). PYTHONFAULTHANDLER=1 unless
 // the user set it (a hung worker's stacks: hung_worker.h); PYTHONUNBUFFERED=1 unless the
 // user set it (torchrun's `python -u`, for console scripts too). TORCHELASTIC_TIMER_FILE when
-// the agent serves one (torchrun passes it on the same way).
+// the agent serves one (torchrun passes it on the same way). With `task` (one task
+// per GPU), the variables of kTaskVariables are that task's (its GPUs, SLURM_PROCID,
+// SLURM_LOCALID).
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in);
 
 // "KEY=VALUE" strings for execve.

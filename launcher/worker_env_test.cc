@@ -77,6 +77,30 @@ TEST_F(WorkerEnvTest, UnbufferedPythonUnlessTheUserSaysOtherwise) {
   EXPECT_EQ(Build(0)["PYTHONUNBUFFERED"], "");
 }
 
+// One task per GPU: worker 1 gets task 1's GPU and ids, not the agent's (task 0's),
+// and a GPU variable task 1 lacks is unset.
+TEST_F(WorkerEnvTest, OneTaskPerGpuGivesEachWorkerItsTasksVariables) {
+  base["CUDA_VISIBLE_DEVICES"] = "0";
+  base["ROCR_VISIBLE_DEVICES"] = "0";
+  base["SLURM_PROCID"] = "2";
+  base["SLURM_LOCALID"] = "0";
+  TaskRecord task;
+  task.set = {{"CUDA_VISIBLE_DEVICES", "1"}, {"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "1"}};
+  WorkerEnvInput in;
+  in.base = &base;
+  in.config = &config;
+  in.round = round;
+  in.local_rank = 1;
+  in.task = &task;
+  EnvMap env = BuildWorkerEnv(in);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1");
+  EXPECT_EQ(env["SLURM_PROCID"], "3");
+  EXPECT_EQ(env["SLURM_LOCALID"], "1");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env.count("ROCR_VISIBLE_DEVICES"), 0u);
+  EXPECT_EQ(env["PATH"], "/bin");
+}
+
 TEST_F(WorkerEnvTest, AgentStoreIsTrue) {
   round.use_agent_store = true;
   EXPECT_EQ(Build(0)["TORCHELASTIC_USE_AGENT_STORE"], "True");

@@ -18,7 +18,8 @@ class PluginTest : public ::testing::Test {
     api = FakeSpank{};
     nodes = FakeNodes{};
     api.items = {{Item::kJobId, 42}, {Item::kStepId, 0},  {Item::kNodeId, 0},
-                 {Item::kNnodes, 3}, {Item::kLocalTaskCount, 1}, {Item::kTotalTaskCount, 3}};
+                 {Item::kNnodes, 3}, {Item::kLocalTaskCount, 1}, {Item::kTotalTaskCount, 3},
+                 {Item::kLocalTaskId, 0}};
     api.env = {{"SLURM_STEP_NODELIST", "n[1-3]"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
                {"SLURM_CONF", "/nonexistent/slurm.conf"}};
     nodes.node_addr = {{"n1", "10.200.0.11"}};
@@ -114,16 +115,43 @@ TEST_F(PluginTest, SrunRefusesAHeterogeneousStep) {
   EXPECT_NE(api.errors.at(0).find("--elastic cannot run a heterogeneous step"), std::string::npos);
 }
 
-TEST_F(PluginTest, SrunNeedsOneTaskPerNode) {
+TEST_F(PluginTest, SrunTakesOneTaskPerGpuButNotWithAWorkerCountOfItsOwn) {
   api.context = Context::kLocal;
   ASSERT_EQ(Init(api, {}), 0);
   ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", false), 0);
   ASSERT_EQ(InitPostOpt(api), 0);
   api.items[Item::kTotalTaskCount] = 12;
+  EXPECT_EQ(LocalUserInit(api), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  SetUp();
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kNprocPerNode, "4", false), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  api.items[Item::kTotalTaskCount] = 12;
   EXPECT_EQ(LocalUserInit(api), -1);
-  EXPECT_NE(api.errors.at(0).find("12 tasks on 3 nodes: ask for nodes and GPUs per node instead of "
-                                  "tasks: add --ntasks-per-node=1 and --gpus-per-node=G"),
-            std::string::npos);
+  EXPECT_NE(api.errors.at(0).find("--elastic-nproc-per-node=4 with 12 tasks on 3 nodes: with "
+                                  "several tasks per node each task is one worker"),
+            std::string::npos)
+      << api.errors.at(0);
+}
+
+// srun --ntasks-per-node=4 --gpus-per-task=1: every task of the node is wrapped;
+// each learns which of the four it is, and all ask for four workers.
+TEST_F(PluginTest, EveryTaskOfANodeLearnsItsPlaceInTheGroup) {
+  for (uint32_t id : {0u, 3u}) {
+    SetUp();
+    api.items[Item::kLocalTaskCount] = 4;
+    api.items[Item::kTotalTaskCount] = 12;
+    api.items[Item::kLocalTaskId] = id;
+    api.env["CUDA_VISIBLE_DEVICES"] = std::to_string(id);
+    ASSERT_EQ(RemoteInit(), 0);
+    ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+    ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+    EXPECT_EQ(api.env["ELASTIC_SPANK_TASK_GROUP"], std::to_string(id) + "/4");
+    EXPECT_EQ(api.env["PET_NPROC_PER_NODE"], "4");
+    EXPECT_EQ(api.env["ELASTIC_SPANK_TASK_GROUP_KEY"], "42.0-4242");  // JOBID.STEPID-slurmstepd
+  }
 }
 
 TEST_F(PluginTest, SrunRefusesMultiProg) {
@@ -475,8 +503,8 @@ TEST_F(PluginTest, EveryMissingInputInTaskInitIsAnErrorNotACrash) {
       {"no launcher", [](FakeSpank& a, FakeNodes&) { a.executables.clear(); }, "launcher"},
       {"no address", [](FakeSpank&, FakeNodes& n) { n.node_addr.clear(); }, "first node"},
       {"setenv fails", [](FakeSpank& a, FakeNodes&) { a.fail_setenv = true; }, "cannot set"},
-      {"many tasks", [](FakeSpank& a, FakeNodes&) { a.items[Item::kLocalTaskCount] = 2; },
-       "--ntasks-per-node=1"},
+      {"no local task id", [](FakeSpank& a, FakeNodes&) { a.items.erase(Item::kLocalTaskId); },
+       "task's local id"},
       {"node id past count", [](FakeSpank& a, FakeNodes&) { a.items[Item::kNodeId] = 7; },
        "node id 7"},
   };

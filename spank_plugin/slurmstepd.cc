@@ -27,7 +27,8 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
                {Item::kStepId, &step->step_id, "step id"},
                {Item::kNodeId, &step->node_id, "node id"},
                {Item::kNnodes, &step->nnodes, "node count"},
-               {Item::kLocalTaskCount, &step->local_tasks, "local task count"}};
+               {Item::kLocalTaskCount, &step->local_tasks, "local task count"},
+               {Item::kLocalTaskId, &step->local_task_id, "task's local id"}};
   for (const auto& entry : items) {
     if (!api.GetItem(entry.item, entry.out)) {
       *err = fmt::format("Slurm did not give the step's {}", entry.name);
@@ -41,6 +42,7 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
   step->step_gpus = GetEnvOr(api, "SLURM_STEP_GPUS");
   if (step->step_gpus.empty()) step->step_gpus = GetEnvOr(api, "SLURM_JOB_GPUS");
   step->node_name = GetEnvOr(api, "SLURMD_NODENAME");
+  step->stepd_pid = api.ParentPid();
   step->output_files_chosen =
       !GetEnvOr(api, "PET_TEE").empty() || !GetEnvOr(api, "PET_REDIRECTS").empty();
   std::string mpi = GetEnvOr(api, "SLURM_MPI_TYPE");

@@ -13,7 +13,7 @@ namespace elastic::spank {
 enum class Context { kError, kLocal, kRemote, kAllocator, kSlurmd, kJobScript };
 
 // The spank_get_item items the plugin reads (all uint32_t in Slurm).
-enum class Item { kJobId, kStepId, kNodeId, kNnodes, kLocalTaskCount, kTotalTaskCount };
+enum class Item { kJobId, kStepId, kNodeId, kNnodes, kLocalTaskCount, kTotalTaskCount, kLocalTaskId };
 
 // Slurm's special step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT,
 // SLURM_INTERACTIVE_STEP); spank_api_slurm.cc static_asserts they match.
@@ -61,6 +61,8 @@ class SpankApi {
   virtual bool KeepAcrossExec(int fd) = 0;
   // The process's own command line (/proc/self/cmdline); srun only.
   virtual std::vector<std::string> ProcessCmdline() = 0;
+  // The calling process's parent (in task_init: the step's slurmstepd).
+  virtual long ParentPid() = 0;
 };
 
 // What the plugin asks about Slurm's nodes and the network (libslurm, getaddrinfo).

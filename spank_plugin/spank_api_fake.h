@@ -17,6 +17,7 @@ class FakeSpank : public SpankApi {
   std::map<std::string, std::string> env;
   std::vector<std::string> argv = {"python3", "train.py", "--epochs", "2"};
   std::vector<std::string> cmdline = {"srun", "-N3", "--elastic", "python3", "train.py"};
+  long parent_pid = 4242;
   std::vector<std::string> errors;
   std::vector<std::string> infos;
   std::vector<std::string> executables = {"/usr/bin/elasticrun"};
@@ -81,6 +82,7 @@ class FakeSpank : public SpankApi {
     kept_fds.push_back(fd);
     return true;
   }
+  long ParentPid() override { return parent_pid; }
 };
 
 class FakeNodes : public NodeDirectory {

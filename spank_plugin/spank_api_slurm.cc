@@ -45,6 +45,12 @@ bool SlurmSpankApi::GetItem(Item item, uint32_t* value) {
     case Item::kNnodes: which = S_JOB_NNODES; break;
     case Item::kLocalTaskCount: which = S_JOB_LOCAL_TASK_COUNT; break;
     case Item::kTotalTaskCount: which = S_JOB_TOTAL_TASK_COUNT; break;
+    case Item::kLocalTaskId: {
+      int id = -1;  // S_TASK_ID takes an int*
+      if (spank_get_item(sp_, S_TASK_ID, &id) != ESPANK_SUCCESS || id < 0) return false;
+      *value = static_cast<uint32_t>(id);
+      return true;
+    }
     default: return false;
   }
   uint32_t out = 0;
@@ -164,6 +170,8 @@ bool SlurmSpankApi::KeepAcrossExec(int fd) {
   int flags = ::fcntl(fd, F_GETFD);
   return flags >= 0 && ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) == 0;
 }
+
+long SlurmSpankApi::ParentPid() { return static_cast<long>(getppid()); }
 
 std::vector<std::string> SlurmSpankApi::ProcessCmdline() {
   std::vector<std::string> words;

@@ -24,6 +24,7 @@ class SlurmSpankApi final : public SpankApi {
   std::vector<std::string> ProcessCmdline() override;
   int OpenAgentBundle(const std::string& dir, std::string* why) override;
   bool KeepAcrossExec(int fd) override;
+  long ParentPid() override;
 
  private:
   spank_t sp_;

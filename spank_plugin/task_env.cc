@@ -123,20 +123,14 @@ StepLayout NodeLayout(const StepInfo& step) {
 
 bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,
                         const PluginConfig& config, std::string* err) {
-  if (layout.tasks != layout.nodes_seen) {
-    // --ntasks-per-node=1 alone would keep --gpus-per-task's one GPU per task, so
-    // one worker per node: the fix asks for GPUs per node. A 1-node step with
-    // -n N most likely meant N nodes.
-    std::string more_nodes =
-        layout.nnodes == 1 && layout.tasks > 1 ? fmt::format(" (for {} nodes: -N{})", layout.tasks,
-                                                             layout.tasks)
-                                               : "";
+  if (layout.tasks > layout.nodes_seen && options.nproc_per_node) {
+    // Each task is one worker (docs/user.md, "One task per GPU"): a worker count
+    // of its own would contradict the tasks.
     *err = fmt::format(
-        "--elastic needs exactly one task per node (elasticrun starts one worker per GPU of the "
-        "node itself), but this step has {} tasks on {}: ask for nodes and GPUs per node instead "
-        "of tasks: add --ntasks-per-node=1 and --gpus-per-node=G rather than -n or "
-        "--gpus-per-task{}",
-        layout.tasks, layout.where, more_nodes);
+        "--elastic-nproc-per-node={} with {} tasks on {}: with several tasks per node each task "
+        "is one worker; drop --elastic-nproc-per-node, or run one task per node "
+        "(--ntasks-per-node=1 --gpus-per-node=G)",
+        FormatNprocSpec(*options.nproc_per_node), layout.tasks, layout.where);
     return false;
   }
   // More nodes than MAX is allowed: the extra ones stand by as spares.
@@ -197,7 +191,17 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   int hi = options.nnodes ? options.nnodes->second : static_cast<int>(step.nnodes);
   out.emplace_back("PET_NNODES", FormatNodeRange(NodeRange{lo, hi}));
   out.emplace_back("PET_NODE_RANK", std::to_string(step.node_id));
-  if (options.nproc_per_node) {
+  if (step.local_tasks > 1) {
+    // One task per GPU: local task 0 runs the agent and one worker per task of the
+    // node, each with its task's GPUs and CPUs (launcher/task_group.h).
+    out.emplace_back("PET_NPROC_PER_NODE", std::to_string(step.local_tasks));
+    out.emplace_back("ELASTIC_SPANK_TASK_GROUP",
+                     fmt::format("{}/{}", step.local_task_id, step.local_tasks));
+    // Where the node's tasks meet: run ids repeat (a fresh cluster), a running
+    // slurmstepd's pid does not.
+    out.emplace_back("ELASTIC_SPANK_TASK_GROUP_KEY",
+                     fmt::format("{}.{}-{}", step.job_id, step.step_id, step.stepd_pid));
+  } else if (options.nproc_per_node) {
     out.emplace_back("PET_NPROC_PER_NODE", FormatNprocSpec(*options.nproc_per_node));
   } else {
     int gpus = 0;

@@ -20,6 +20,8 @@ struct StepInfo {
   uint32_t node_id = 0;         // S_JOB_NODEID
   uint32_t nnodes = 0;          // S_JOB_NNODES: the step's node count
   uint32_t local_tasks = 0;     // S_JOB_LOCAL_TASK_COUNT
+  uint32_t local_task_id = 0;   // S_TASK_ID: this task among the node's
+  long stepd_pid = 0;           // the step's slurmstepd (the tasks' parent): one per step and node
   std::string step_nodelist;    // SLURM_STEP_NODELIST
   std::string resv_ports;       // SLURM_STEP_RESV_PORTS ("12000-12001"), "" if none
   std::string cuda_visible_devices;  // "" if unset
@@ -71,7 +73,8 @@ struct StepLayout {
 StepLayout WholeStepLayout(uint32_t nnodes, uint32_t ntasks);
 StepLayout NodeLayout(const StepInfo& step);
 
-// One task per node, and a node multiple (--elastic-node-multiple, plugstack
+// Several tasks per node (one per GPU) are one worker each: not with
+// --elastic-nproc-per-node. And a node multiple (--elastic-node-multiple, plugstack
 // node_multiple) that MIN:MAX (or the step's node count) holds. More nodes than
 // MAX are allowed: the extra ones stand by as spares.
 bool ValidateStepLayout(const StepLayout& layout, const ElasticOptions& options,

@@ -276,7 +276,8 @@ TEST(ChooseRdzvHost, ReportsEverythingTriedWhenAllFail) {
 }
 
 TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
-  ElasticOptions any, up_to_2, pairs_of_2_3, pairs, triples_3_3;
+  ElasticOptions any, up_to_2, pairs_of_2_3, pairs, triples_3_3, four_workers;
+  four_workers.nproc_per_node = NprocSpec{NprocSpec::Kind::kCount, 4};
   up_to_2.nnodes = std::make_pair(1, 2);
   pairs_of_2_3.nnodes = std::make_pair(2, 3);
   pairs_of_2_3.node_multiple = 2;
@@ -294,13 +295,12 @@ TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
     const char* error;  // "" = valid
   } rows[] = {
       {"srun, one task per node", WholeStepLayout(3, 3), &any, &none, ""},
-      {"srun, 12 tasks", WholeStepLayout(3, 12), &any, &none,
-       "has 12 tasks on 3 nodes: ask for nodes and GPUs per node instead of tasks: add "
-       "--ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task"},
-      {"srun -n3 on 1 node", WholeStepLayout(1, 3), &any, &none,
-       "has 3 tasks on 1 node: ask for nodes and GPUs per node instead of tasks: add "
-       "--ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task (for 3 nodes: "
-       "-N3)"},
+      {"srun, 12 tasks: one per GPU", WholeStepLayout(3, 12), &any, &none, ""},
+      {"srun -n3 on 1 node: one per GPU", WholeStepLayout(1, 3), &any, &none, ""},
+      {"srun, 12 tasks and a worker count", WholeStepLayout(3, 12), &four_workers, &none,
+       "--elastic-nproc-per-node=4 with 12 tasks on 3 nodes: with several tasks per node each "
+       "task is one worker; drop --elastic-nproc-per-node, or run one task per node "
+       "(--ntasks-per-node=1 --gpus-per-node=G)"},
       {"srun, more nodes than MAX: spares", WholeStepLayout(3, 3), &up_to_2, &none, ""},
       {"node, one task", NodeLayout(node), &any, &none, ""},
       {"pairs within 2:3", WholeStepLayout(3, 3), &pairs_of_2_3, &none, ""},
@@ -326,8 +326,9 @@ TEST(ValidateStepLayout, OneTaskPerNodeSparesAndTheNodeMultiple) {
   EXPECT_FALSE(ValidateStepLayout(WholeStepLayout(3, 3), up_to_2_by_4, none, &err));
   EXPECT_EQ(err, "--elastic-node-multiple=4 with --elastic=1:2: 4 is more than MAX of 1:2 nodes (1..2)");
   node.local_tasks = 4;
-  EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, none, &err));
-  EXPECT_NE(err.find("has 4 tasks on node 2: ask for nodes and GPUs per node"), std::string::npos) << err;
+  EXPECT_TRUE(ValidateStepLayout(NodeLayout(node), ElasticOptions{}, none, &err)) << err;
+  EXPECT_FALSE(ValidateStepLayout(NodeLayout(node), four_workers, none, &err));
+  EXPECT_NE(err.find("with 4 tasks on node 2: with several tasks per node"), std::string::npos) << err;
 }
 
 // A running step never gains nodes: fewer than MIN is refused before anything

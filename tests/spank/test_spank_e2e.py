@@ -179,6 +179,37 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertLessEqual(r.stderr.count("binding: note:"), 1, r.stderr)
         self.assertLess(elapsed, RUN_TIMEOUT)
 
+    def test_one_task_per_gpu_with_restarts_and_a_hostname_prefix(self):
+        # Slurm's habit: -N2 --ntasks-per-node=2 --gpus-per-task=1. Task 0 of each node
+        # runs the agent and a worker per task, each with its task's GPU and ids; a
+        # worker fails once and the restart runs every worker again; the other tasks
+        # exit with the agent's code (0). TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE with
+        # ${hostname} goes through srun like any exported variable.
+        prefix_env = dict(ENV, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="<${hostname}:${rank}> ")
+        r = self.cluster.srun(["-N2", "--ntasks-per-node=2", "--gpus-per-task=1", "--elastic",
+                               "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
+                               "--fail-once-rank=3"], timeout=RUN_TIMEOUT, env=prefix_env)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        stdout = re.sub(r"^<n\d:\d+> ", "", r.stdout, flags=re.M)
+        env = [e for e in records(stdout, "ENV") if e["restart"] == "1"]
+        self.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2, 3], text)
+        for e in env:
+            self.assertEqual(e["local_world"], "2", e)
+            self.assertEqual(e["world"], "4", e)
+            self.assertEqual(e["local_rank"], e["localid"], e)  # LOCAL_RANK is SLURM_LOCALID
+            self.assertEqual(e["rank"], e["procid"], e)  # RANK is SLURM_PROCID (block order)
+            self.assertEqual(e["host"], f"n{int(e['nodeid']) + 1}", e)
+        for node in ("0", "1"):  # one GPU each, as Slurm gave each task
+            gpus = [e["cvd"] for e in env if e["nodeid"] == node]
+            self.assertEqual(len(set(gpus)), 2, env)
+            self.assertTrue(all("," not in g and g != "-" for g in gpus), env)
+        # ${hostname} is the worker's node: each line's host matches its rank's host.
+        hosts = {m.group(2): m.group(1) for m in re.finditer(r"^<(n\d):(\d+)> ENV ", r.stdout, re.M)}
+        self.assertEqual(hosts, {e["rank"]: e["host"] for e in env}, r.stdout)
+        self.assertEqual(sorted(int(d["rank"]) for d in records(stdout, "DONE")), [0, 1, 2, 3], text)
+        self.assert_nothing_left()
+
     def test_example_train_py(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", TRAIN])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

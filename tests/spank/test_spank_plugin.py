@@ -341,16 +341,13 @@ class TestSpankPlugin(ClusterTestCase):
 
     # ---------------------------------------------------------------- refusals
 
-    def test_more_than_one_task_per_node_says_what_to_add(self):
-        r = self.cluster.srun(["-N2", "-n4", "--elastic", "true"], timeout=30)
+    def test_several_tasks_per_node_refuse_a_worker_count_of_their_own(self):
+        # One task per GPU runs (test_spank_e2e); each task is one worker, so a
+        # worker count besides is refused in srun, before anything starts.
+        r = self.cluster.srun(["-N2", "-n4", "--elastic", "--elastic-nproc-per-node=2", "true"], timeout=30)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("add --ntasks-per-node=1 and --gpus-per-node=G rather than -n or --gpus-per-task",
-                      r.stderr)
-        # `-n 3` on one node most likely meant three nodes.
-        r = self.cluster.srun(["-n3", "--elastic", "true"], timeout=30)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("has 3 tasks on 1 node: ", r.stderr)
-        self.assertIn("(for 3 nodes: -N3)", r.stderr)
+        self.assertIn("--elastic-nproc-per-node=2 with 4 tasks on 2 nodes: with several tasks per node "
+                      "each task is one worker", r.stderr)
 
     def test_node_multiple_outside_min_max_is_refused(self):
         r = self.cluster.srun(["-N3", "--elastic=3:3", "--elastic-node-multiple=2", "true"], timeout=30)

@@ -47,7 +47,8 @@ def main():
     me = (f"rank={rank} local_rank={e['LOCAL_RANK']} world={e['WORLD_SIZE']} "
           f"local_world={e['LOCAL_WORLD_SIZE']} group_rank={e['GROUP_RANK']} "
           f"group_world={e['GROUP_WORLD_SIZE']} nodeid={e.get('SLURM_NODEID', '-')} "
-          f"host={socket.gethostname()} cvd={e.get('CUDA_VISIBLE_DEVICES', '-')} restart={restart}")
+          f"host={socket.gethostname()} cvd={e.get('CUDA_VISIBLE_DEVICES', '-')} restart={restart} "
+          f"procid={e.get('SLURM_PROCID', '-')} localid={e.get('SLURM_LOCALID', '-')}")
     say("ENV", me)
 
     def on_signal(signum, frame):
