@@ -21,39 +21,54 @@ mkdir -p out
 : >out/matrix-summary.txt
 bash scripts/install-deps.sh
 
-# The roots of the other systems are made (mmdebstrap: mostly downloading and
-# unpacking, on a fresh machine several minutes each) while Debian 12 builds
-# and tests; up-to-date roots cost nothing. A root that fails here is made again,
-# in the open, by scripts/in-root.sh below.
-roots=()
-for s in "${systems[@]}"; do [ "$s" = bookworm ] || roots+=("$s"); done
-prep=
-if [ ${#roots[@]} -gt 0 ] && [ "${systems[0]}" = bookworm ]; then
-  mkdir -p out/logs
-  ( for s in "${roots[@]}"; do
-      start=$(date +%s)
-      bash scripts/make-root.sh "$s" >"out/logs/make-root-$s.log" 2>&1 || true
-      echo "make-root $s: $(( $(date +%s) - start )) s" >>"out/logs/make-root-$s.log"
-    done ) &
-  prep=$!
-fi
-
-status=0
-for s in "${systems[@]}"; do
-  echo "===== $s"
+# The systems run at the same time (their test clusters are independent: each
+# root has its own /run, /tmp and network namespaces). On a 2-core machine the
+# suites mostly wait (signals, timeouts, Slurm's own timing), so the matrix takes
+# about as long as its slowest system instead of the sum of the three. Each
+# system's output goes to out/logs/SYSTEM.console.log and is printed whole, in
+# matrix order, when every system is done. ELASTIC_MATRIX_SERIAL=1: one system
+# after the other, printed as they run.
+# The roots are made first (mmdebstrap: mostly downloading and unpacking, on a
+# fresh machine a few minutes each) while Debian 12 builds and tests; up-to-date
+# roots cost nothing. A root that fails here is made again, in the open, by
+# scripts/in-root.sh.
+mkdir -p out/logs
+run_system() {
+  local s=$1 start rc=0
   start=$(date +%s)
+  echo "===== $s"
   if [ "$s" = bookworm ]; then
-    bash scripts/suite.sh || status=1
+    bash scripts/suite.sh || rc=1
   else
-    if [ -n "$prep" ]; then
-      wait "$prep" || true
-      prep=
-      cat out/logs/make-root-*.log | grep -E '^make-root' || true
-    fi
-    bash scripts/in-root.sh "$s" bash scripts/suite.sh || status=1
+    bash scripts/in-root.sh "$s" bash scripts/suite.sh || rc=1
   fi
   echo "===== $s: $(( $(date +%s) - start )) s"
-done
+  return $rc
+}
+
+status=0
+if [ "${ELASTIC_MATRIX_SERIAL:-0}" = 1 ]; then
+  for s in "${systems[@]}"; do run_system "$s" || status=1; done
+else
+  declare -A pids=()
+  for s in "${systems[@]}"; do
+    if [ "$s" != bookworm ]; then
+      start=$(date +%s)
+      bash scripts/make-root.sh "$s" >"out/logs/make-root-$s.log" 2>&1 || true
+      echo "make-root $s: $(( $(date +%s) - start )) s"
+    fi
+    run_system "$s" >"out/logs/$s.console.log" 2>&1 &
+    pids[$s]=$!
+    echo "===== $s: started ($(date -u +%H:%M:%S))"
+  done
+  for s in "${systems[@]}"; do
+    rc=0
+    wait "${pids[$s]}" || rc=$?
+    [ "$rc" -eq 0 ] || status=1
+    echo "===== $s: finished with status $rc ($(date -u +%H:%M:%S))"
+  done
+  for s in "${systems[@]}"; do cat "out/logs/$s.console.log"; done
+fi
 
 echo "===== the matrix"
 cat out/matrix-summary.txt
