@@ -343,7 +343,12 @@ class TestSpankEndToEnd(ClusterTestCase):
                 proc.wait(10)
             self.restore_node("n3")
         out = text()
-        self.assertEqual(proc.returncode, 0, out)
+        # The job's status is srun's: 0 on Slurm 22.05; 24.11+ reports n3's failure
+        # ("srun: error: Node failure on n3", status 1) although training finished
+        # (docs/user.md says so); that it finished is every rank's DONE below.
+        if proc.returncode != 0:
+            self.assertEqual(proc.returncode, 1, out)
+            self.assertIn("Node failure on n3", out)
         done = records(out, "DONE")
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(4)), out)
         self.assertEqual({d["world"] for d in done}, {"4"}, out)
