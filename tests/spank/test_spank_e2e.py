@@ -433,7 +433,7 @@ class TestSpankEndToEnd(ClusterTestCase):
         # Both runs append to the output: the first asked once, the second did not.
         self.assertEqual(re.findall(r"RUN slurm_restart=(\d)", out), ["0", "1"], out)
         self.assertEqual(out.count(f"requeueing job {job} (requeue 1 of 1)"), 1, out)
-        self.assertIn(f"not requeueing job {job}: it was requeued 1 time(s), the most --requeue=1 allows",
+        self.assertIn(f"not requeueing job {job}: it was requeued 1 time(s), the most --elastic-requeue=1 allows",
                       out)
         self.assertNotEqual(rc, 0, out)
         self.assert_nothing_left()
