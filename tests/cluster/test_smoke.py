@@ -21,10 +21,15 @@ from cluster import CLUSTER_SH, Cluster, ClusterTestCase, main as cluster_main, 
 def our_leftovers() -> list[str]:
     """Live (non-zombie) Slurm daemons/steps and elastic- namespaces."""
     left = []
+    # Only this PID namespace: the other systems of the matrix run their own
+    # clusters at the same time, each in a root with a PID namespace of its own.
+    own_ns = os.readlink("/proc/self/ns/pid")
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
+            if os.readlink(f"/proc/{pid}/ns/pid") != own_ns:
+                continue
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
