@@ -449,8 +449,12 @@ TEST_F(PluginTest, APlainStepIgnoresAMissingAgentBundle) {
 TEST_F(PluginTest, TaskInitUsesTheNodeAddressFoundInUserInit) {
   ASSERT_EQ(RemoteInit(), 0);
   ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  // As in slurmstepd: user_init runs before any task exists (no S_TASK_ID).
+  uint32_t task_id = api.items[Item::kLocalTaskId];
+  api.items.erase(Item::kLocalTaskId);
   ASSERT_EQ(UserInit(api, nodes), 0);
   EXPECT_EQ(nodes.slurm_calls, 1);
+  api.items[Item::kLocalTaskId] = task_id;
   nodes.node_addr.clear();  // what the image's namespace would answer
   ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
   EXPECT_EQ(nodes.slurm_calls, 1);

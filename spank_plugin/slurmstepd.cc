@@ -18,7 +18,9 @@ std::string GetEnvOr(SpankApi& api, const std::string& name) {
   return api.GetEnv(name, &value) ? value : std::string();
 }
 
-bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
+// task_context: false in user_init, where Slurm has no task yet (no local
+// task id): what the step's first node is does not depend on the task.
+bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err, bool task_context = true) {
   struct {
     Item item;
     uint32_t* out;
@@ -30,6 +32,7 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err) {
                {Item::kLocalTaskCount, &step->local_tasks, "local task count"},
                {Item::kLocalTaskId, &step->local_task_id, "task's local id"}};
   for (const auto& entry : items) {
+    if (!task_context && entry.item == Item::kLocalTaskId) continue;
     if (!api.GetItem(entry.item, entry.out)) {
       *err = fmt::format("Slurm did not give the step's {}", entry.name);
       return false;
@@ -132,7 +135,7 @@ void StepdUserInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   StepInfo step;
   std::string host, source, err;
   bool deferred = false;
-  if (ReadStepInfo(api, &step, &err)) {
+  if (ReadStepInfo(api, &step, &err, /*task_context=*/false)) {
     ChooseRdzvHost(step, state.options, nodes, &host, &source, &deferred, &err);
   }
 }

@@ -66,12 +66,6 @@ class TestPyxisStandin(ClusterTestCase):
         return self.cluster.srun(["-N2", f"--container-image={IMAGE}", f"--container-mounts={REPO}:{REPO}",
                                   f"--container-workdir={REPO}", *args], timeout=TIMEOUT, env=env)
 
-    # KNOWN BUG (issue 23), found by the matrix run of 2026-12-02 after the last
-    # merges: task_init inside the image asks Slurm again for the first node's
-    # address (munge socket absent there) instead of the answer user_init found on
-    # the host, and every task exits 2. It passed before the drop-in and
-    # first-contact merges; skipped until that is fixed, so that CI stays usable.
-    @unittest.skip("KNOWN BUG (issue 23): task_init in the image does not reuse user_init's node address")
     def test_worker_contract_and_a_restart_inside_the_image(self):
         r = self.srun(["--elastic=2", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-once-rank=1"])
