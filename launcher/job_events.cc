@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "common/name_table.h"
 #include "launcher/failure_report.h"
 
 namespace elastic {
@@ -86,21 +87,9 @@ bool DecodeFailure(const json& j, WorkerFailure* f, std::string* err) {
 
 }  // namespace
 
-const char* JobEventKindName(JobEventKind kind) {
-  for (const auto& [k, name] : kKindNames)
-    if (k == kind) return name;
-  return "?";
-}
+const char* JobEventKindName(JobEventKind kind) { return NameIn(kKindNames, kind, "?"); }
 
-bool ParseJobEventKind(const std::string& name, JobEventKind* out) {
-  for (const auto& [k, n] : kKindNames) {
-    if (name == n) {
-      *out = k;
-      return true;
-    }
-  }
-  return false;
-}
+bool ParseJobEventKind(const std::string& name, JobEventKind* out) { return ValueIn(kKindNames, name, out); }
 
 std::string EncodeJobEvent(const JobEvent& e) {
   ordered j = {{"v", e.version},         {"event", JobEventKindName(e.kind)},

@@ -6,6 +6,7 @@
 
 #include "common/endpoint.h"
 #include "common/log_escape.h"
+#include "common/name_table.h"
 #include "rendezvous/frame.h"
 
 namespace elastic {
@@ -158,21 +159,9 @@ std::string UnknownType(const Message& msg) {
 
 }  // namespace
 
-const char* EndReasonName(EndReason reason) {
-  for (const auto& [r, name] : kEndReasonNames)
-    if (r == reason) return name;
-  return "unknown";
-}
+const char* EndReasonName(EndReason reason) { return NameIn(kEndReasonNames, reason, "unknown"); }
 
-bool ParseEndReason(const std::string& name, EndReason* out) {
-  for (const auto& [r, n] : kEndReasonNames) {
-    if (name == n) {
-      *out = r;
-      return true;
-    }
-  }
-  return false;
-}
+bool ParseEndReason(const std::string& name, EndReason* out) { return ValueIn(kEndReasonNames, name, out); }
 
 std::string EncodeMessage(std::string_view type, json body) {
   body["type"] = std::string(type);
