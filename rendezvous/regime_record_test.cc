@@ -2,12 +2,14 @@
 // regime, the directory's safety checks, and the liveness check on real sockets.
 #include "rendezvous/regime_record.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+
 
 #include <gtest/gtest.h>
 
@@ -237,6 +239,10 @@ TEST(RegimeLivenessTest, SuccessorsAreAskedWhoseRegimeTheyRun) {
   // The "host" answers once its connection is in the backlog: a thread plays it.
   std::string regime_b(64, 'b');
   std::thread answer([&] {
+    // The listener is non-blocking: wait (bounded) for the connection first, or
+    // accept may run before AskSuccessors connects and the "host" never answers.
+    pollfd p{host.get(), POLLIN, 0};
+    (void)poll(&p, 1, 5000);
     UniqueFd c(accept(host.get(), nullptr, nullptr));
     nlohmann::json j = {{"version", kRendezvousProtocolVersion}, {"run_id", "run"},
                         {"nonce", std::string(64, 'c')}, {"auth", "none"}, {"regime", regime_b}};
