@@ -31,6 +31,13 @@ if ! /usr/bin/python3 scripts/torch_has_libuv.py; then
   echo "== $system: this torch has no libuv: tests run with ELASTIC_TORCH_NO_LIBUV=1, as its users do"
 fi
 
+# Each suite runs in a network namespace of its own, with loopback only: the
+# systems of the matrix run at the same time (scripts/test.sh), and a root shares
+# the host's network, so two systems' tests that bind a fixed port (torchrun's
+# 29500 in launcher.test_torchrun_compat) met on it: "Address already in use"
+# on Debian 12 in CI. The test cluster's own namespaces are made inside it.
+own_network=(unshare --net -- bash -c 'ip link set lo up && exec "$@"' own-network)
+
 status=0
 # run_suite NAME BUILD_DIR CTEST_SELECTION...: one ctest run; its summary comes
 # from ctest's JUnit report (scripts/junit_summary.py): one line per suite (also
@@ -42,7 +49,7 @@ run_suite() {
   local log=$logdir/$name.log junit=$PWD/$logdir/$name.junit.xml rc=0 report
   # Output kept for passed tests too (a flaky cluster test's first run, the
   # reasons of Python tests skipped inside a passing ctest test).
-  ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-$(nproc)}" --output-junit "$junit" \
+  "${own_network[@]}" ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-$(nproc)}" --output-junit "$junit" \
     --test-output-size-passed 4194304 --test-output-size-failed 4194304 "$@" >"$log" 2>&1 || rc=$?
   # Every test's whole output, passed ones included.
   cp "$dir/Testing/Temporary/LastTest.log" "$logdir/$name.all.log" 2>/dev/null || true

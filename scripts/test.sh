@@ -22,7 +22,8 @@ mkdir -p out
 bash scripts/install-deps.sh
 
 # The systems run at the same time (their test clusters are independent: each
-# root has its own /run, /tmp and network namespaces). On a 2-core machine the
+# root has its own /run and /tmp, and each suite runs in a network namespace
+# of its own: scripts/suite.sh). On a 2-core machine the
 # suites mostly wait (signals, timeouts, Slurm's own timing), so the matrix takes
 # about as long as its slowest system instead of the sum of the three. Each
 # system's output goes to out/logs/SYSTEM.console.log and is printed whole, in
