@@ -185,6 +185,10 @@ LogLevel ElasticAgent::JobEvent(LogLevel level) const {
   return round_.group_rank == 0 && !health_failing_since_ ? level : LogLevel::kDebug;
 }
 
+const char* ElasticAgent::RestartsFlag() const {
+  return config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts";
+}
+
 void ElasticAgent::SetCallbacks() {
   RendezvousHandler::Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) {
@@ -295,8 +299,9 @@ void ElasticAgent::Execute(const Action& action) {
     case ActionKind::kJoin:
       if (EndsInCrashLoop()) break;
       if (status_.has_failure) {
-        Log(JobEvent(LogLevel::kInfo), "restarting the workers after rank {} failed",
-            status_.failure.global_rank);
+        Log(JobEvent(LogLevel::kInfo), "{}",
+            FormatRejoinLine(status_.failure, round_.restarts_used, config_.rdzv.max_restarts,
+                             RestartsFlag()));
       } else {
         Log(LogLevel::kDebug, "restarting the workers");
       }
@@ -576,7 +581,7 @@ void ElasticAgent::Finish(int exit_code) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
     std::string summary =
         FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts, status_.fail_end.reason,
-                             config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
+                             RestartsFlag());
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
     Log(level, "{}", summary.substr(0, summary.size() - 1));

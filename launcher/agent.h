@@ -86,6 +86,8 @@ class ElasticAgent {
   void OnJobControl(int sig);  // SIGTSTP / SIGCONT
   void SetCallbacks();
   LogLevel JobEvent(LogLevel level) const;
+  // The restart budget's option as the user typed it (--elastic-max-restarts under srun).
+  const char* RestartsFlag() const;
   void Dispatch(Event event);
   void Execute(const Action& action);
 

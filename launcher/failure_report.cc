@@ -50,19 +50,32 @@ std::string FormatUnixMillis(int64_t ms) {
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
 }
 
+std::string FormatRejoinLine(const WorkerFailure& f, int restarts_used, int max_restarts,
+                             const std::string& restarts_flag) {
+  if (restarts_used < max_restarts) {
+    return fmt::format("restarting the workers after rank {} failed (restart {} of {}, {})",
+                       f.global_rank, restarts_used + 1, max_restarts, restarts_flag);
+  }
+  return fmt::format("rank {} failed and no restart is left ({}={}, {} used): the job ends",
+                     f.global_rank, restarts_flag, max_restarts, restarts_used);
+}
+
 namespace {
 
 // No worker failed: the rendezvous ended the job for a lost node (it names the
 // node in host, and what it saw in message).
 std::string FormatNodeLossSummary(const WorkerFailure& f, int restarts_used, int max_restarts,
-                                  const std::string& restarts_flag) {
+                                  EndReason reason, const std::string& restarts_flag) {
   // The rendezvous names an agent "host:pid"; the user lost the host.
   std::string host = f.host;
   if (size_t colon = host.rfind(':'); colon != std::string::npos && colon + 1 < host.size() &&
       host.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
     host.resize(colon);
   }
-  std::string node = host.empty() ? "a node" : "node " + EscapeForLog(host, kSummaryHostBytes);
+  std::string name = EscapeForLog(host, kSummaryHostBytes);
+  bool was_host = reason == EndReason::kHostLost || f.host_lost;
+  std::string node = was_host ? "the rendezvous host" : "a node";
+  if (!host.empty()) node = (was_host ? "the rendezvous host " : "node ") + name;
   std::string out = fmt::format(
       "job failed: {} was lost and no restart was left: a lost node counts against {}, which "
       "is {}\n",
@@ -78,7 +91,7 @@ std::string FormatNodeLossSummary(const WorkerFailure& f, int restarts_used, int
 std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int max_restarts,
                                  EndReason reason, const std::string& restarts_flag) {
   if (f.global_rank < 0 && (reason == EndReason::kNodesLost || reason == EndReason::kHostLost)) {
-    return FormatNodeLossSummary(f, restarts_used, max_restarts, restarts_flag);
+    return FormatNodeLossSummary(f, restarts_used, max_restarts, reason, restarts_flag);
   }
   // Every text in a failure came from a worker (its error file) or over the
   // network (a host's job_failed): escaped as log lines from the network are

@@ -77,6 +77,47 @@ TEST(FailureReportTest, LostNodeWithNoRestartLeftSaysSo) {
   }
 }
 
+// Issue 19 item 11: the line when a worker failed and the node joins the next round
+// says a restart only while one is left (it used to say "restarting the workers after
+// rank 0 failed" with none left, right before the job failed).
+TEST(FailureReportTest, RejoinLineSaysRestartOnlyWhileOneIsLeft) {
+  struct Row {
+    int rank, used, max;
+    const char* flag;
+    const char* line;
+  } rows[] = {
+      {0, 0, 0, "--max-restarts", "rank 0 failed and no restart is left (--max-restarts=0, 0 used): the job ends"},
+      {0, 0, 1, "--max-restarts", "restarting the workers after rank 0 failed (restart 1 of 1, --max-restarts)"},
+      {3, 1, 1, "--max-restarts", "rank 3 failed and no restart is left (--max-restarts=1, 1 used): the job ends"},
+      {5, 2, 3, "--elastic-max-restarts",
+       "restarting the workers after rank 5 failed (restart 3 of 3, --elastic-max-restarts)"},
+      {5, 3, 3, "--elastic-max-restarts",
+       "rank 5 failed and no restart is left (--elastic-max-restarts=3, 3 used): the job ends"},
+      // A count carried past the budget (a failover's): still the end.
+      {1, 4, 3, "--max-restarts", "rank 1 failed and no restart is left (--max-restarts=3, 4 used): the job ends"},
+  };
+  for (const Row& r : rows) {
+    WorkerFailure f;
+    f.global_rank = r.rank;
+    f.exit_code = 1;
+    EXPECT_EQ(FormatRejoinLine(f, r.used, r.max, r.flag), r.line) << r.used << " of " << r.max;
+  }
+}
+
+TEST(FailureReportTest, LostHostWithNoRestartLeftNamesTheHost) {
+  WorkerFailure f;
+  f.host = "n0";
+  f.host_lost = true;
+  f.message = "lost the rendezvous host n0:29500: connection closed by peer";
+  std::string s = FormatFailureSummary(f, 0, 0, EndReason::kHostLost, "--max-restarts");
+  EXPECT_TRUE(s.starts_with("job failed: the rendezvous host n0 was lost and no restart was left: a "
+                            "lost node counts against --max-restarts, which is 0\n"))
+      << s;
+  for (const char* bad : {"rank -1", "exit code 0", "1970"}) {
+    EXPECT_EQ(s.find(bad), std::string::npos) << bad << "\n" << s;
+  }
+}
+
 TEST(FailureReportTest, WorkerFailureOfALaterAttemptSaysItIsTheLastAttempts) {
   WorkerFailure f;
   f.global_rank = 1;

@@ -146,6 +146,68 @@ class ConsoleTest(RendezvousTestCase):
         self.assert_nothing_left()
 
 
+class EndTest(RendezvousTestCase):
+    """Issue 19 item 11: with no restart left the console says what happened: not
+    "restarting the workers", not "rank -1 (local rank -1) ... exit code 0" for a
+    lost node. Shell workers (no torch), one per agent."""
+
+    def start(self, count, nnodes, max_restarts, worker="exec sleep 120"):
+        agents = []
+        up = 'touch "%s/up.$TORCHELASTIC_RESTART_COUNT.$RANK"; ' % self.dir
+        for i in range(count):
+            agents.append(self.start_agent(
+                nnodes, nproc=1, program="/bin/sh", worker_args=["-c", up + worker],
+                extra=["--no-python", "--max-restarts=%d" % max_restarts, "--node-rank=%d" % i]))
+            if i == 0:
+                self.wait_listening()  # node rank 0 hosts
+        return agents
+
+    def wait_up(self, round_, count):
+        self.wait_for(lambda: len([f for f in os.listdir(self.dir)
+                                   if f.startswith("up.%d." % round_)]) >= count,
+                      "%d worker(s) of round %d" % (count, round_))
+
+    def test_a_failure_with_no_restart_left_says_the_job_ends_not_restarting(self):
+        # Rank 0 (on the host, node rank 0: the node that tells job events) fails in
+        # every round; --max-restarts=1: one restart, then the end.
+        agents = self.start(3, 3, 1, worker='[ "$RANK" = 0 ] && exit 1; exec sleep 120')
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 1, self.dump())
+        out = agents[0].output()
+        self.assertEqual(out.count("elasticrun: restarting the workers after rank 0 failed "
+                                   "(restart 1 of 1, --max-restarts)"), 1, self.dump())
+        self.assertIn("elasticrun: rank 0 failed and no restart is left (--max-restarts=1, 1 used): "
+                      "the job ends", out)
+        self.assertEqual(out.count("restarting the workers"), 1, self.dump())
+        self.assertIn("job failed: first failure: rank 0 (local rank 0)", out)
+        self.assert_nothing_left()
+
+    def assert_lost_node_summary(self, agent, lost):
+        out = agent.output()
+        self.assertRegex(out, r"job failed: %s was lost and no restart was left: a lost node counts "
+                              r"against --max-restarts, which is 0" % lost, self.dump())
+        for bad in ("rank -1", "exit code 0", "1970-01-01", "restarting the workers"):
+            self.assertNotIn(bad, out, self.dump())
+
+    def test_a_lost_node_with_no_restart_left_is_named_as_lost(self):
+        agents = self.start(3, "2:3", 0)
+        self.wait_up(0, 3)
+        os.kill(agents[2].agent_pid(), signal.SIGKILL)
+        for agent in agents[:2]:
+            self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
+        self.assert_lost_node_summary(agents[0], r"node \S+")
+        self.assert_nothing_left()
+
+    def test_a_lost_host_with_no_restart_left_is_named_as_lost(self):
+        agents = self.start(3, "2:3", 0)
+        self.wait_up(0, 3)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        for agent in agents[1:]:
+            self.assertNotEqual(self.wait_exit(agent), 0, self.dump())
+        self.assert_lost_node_summary(agents[1], r"the rendezvous host 127\.0\.0\.1")
+        self.assert_nothing_left()
+
+
 class TrainingTest(RendezvousTestCase):
     def test_three_agents_two_workers_each_all_reduce_with_contiguous_ranks(self):
         agents = [self.start_agent(3, program=TRAIN) for _ in range(3)]
