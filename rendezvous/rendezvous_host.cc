@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/log_escape.h"
 #include "common/net.h"
+#include "rendezvous/store_peers.h"
 
 namespace elastic {
 
@@ -366,8 +367,8 @@ void RendezvousHost::OpenRoundStore(uint64_t round) {
     Feed(EvHostFailure{fmt::format("cannot open the workers' store of round {}: {}", round, err)});
     return;
   }
-  store->SetPeerFilter([this](const sockaddr_storage& peer) {
-    return IsLoopback(peer) || allowed_addrs_.count(AddressText(peer)) > 0;
+  store->SetPeerFilter([this](const sockaddr_storage& peer, const sockaddr_storage& local) {
+    return StorePeerAllowed(StorePeer{AddressText(peer), AddressText(local)}, allowed_addrs_);
   });
   store_ = std::move(store);
   Log(LogLevel::kDebug, "rendezvous: round {}: workers' store on port {}", round, store_->port());

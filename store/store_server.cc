@@ -114,7 +114,7 @@ bool StoreServer::Listen(const std::string& host, int port, std::string* err) {
   return true;
 }
 
-void StoreServer::SetPeerFilter(std::function<bool(const sockaddr_storage&)> filter) {
+void StoreServer::SetPeerFilter(PeerFilter filter) {
   peer_filter_ = std::move(filter);
 }
 
@@ -150,6 +150,13 @@ void StoreServer::OnAccept() {
   // other ready descriptors had their turn.
 }
 
+bool StoreServer::PeerAdmitted(int fd, const sockaddr_storage& peer) const {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) local = sockaddr_storage{};
+  return peer_filter_(peer, local);
+}
+
 bool StoreServer::AcceptOne() {
   sockaddr_storage peer{};
   socklen_t len = sizeof peer;
@@ -169,7 +176,7 @@ bool StoreServer::AcceptOne() {
     Refused(who, "the store has its maximum of connections");
     return true;
   }
-  if (peer_filter_ && !peer_filter_(peer)) {
+  if (peer_filter_ && !PeerAdmitted(fd, peer)) {
     Refused(who, "rejected by the peer filter");
     return true;
   }

@@ -51,9 +51,11 @@ class StoreServer {
   int port() const { return port_; }
 
   // Connections from peers for which this returns false are closed at accept
-  // (logged). Default: accept all. Listening on "::" makes IPv4 peers appear
-  // as v4-mapped IPv6 addresses (::ffff:a.b.c.d); "0.0.0.0" gives AF_INET.
-  void SetPeerFilter(std::function<bool(const sockaddr_storage& peer)> filter);
+  // (logged). `local` is the address of ours the peer reached (getsockname of
+  // the accepted socket). Default: accept all. Listening on "::" makes IPv4
+  // peers appear as v4-mapped IPv6 addresses (::ffff:a.b.c.d); "0.0.0.0" gives AF_INET.
+  using PeerFilter = std::function<bool(const sockaddr_storage& peer, const sockaddr_storage& local)>;
+  void SetPeerFilter(PeerFilter filter);
 
   // Called as each connection is closed, with the reason (peer closed,
   // protocol error, a limit). For tests and metrics; may not close others.
@@ -77,6 +79,7 @@ class StoreServer {
   struct Connection;
   void OnAccept();
   bool AcceptOne();                          // false: nothing more to accept now
+  bool PeerAdmitted(int fd, const sockaddr_storage& peer) const;  // the peer filter, given our address
   void RefuseOutOfDescriptors();
   void PauseAccept();
   void ResumeAccept();
@@ -108,7 +111,7 @@ class StoreServer {
   StoreState state_;
   UniqueFd listen_fd_;
   int port_ = -1;
-  std::function<bool(const sockaddr_storage&)> peer_filter_;
+  PeerFilter peer_filter_;
   std::function<void(StoreConnId, const std::string&)> close_observer_;
   StoreConnId next_id_ = 1;
   std::unordered_map<StoreConnId, std::unique_ptr<Connection>> conns_;

@@ -45,8 +45,6 @@ NOT_RUN = [
     (r"srun torchrun", "the torchrun recipe the migration replaces (srun refuses torchrun under --elastic)"),
     (r"--relative=2", "scale-up needs 4 nodes and minutes (sleep 600)"),
     (r"host1:29400", "one command per machine outside Slurm (host1 is the reader's)"),
-    (r"^#SBATCH --signal=USR1@120 ", "KNOWN BUG, to fix: a 1-node elastic step fails on the test cluster "
-     "(the store's peer filter refuses the node's own worker: 'rejected by the peer filter')"),
     (r"--health-check='nvidia-smi", "needs nvidia-smi and /scratch on every machine; the option: "
      "spank.e2e test_health_check_failing_on_one_node_keeps_it_out"),
 ]
