@@ -341,6 +341,8 @@ void ElasticAgent::StartWorkersNow() {
   // empty group's id may be reused by an unrelated group: never signal it).
   old_groups_ = OwnGroups(ReadProcTable(), getpid(), KnownGroups());
   workers_.clear();
+  ++start_attempt_;
+  stop_signal_ = 0;
   workers_started_ = loop_.Now();
   if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
   std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
@@ -351,7 +353,7 @@ void ElasticAgent::StartWorkersNow() {
     Log(LogLevel::kWarning, "--preload: the preloaded interpreter cannot be used: {}: workers start "
         "normally", zygote_->why());
   }
-  std::vector<Event> failed;
+  std::vector<std::pair<int, std::string>> failed;
   for (int local_rank = 0; local_rank < config_.nproc; ++local_rank) {
     auto w = std::make_unique<Worker>();
     w->local_rank = local_rank;
@@ -362,20 +364,10 @@ void ElasticAgent::StartWorkersNow() {
     w->error_file = dir + "/error.json";
     unlink(w->error_file.c_str());
     std::string err;
-    if (!StartWorker(w.get(), &err)) {
-      Log(LogLevel::kError, "cannot start local rank {}: {}", local_rank, err);
-      WorkerFailure f;
-      f.global_rank = w->global_rank;
-      f.local_rank = local_rank;
-      f.host = config_.rdzv.hostname;
-      f.exit_code = 127;
-      f.time_unix_ms = UnixMillisNow();
-      f.message = "cannot start worker: " + err;
-      failed.push_back(Event{EventKind::kWorkerExited, 0, f, {}});
-    }
+    if (!StartWorker(w.get(), &err)) failed.emplace_back(local_rank, err);
     workers_.push_back(std::move(w));
   }
-  for (Event& e : failed) Dispatch(std::move(e));
+  for (auto& [lr, err] : failed) StartFailed(workers_[lr].get(), err);
 }
 
 bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
@@ -421,13 +413,32 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
     child.in_child_what = fmt::format("binding local rank {} (cpus {})", lr,
                                       lr < static_cast<int>(spec_.cpus.size()) ? spec_.cpus[lr] : "?");
   }
-  bool ok = Spawn(lr, child, &w->child, err);
+  if (zygote_ && zygote_->ready()) {
+    StartFromZygote(w, child);
+    return true;  // completes from the zygote's reply
+  }
+  bool ok = SpawnChild(child, &w->child, err);
   w->out->CloseChildEnd();
   w->err->CloseChildEnd();
-  if (!ok) return false;
+  return ok && Started(w, err);
+}
+
+bool ElasticAgent::Started(Worker* w, std::string* err) {
   w->alive = true;
-  Worker* raw = w;
-  return loop_.Add(w->child.pidfd.get(), EPOLLIN, [this, raw](uint32_t) { OnWorkerExit(raw); }, err);
+  return loop_.Add(w->child.pidfd.get(), EPOLLIN, [this, w](uint32_t) { OnWorkerExit(w); }, err);
+}
+
+// Counted as an exit (127) by the state machine, as a worker that failed at once.
+void ElasticAgent::StartFailed(Worker* w, const std::string& err) {
+  Log(LogLevel::kError, "cannot start local rank {}: {}", w->local_rank, err);
+  WorkerFailure f;
+  f.global_rank = w->global_rank;
+  f.local_rank = w->local_rank;
+  f.host = config_.rdzv.hostname;
+  f.exit_code = 127;
+  f.time_unix_ms = UnixMillisNow();
+  f.message = "cannot start worker: " + err;
+  Dispatch(Event{EventKind::kWorkerExited, 0, f, {}});
 }
 
 void ElasticAgent::StartZygote(bool subreaper) {
@@ -466,19 +477,56 @@ void ElasticAgent::StartZygote(bool subreaper) {
   Log(LogLevel::kWarning, "--preload: {}: workers start normally", why);
 }
 
-bool ElasticAgent::Spawn(int lr, const ChildSpec& child, ChildHandle* handle, std::string* err) {
-  if (zygote_ && zygote_->ready()) {
-    const KernelBinding* binding = nullptr;
-    if (spec_.kernel_binding && lr < static_cast<int>(spec_.kernel_binding->size())) {
-      binding = &(*spec_.kernel_binding)[lr];
-    }
-    SpawnRequest r = MakeSpawnRequest(python_command_, child.env, child.default_signals, binding);
-    std::string why;
-    if (zygote_->Spawn(r, child.stdout_fd, child.stderr_fd, handle, &why)) return true;
-    Log(LogLevel::kWarning, "the preloaded interpreter cannot start local rank {}: {}: workers start "
-        "normally from now on", lr, why);
+// The loop goes on while the zygote forks (issue 21): the worker counts as alive
+// for the state machine meanwhile, and a stop that came first reaches it on arrival.
+void ElasticAgent::StartFromZygote(Worker* w, const ChildSpec& child) {
+  int lr = w->local_rank;
+  const KernelBinding* binding = nullptr;
+  if (spec_.kernel_binding && lr < static_cast<int>(spec_.kernel_binding->size())) {
+    binding = &(*spec_.kernel_binding)[lr];
   }
-  return SpawnChild(child, handle, err);
+  SpawnRequest r = MakeSpawnRequest(python_command_, child.env, child.default_signals, binding);
+  auto kept = std::make_shared<ChildSpec>(child);  // for a normal start if it fails
+  uint64_t attempt = start_attempt_;
+  w->spawning = true;
+  zygote_->Spawn(r, child.stdout_fd, child.stderr_fd,
+                 [this, attempt, lr, kept](bool ok, ChildHandle handle, const std::string& why) {
+                   OnZygoteSpawned(attempt, lr, *kept, ok, std::move(handle), why);
+                 });
+}
+
+void ElasticAgent::OnZygoteSpawned(uint64_t attempt, int lr, const ChildSpec& child, bool ok,
+                                   ChildHandle handle, const std::string& why) {
+  Worker* w = attempt == start_attempt_ && lr < static_cast<int>(workers_.size()) ? workers_[lr].get() : nullptr;
+  if (w == nullptr || !w->spawning) {  // its attempt is over: nothing waits for it
+    if (ok) SignalGroup(handle.pid, SIGKILL);  // reaped by ReapOrphans
+  } else {
+    w->spawning = false;
+    std::string err;
+    bool started = ok;
+    if (ok) {
+      w->child = std::move(handle);
+    } else {
+      if (!zygote_failed_told_) {
+        Log(LogLevel::kWarning, "the preloaded interpreter cannot start local rank {}: {}: workers start "
+            "normally from now on", lr, why);
+      }
+      zygote_failed_told_ = true;
+      started = SpawnChild(child, &w->child, &err);
+    }
+    w->out->CloseChildEnd();
+    w->err->CloseChildEnd();
+    if (started) started = Started(w, &err);
+    if (!started) {
+      StartFailed(w, err);
+    } else if (int sig = LateStartSignal(status_.state, stop_signal_); sig != 0) {
+      SignalGroup(w->child.pid, sig);
+    }
+  }
+  if (reap_deferred_ && !(zygote_ && zygote_->spawning())) {
+    reap_deferred_ = false;
+    ReapOrphans();
+  }
 }
 
 std::vector<pid_t> ElasticAgent::Spared() const {
@@ -516,6 +564,7 @@ void ElasticAgent::SignalWorkers(int sig) {
     Log(LogLevel::kWarning, "workers still running after --shutdown-timeout={}s: sending SIGKILL",
         config_.shutdown_timeout_ms / 1000.0);
   }
+  if (status_.state == WorkerState::kUnhealthy) stop_signal_ = sig;  // for a late start
   std::vector<pid_t> groups = Spared();  // the zygote leads its own group
   for (auto& w : workers_) {
     if (w->child.pid > 0 && SignalGroup(w->child.pid, sig)) groups.push_back(w->child.pid);
@@ -533,6 +582,10 @@ void ElasticAgent::SignalWorkers(int sig) {
 }
 
 void ElasticAgent::ReapOrphans() {
+  if (zygote_ && zygote_->spawning()) {  // a worker that died at once has no known pid yet
+    reap_deferred_ = true;
+    return;
+  }
   std::vector<pid_t> workers;
   for (auto& w : workers_) {
     if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd

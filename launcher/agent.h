@@ -62,6 +62,7 @@ struct Worker {
   int global_rank = 0;
   ChildHandle child;
   bool alive = false;
+  bool spawning = false;  // the preloaded interpreter has not answered its request yet
   std::string error_file;
   std::unique_ptr<WorkerOutput> out;
   std::unique_ptr<WorkerOutput> err;
@@ -95,7 +96,12 @@ class ElasticAgent {
   void StartWorkersNow();
   bool StartWorker(Worker* w, std::string* err);
   void StartZygote(bool subreaper);
-  bool Spawn(int local_rank, const ChildSpec& child, ChildHandle* handle, std::string* err);
+  // A worker's start through the zygote completes from its reply (a loop event).
+  void StartFromZygote(Worker* w, const ChildSpec& child);
+  void OnZygoteSpawned(uint64_t attempt, int local_rank, const ChildSpec& child, bool ok, ChildHandle handle,
+                       const std::string& why);
+  bool Started(Worker* w, std::string* err);  // watches its exit
+  void StartFailed(Worker* w, const std::string& err);
   std::vector<pid_t> Spared() const;
   void OnWorkerExit(Worker* w);
   void SignalWorkers(int sig);
@@ -166,6 +172,10 @@ class ElasticAgent {
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
   bool start_pending_ = false;      // StartWorkers waits for the zygote's ready (zygote.h)
   bool zygote_warned_ = false;      // its unusability was told
+  bool zygote_failed_told_ = false; // a failed spawn request was told (once: all fail then)
+  uint64_t start_attempt_ = 0;      // StartWorkersNow's count: a late reply of an older one is stale
+  int stop_signal_ = 0;             // what this attempt's stopping group got last (LateStartSignal)
+  bool reap_deferred_ = false;      // ReapOrphans waited for the zygote's pending replies
   PythonCommand python_command_;    // what the zygote's workers run
   CrashLoopState crash_loop_;
   RestartCause restart_cause_ = RestartCause::kMembership;  // of the last restart asked this round

@@ -180,6 +180,10 @@ int FailureExitCode(const WorkerFailure& failure) {
   return 1;
 }
 
+int LateStartSignal(WorkerState state, int stop_signal) {
+  return state == WorkerState::kUnhealthy ? stop_signal : 0;
+}
+
 Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
                 Millis shutdown_timeout) {
   Stepper st(status, now, shutdown_timeout);

@@ -116,6 +116,11 @@ bool IsFailure(const WorkerFailure& exit);
 // The agent's exit code for a worker failure: its exit code, or 128+signal.
 int FailureExitCode(const WorkerFailure& failure);
 
+// A worker whose start completed late (its preloaded interpreter answers as a loop
+// event, zygote.h) into a group that is being stopped gets the signal the group
+// got (`stop_signal`, 0 if none yet): the group waits for its exit. 0: leave it.
+int LateStartSignal(WorkerState state, int stop_signal);
+
 Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
                 Millis shutdown_timeout);
 

@@ -293,3 +293,27 @@ TEST(WorkerStateScenario, AgentSigtermForwardsAndExits143) {
 
 }  // namespace
 }  // namespace elastic
+
+namespace elastic {
+namespace {
+
+// Issue 21: a worker forked by the preloaded interpreter arrives after StartWorkers
+// (a loop event); if the group began stopping meanwhile it gets the group's signal.
+TEST(LateStartSignal, OnlyAStoppingGroupSignalsALateWorker) {
+  struct Row {
+    WorkerState state;
+    int stop_signal;
+    int want;
+  };
+  const Row rows[] = {
+      {WorkerState::kHealthy, 0, 0},          {WorkerState::kHealthy, SIGUSR1, 0},
+      {WorkerState::kUnhealthy, SIGTERM, SIGTERM}, {WorkerState::kUnhealthy, SIGKILL, SIGKILL},
+      {WorkerState::kUnhealthy, 0, 0},        {WorkerState::kStopped, SIGTERM, 0},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(LateStartSignal(r.state, r.stop_signal), r.want) << WorkerStateName(r.state) << " " << r.stop_signal;
+  }
+}
+
+}  // namespace
+}  // namespace elastic

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -22,46 +21,6 @@ namespace elastic {
 namespace {
 
 constexpr int kZygoteFd = 3;  // the zygote's end of the socket pair (zygote.py)
-
-int MillisLeft(MonoClock::time_point deadline) {
-  auto left = std::chrono::ceil<Millis>(deadline - MonoClock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
-}
-
-// Waits until `fd` is ready for `events` or `deadline`; false with *err on timeout.
-bool WaitFd(int fd, short events, MonoClock::time_point deadline, std::string* err) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    int r = poll(&p, 1, MillisLeft(deadline));
-    if (r > 0) return true;
-    if (r == 0) {
-      *err = "no answer before the deadline";
-      return false;
-    }
-    if (errno != EINTR) {
-      *err = fmt::format("poll: {}", strerror(errno));
-      return false;
-    }
-  }
-}
-
-bool ReadExact(int fd, char* buf, size_t n, MonoClock::time_point deadline, std::string* err) {
-  size_t got = 0;
-  while (got < n) {
-    if (!WaitFd(fd, POLLIN, deadline, err)) return false;
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r == 0) {
-      *err = "it closed the socket";
-      return false;
-    }
-    if (r < 0 && errno != EINTR && errno != EAGAIN) {
-      *err = fmt::format("read: {}", strerror(errno));
-      return false;
-    }
-    if (r > 0) got += static_cast<size_t>(r);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -187,20 +146,8 @@ void Zygote::WhenSettled(std::function<void()> settled) {
 
 // The first reply (ready or unfit), read as it comes: a frame header, then its payload.
 void Zygote::OnReadable() {
-  char buf[4096];
   std::string ended;  // why nothing more can come (its reply may be complete all the same)
-  while (ended.empty()) {
-    ssize_t n = read(socket_.get(), buf, sizeof buf);
-    if (n > 0) {
-      incoming_.append(buf, static_cast<size_t>(n));
-    } else if (n == 0) {
-      ended = "it did not say it was ready: it closed the socket";  // "unfit", then exit
-    } else if (errno == EAGAIN) {
-      break;
-    } else if (errno != EINTR) {
-      ended = fmt::format("it did not say it was ready: read: {}", strerror(errno));
-    }
-  }
+  if (!ReadIncoming(&ended)) ended = "it did not say it was ready: " + ended;  // "unfit", then exit
   size_t size = 0;
   std::string err;
   if (incoming_.size() >= 4 && !ParseFrameHeader(std::string_view(incoming_).substr(0, 4), &size, &err)) {
@@ -229,7 +176,8 @@ void Zygote::OnReadable() {
   }
 }
 
-// Ready (why empty) or unusable: from now on Spawn talks to it synchronously.
+// Ready (why empty) or unusable: from now on the socket is watched only while a
+// spawn request is pending.
 void Zygote::Settle(const std::string& why) {
   ready_timer_.Cancel();
   incoming_.clear();
@@ -238,47 +186,66 @@ void Zygote::Settle(const std::string& why) {
   if (settled_) posted_.Post(std::exchange(settled_, nullptr));
 }
 
-bool Zygote::Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, ChildHandle* child,
-                   std::string* err) {
-  if (state_ != State::kReady) {
-    *err = "the preloaded interpreter is not ready";
-    return false;
+// Reads what the socket holds into incoming_; false once nothing more can come
+// (*ended says why; what was read may still be a complete reply).
+bool Zygote::ReadIncoming(std::string* ended) {
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(socket_.get(), buf, sizeof buf);
+    if (n > 0) {
+      incoming_.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      *ended = "it closed the socket";
+      return false;
+    } else if (errno == EAGAIN) {
+      return true;
+    } else if (errno != EINTR) {
+      *ended = fmt::format("read: {}", strerror(errno));
+      return false;
+    }
   }
-  auto deadline = MonoClock::now() + spawn_timeout_;
-  ZygoteReply reply;
-  bool ok = SendRequest(EncodeSpawnRequest(request), stdout_fd, stderr_fd, deadline, err) &&
-            ReadReply(deadline, &reply, err);
-  if (ok && reply.kind != ZygoteReplyKind::kSpawned) {
-    *err = reply.kind == ZygoteReplyKind::kError ? reply.reason : "an unexpected reply";
-    ok = false;
-  }
-  int fd = -1;
-  if (ok) {
-    fd = static_cast<int>(syscall(SYS_pidfd_open, reply.pid, 0));
-    if (fd < 0) *err = fmt::format("pidfd_open({}): {}", reply.pid, strerror(errno));
-  }
-  if (fd < 0) {
-    Drop(*err);
-    return false;
-  }
-  child->pid = reply.pid;
-  child->pidfd.Reset(fd);
-  return true;
 }
 
-bool Zygote::SendRequest(const std::string& payload, int stdout_fd, int stderr_fd,
-                         MonoClock::time_point deadline, std::string* err) {
-  std::string frame = FrameHeader(payload.size()) + payload;
-  int fds[2] = {stdout_fd, stderr_fd};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  size_t sent = 0;
-  while (sent < frame.size()) {
-    if (!WaitFd(socket_.get(), POLLOUT, deadline, err)) return false;
-    iovec iov{frame.data() + sent, frame.size() - sent};
+void Zygote::Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, SpawnDone done) {
+  if (state_ != State::kReady) {
+    posted_.Post([done = std::move(done)] { done(false, ChildHandle{}, "the preloaded interpreter is not ready"); });
+    return;
+  }
+  Request r;
+  std::string payload = EncodeSpawnRequest(request);
+  r.frame = FrameHeader(payload.size()) + payload;
+  r.out.Reset(fcntl(stdout_fd, F_DUPFD_CLOEXEC, 0));
+  r.err.Reset(fcntl(stderr_fd, F_DUPFD_CLOEXEC, 0));
+  r.done = std::move(done);
+  bool duplicated = r.out && r.err;
+  std::string dup_error = duplicated ? "" : fmt::format("fcntl(F_DUPFD_CLOEXEC): {}", strerror(errno));
+  requests_.push_back(std::move(r));
+  if (!duplicated) {
+    Drop(dup_error);
+  } else if (requests_.size() == 1) {
+    SendHead();
+  }
+}
+
+// Sends what the socket takes of the head request (the descriptors ride on its
+// first byte), then waits for the rest to go and for the reply as loop events.
+// Its deadline starts with its first byte: the zygote answers one at a time.
+void Zygote::SendHead() {
+  Request& r = requests_.front();
+  if (!spawn_timer_.armed()) {
+    Millis timeout = spawn_timeout_;
+    spawn_timer_ = loop_.After(timeout, [this, timeout] {
+      Drop(fmt::format("no answer within {} s", timeout.count() / 1000.0));
+    });
+  }
+  while (r.sent < r.frame.size()) {
+    int fds[2] = {r.out.get(), r.err.get()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+    iovec iov{r.frame.data() + r.sent, r.frame.size() - r.sent};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    if (sent == 0) {  // the descriptors ride on the first byte
+    if (r.sent == 0) {
       msg.msg_control = control;
       msg.msg_controllen = sizeof control;
       cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -287,26 +254,88 @@ bool Zygote::SendRequest(const std::string& payload, int stdout_fd, int stderr_f
       c->cmsg_len = CMSG_LEN(sizeof fds);
       memcpy(CMSG_DATA(c), fds, sizeof fds);
     }
-    ssize_t n = sendmsg(socket_.get(), &msg, MSG_NOSIGNAL);
-    if (n < 0 && errno != EINTR && errno != EAGAIN) {
-      *err = fmt::format("sendmsg: {}", strerror(errno));
-      return false;
+    ssize_t n = sendmsg(socket_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EAGAIN) break;
+    if (n < 0 && errno != EINTR) {
+      Drop(fmt::format("sendmsg: {}", strerror(errno)));
+      return;
     }
-    if (n > 0) sent += static_cast<size_t>(n);
+    if (n <= 0) continue;
+    if (r.sent == 0) {  // in flight: the zygote holds its own copies now
+      r.out.Reset();
+      r.err.Reset();
+    }
+    r.sent += static_cast<size_t>(n);
   }
-  return true;
+  uint32_t events = EPOLLIN | (r.sent < r.frame.size() ? EPOLLOUT : 0u);
+  std::string err;
+  bool ok = loop_.Watching(socket_.get())
+                ? loop_.Modify(socket_.get(), events, &err)
+                : loop_.Add(socket_.get(), events, [this](uint32_t e) { OnSocket(e); }, &err);
+  if (!ok) Drop(err);
 }
 
-bool Zygote::ReadReply(MonoClock::time_point deadline, ZygoteReply* reply, std::string* err) {
-  char header[4];
-  size_t size = 0;
-  if (!ReadExact(socket_.get(), header, 4, deadline, err) ||
-      !ParseFrameHeader(std::string_view(header, 4), &size, err)) {
-    return false;
+void Zygote::OnSocket(uint32_t events) {
+  if (requests_.empty()) return;
+  if (requests_.front().sent < requests_.front().frame.size() && (events & ~EPOLLIN)) {
+    SendHead();
+    if (state_ != State::kReady) return;
   }
-  std::string payload(size, '\0');
-  return ReadExact(socket_.get(), payload.data(), size, deadline, err) &&
-         ParseZygoteReply(payload, reply, err);
+  std::string ended;
+  bool open = ReadIncoming(&ended);
+  while (state_ == State::kReady && !requests_.empty()) {
+    size_t size = 0;
+    std::string err;
+    if (incoming_.size() >= 4 && !ParseFrameHeader(std::string_view(incoming_).substr(0, 4), &size, &err)) {
+      Drop(err);
+      return;
+    }
+    if (incoming_.size() < 4 || incoming_.size() < 4 + size) break;
+    std::string payload = incoming_.substr(4, size);
+    incoming_.erase(0, 4 + size);
+    OnReply(payload);
+  }
+  if (state_ == State::kReady && !open) Drop(ended);
+}
+
+// The head request's reply: its worker, or the zygote is given up (as every failure).
+void Zygote::OnReply(const std::string& payload) {
+  ZygoteReply reply;
+  std::string err;
+  if (!ParseZygoteReply(payload, &reply, &err)) {
+    Drop(err);
+    return;
+  }
+  if (reply.kind != ZygoteReplyKind::kSpawned) {
+    Drop(reply.kind == ZygoteReplyKind::kError ? reply.reason : "an unexpected reply");
+    return;
+  }
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, reply.pid, 0));
+  if (fd < 0) {
+    Drop(fmt::format("pidfd_open({}): {}", reply.pid, strerror(errno)));
+    return;
+  }
+  ChildHandle child;
+  child.pid = reply.pid;
+  child.pidfd.Reset(fd);
+  Request done = std::move(requests_.front());
+  requests_.pop_front();
+  spawn_timer_.Cancel();
+  if (!requests_.empty()) {
+    SendHead();
+  } else {
+    loop_.Remove(socket_.get());
+  }
+  // At once, not posted: until its pid is known the caller may not reap (zygote.h).
+  done.done(true, std::move(child), "");
+}
+
+void Zygote::FailRequests(const std::string& why) {
+  spawn_timer_.Cancel();
+  for (Request& r : requests_) {
+    posted_.Post([done = std::move(r.done), why] { done(false, ChildHandle{}, why); });
+  }
+  requests_.clear();
 }
 
 void Zygote::OnExit() {
@@ -314,7 +343,11 @@ void Zygote::OnExit() {
   if (!ReapChild(child_.pid, &f.exit_code, &f.signal)) return;
   reaped_ = true;
   loop_.Remove(child_.pidfd.get());
-  if (state_ != State::kGone) {
+  bool was_usable = state_ != State::kGone;
+  // Replies it sent before it died are still in the socket: a worker it forked is ours.
+  if (!requests_.empty() && socket_) OnSocket(EPOLLIN);
+  FailRequests(fmt::format("it exited ({})", DescribeExit(f)));
+  if (was_usable) {
     Log(LogLevel::kWarning, "the preloaded interpreter (pid {}) exited ({}): workers start normally "
         "from now on", child_.pid, DescribeExit(f));
   }
@@ -325,6 +358,7 @@ void Zygote::OnExit() {
 
 void Zygote::Drop(const std::string& why) {
   Settle(why);
+  FailRequests(why);
   state_ = State::kGone;
   socket_.Reset();
   if (child_.pidfd && !reaped_) syscall(SYS_pidfd_send_signal, child_.pidfd.get(), SIGKILL, nullptr, 0);

@@ -12,12 +12,16 @@
 //   initialises CUDA at import, an import error), a death, a garbled reply or no
 //   answer by ready_timeout (a timer on the loop's clock) make it unusable for
 //   good, with the reason in why().
-// - Spawn() asks for one worker and waits (with a deadline) for its pid. The agent
-//   must be a child subreaper: the worker is then the agent's child in its own
-//   process group when Spawn returns, so the caller owns the pidfd and reaps it
-//   (ReapChild) exactly as after SpawnChild. The event loop does not run during
-//   Spawn, so no SIGCHLD reaper can take the worker before its pid is known.
-//   A failed Spawn makes the zygote unusable (killed); the caller starts normally.
+// - Spawn() asks for one worker and returns at once; its reply (the pid) arrives as
+//   a loop event and `done` runs from it, or from a timer at spawn_timeout (on the
+//   loop's clock) if none came (issue 21: nothing on the loop waits). Requests are
+//   answered in order, one at a time. The agent must be a child subreaper: when
+//   `done` runs the worker is the agent's child in its own process group, so the
+//   caller owns the pidfd and reaps it (ReapChild) exactly as after SpawnChild.
+//   While spawning() the caller must not reap unknown children (a worker that died
+//   at once would be reaped before its pid is known: ElasticAgent::ReapOrphans).
+//   A failed request makes the zygote unusable (killed) and fails every queued one
+//   (done(false, ...), posted); the caller starts normally.
 // - The zygote's exit is seen through its pidfd on the loop: reaped here, logged
 //   once, and usable() is false from then on. The destructor kills and reaps it.
 #pragma once
@@ -25,6 +29,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -86,21 +91,34 @@ class Zygote {
   // Why it became unusable before it was ready ("" otherwise: a later death or a
   // failed Spawn is told where it happens).
   const std::string& why() const { return why_; }
-  bool Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, ChildHandle* child,
-             std::string* err);
+  // ok: `child` holds the worker's pid and pidfd. Not ok: `why`, and child is empty.
+  using SpawnDone = std::function<void(bool ok, ChildHandle child, const std::string& why)>;
+  // The descriptors are duplicated: the caller may close its own at once.
+  void Spawn(const SpawnRequest& request, int stdout_fd, int stderr_fd, SpawnDone done);
+  // A request awaits its reply (or is queued behind one).
+  bool spawning() const { return !requests_.empty(); }
   bool usable() const { return state_ != State::kGone; }
   // The zygote's pid until it has been reaped (then -1: the pid may be reused).
   pid_t pid() const { return reaped_ ? -1 : child_.pid; }
 
  private:
   enum class State { kStarting, kReady, kGone };
+  struct Request {
+    std::string frame;     // header + payload
+    size_t sent = 0;
+    UniqueFd out, err;     // ride on the frame's first byte
+    SpawnDone done;
+  };
   void OnReadable();
   void Settle(const std::string& why);
-  bool ReadReply(MonoClock::time_point deadline, ZygoteReply* reply, std::string* err);
-  bool SendRequest(const std::string& payload, int stdout_fd, int stderr_fd,
-                   MonoClock::time_point deadline, std::string* err);
+  // The head request: send what the socket takes, then wait for its reply (loop events).
+  void SendHead();
+  void OnSocket(uint32_t events);
+  bool ReadIncoming(std::string* ended);
+  void OnReply(const std::string& payload);
   void OnExit();
   void Drop(const std::string& why);
+  void FailRequests(const std::string& why);
 
   EventLoop& loop_;
   Posted posted_{loop_};
@@ -113,6 +131,8 @@ class Zygote {
   UniqueFd socket_;
   State state_ = State::kGone;
   Millis spawn_timeout_{10000};
+  std::deque<Request> requests_;  // the head is the one sent (or being sent)
+  Timer spawn_timer_;             // the head's deadline
 };
 
 }  // namespace elastic

@@ -231,6 +231,25 @@ class PreloadTest(LauncherTestCase):
         self.assert_nothing_left()
         self.assert_gone(zygote_argv("slow_module"))
 
+    def test_slow_spawn_on_the_host_does_not_stop_its_heartbeats(self):
+        # Issue 21: the zygote answers each spawn request 5 s late (twice heartbeat_timeout=3
+        # less a margin). The host's loop must go on answering node 1's heartbeats while it
+        # waits for that answer; before, it waited for the reply and node 1 lost the host.
+        procs = self.start_two_nodes("slowfork", ["--python", PYTHON, WORKER, "env", self.dir],
+                                     {"PYTHONPATH": HERE, "ELASTIC_TEST_SLOW_FORK_S": "5"},
+                                     host_args=["--preload", "slow_fork_module"])
+        errs = []
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            errs.append(err.decode())
+        self.assertEqual([p.returncode for p in procs], [0, 0], errs)
+        self.assertNotIn("preloaded interpreter", errs[0])  # the zygote was used, not given up
+        for err in errs:
+            self.assertNotRegex(err, r"lost|silent|taking over", err)
+        self.assertEqual(self.dump("env", 0)["WORLD_SIZE"], "2")
+        self.assert_nothing_left()
+        self.assert_gone(zygote_argv("slow_fork_module"))
+
     def test_missing_module_falls_back_with_a_warning(self):
         rc, _, err = self.run_agent(["--preload", "no_such_module_xyz", "--python", PYTHON, WORKER, "env",
                                      self.dir])
