@@ -58,7 +58,7 @@ ElasticAgent::~ElasticAgent() {
   for (auto& w : workers_) {
     if (w->alive) waitpid(w->child.pid, nullptr, 0);
   }
-  KillLeftovers(false);  // what left the groups (setsid, double fork) came back to us
+  KillLeftovers();  // what left the groups (setsid, double fork) came back to us
   ReapExited(Spared());  // the zygote is reaped by its own destructor
   StopFileTimer();
   if (signal_fd_) loop_.Remove(signal_fd_.get());
@@ -254,9 +254,23 @@ void ElasticAgent::Dispatch(Event event) {
     StartWorkersNow();
   }
   queue_.push_back(std::move(event));
-  if (dispatching_) return;  // the outer Dispatch handles it next: no re-entrance
+  // The outer Dispatch handles it next (no re-entrance), or the end of the attempt
+  // once its leftovers are dead (OnLeftoversKilled).
+  if (dispatching_ || ending_) return;
+  RunQueue();
+}
+
+// The transitions' actions in order, then the next event's; paused while the
+// leftovers of an attempt are being killed (their deaths are loop events).
+void ElasticAgent::RunQueue() {
   dispatching_ = true;
-  while (!queue_.empty()) {
+  while (!ending_ && (!actions_.empty() || !queue_.empty())) {
+    if (!actions_.empty()) {
+      Action action = actions_.front();
+      actions_.pop_front();
+      Execute(action);
+      continue;
+    }
     Event e = std::move(queue_.front());
     queue_.pop_front();
     WorkerState before = status_.state;
@@ -268,7 +282,7 @@ void ElasticAgent::Dispatch(Event event) {
     if (before != status_.state) {
       Log(LogLevel::kDebug, "state {} -> {}", WorkerStateName(before), WorkerStateName(status_.state));
     }
-    for (const Action& action : t.actions) Execute(action);
+    actions_.insert(actions_.end(), t.actions.begin(), t.actions.end());
   }
   dispatching_ = false;
 }
@@ -597,11 +611,10 @@ void ElasticAgent::ReapOrphans() {
   ReapExited(workers);
 }
 
-void ElasticAgent::KillLeftovers(bool spare_zygote) {
+void ElasticAgent::KillLeftovers() {
   std::string err;
   auto deadline = MonoClock::now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
-  std::vector<pid_t> spare = spare_zygote ? Spared() : std::vector<pid_t>{};
-  if (!KillDescendants(getpid(), deadline, &err, spare)) Log(LogLevel::kWarning, "{}", err);
+  if (!KillDescendants(getpid(), deadline, &err)) Log(LogLevel::kWarning, "{}", err);
 }
 
 void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {
@@ -620,9 +633,21 @@ void ElasticAgent::EndAttempt() {
     if (w->out) w->out->Close();
     if (w->err) w->err->Close();
   }
-  // Every worker has exited: whatever is still below the agent is theirs.
-  KillLeftovers();
+  // Every worker has exited: whatever is still below the agent is theirs. They are
+  // SIGKILLed and the state machine goes on once they are dead (issue 21: their
+  // deaths are pidfd events, the loop does not wait for them).
+  auto deadline = loop_.Now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
+  ending_ = !leftovers_.Start(getpid(), Spared(), deadline, [this](const std::string& err) {
+    OnLeftoversKilled(err);
+  });
+  if (!ending_) ReapOrphans();
+}
+
+void ElasticAgent::OnLeftoversKilled(const std::string& err) {
+  if (!err.empty()) Log(LogLevel::kWarning, "{}", err);
   ReapOrphans();
+  ending_ = false;
+  if (!dispatching_) RunQueue();
 }
 
 void ElasticAgent::Finish(int exit_code) {

@@ -11,7 +11,8 @@
 // Containment: the agent is a child subreaper, so a process that leaves its worker's
 // group (setsid, double fork) is reparented to the agent, not to init. SIGCHLD (on the
 // same signalfd) reaps such orphans; a stop signals them with the groups, and the end
-// of an attempt and the destructor SIGKILL every descendant left (descendants.h).
+// of an attempt (LeftoverKiller: on the loop, the state machine goes on from their
+// deaths) and the destructor SIGKILL every descendant left (descendants.h).
 #pragma once
 
 #include <deque>
@@ -24,6 +25,7 @@
 #include "common/log.h"
 #include "launcher/child_process.h"
 #include "launcher/console.h"
+#include "launcher/descendants.h"
 #include "launcher/crash_loop.h"
 #include "launcher/file_timer_server.h"
 #include "launcher/health_check.h"
@@ -106,9 +108,11 @@ class ElasticAgent {
   void OnWorkerExit(Worker* w);
   void SignalWorkers(int sig);
   void ReapOrphans();
-  void KillLeftovers(bool spare_zygote = true);
+  void KillLeftovers();  // waits (with a deadline): for the destructor, off the loop
   void ArmStopTimer(MonoClock::time_point deadline);
   void EndAttempt();
+  void OnLeftoversKilled(const std::string& err);
+  void RunQueue();
   void Finish(int exit_code);
   void LogToConsole(const std::string& line);
   // At exit: the queued console text, written within --console-drain-timeout.
@@ -165,7 +169,10 @@ class ElasticAgent {
   std::vector<int> handled_list_;
   Timer stop_timer_;
   std::deque<Event> queue_;
+  std::deque<Action> actions_;      // of the transitions stepped, not yet carried out
   bool dispatching_ = false;
+  bool ending_ = false;             // EndAttempt's leftovers are being killed (leftovers_)
+  LeftoverKiller leftovers_{loop_};
   bool job_stopped_ = false;
   bool cancel_told_ = false;        // Slurm's SIGTERM was told (it comes more than once)        // stopped itself on SIGTSTP: the next SIGCONT resumes it
   int exit_code_ = 1;

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/log.h"
 #include "common/unique_fd.h"
 
 namespace elastic {
@@ -143,30 +144,120 @@ int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids)
   return sent;
 }
 
+std::vector<pid_t> Leftovers(const ProcTable& table, pid_t root, const std::vector<pid_t>& spare) {
+  std::vector<pid_t> pids = LiveDescendants(table, root);
+  std::unordered_set<pid_t> spared(spare.begin(), spare.end());
+  for (pid_t s : spare) {
+    for (pid_t d : LiveDescendants(table, s)) spared.insert(d);
+  }
+  std::erase_if(pids, [&](pid_t pid) { return spared.count(pid) > 0; });
+  return pids;
+}
+
+KillStep NextKillStep(size_t left, MonoClock::time_point now, MonoClock::time_point deadline) {
+  if (left == 0) return KillStep::kDone;
+  return now >= deadline ? KillStep::kGiveUp : KillStep::kKill;
+}
+
+namespace {
+
+std::string StillAlive(const std::vector<pid_t>& pids, pid_t root) {
+  return fmt::format("{} descendant process(es) of pid {} still alive after SIGKILL (first: {})", pids.size(),
+                     root, pids.front());
+}
+
+// SIGKILLs `pids` (descendants of `root`); the pidfds of those signalled.
+std::vector<UniqueFd> KillAll(const std::vector<pid_t>& pids, pid_t root) {
+  std::unordered_set<pid_t> family(pids.begin(), pids.end());
+  std::vector<UniqueFd> fds;
+  for (pid_t pid : pids) {
+    UniqueFd fd = OpenIfDescendant(pid, root, family);
+    if (fd && syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0) == 0) fds.push_back(std::move(fd));
+  }
+  return fds;
+}
+
+}  // namespace
+
 bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err,
                      const std::vector<pid_t>& spare) {
   while (true) {
-    ProcTable table = ReadProcTable();
-    std::vector<pid_t> pids = LiveDescendants(table, root);
-    std::unordered_set<pid_t> spared(spare.begin(), spare.end());
-    for (pid_t s : spare) {
-      for (pid_t d : LiveDescendants(table, s)) spared.insert(d);
+    std::vector<pid_t> pids = Leftovers(ReadProcTable(), root, spare);
+    switch (NextKillStep(pids.size(), MonoClock::now(), deadline)) {
+      case KillStep::kDone:
+        return true;
+      case KillStep::kGiveUp:
+        *err = StillAlive(pids, root);
+        return false;
+      case KillStep::kKill:
+        break;
     }
-    std::erase_if(pids, [&](pid_t pid) { return spared.count(pid) > 0; });
-    if (pids.empty()) return true;
-    if (MonoClock::now() >= deadline) {
-      *err = fmt::format("{} descendant process(es) of pid {} still alive after SIGKILL (first: {})",
-                         pids.size(), root, pids.front());
-      return false;
-    }
-    std::unordered_set<pid_t> family(pids.begin(), pids.end());
-    std::vector<UniqueFd> fds;
-    for (pid_t pid : pids) {
-      UniqueFd fd = OpenIfDescendant(pid, root, family);
-      if (fd && syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0) == 0) fds.push_back(std::move(fd));
-    }
+    std::vector<UniqueFd> fds = KillAll(pids, root);
     WaitExited(&fds, deadline);  // then walk again: a process may have forked meanwhile
   }
+}
+
+bool LeftoverKiller::Start(pid_t root, const std::vector<pid_t>& spare, MonoClock::time_point deadline,
+                           Done done) {
+  Forget();
+  root_ = root;
+  spare_ = spare;
+  deadline_ = deadline;
+  std::vector<pid_t> pids = Leftovers(ReadProcTable(), root_, spare_);
+  if (pids.empty()) return true;
+  done_ = std::move(done);
+  deadline_timer_ = loop_.After(std::chrono::ceil<Millis>(deadline_ - loop_.Now()), [this] {
+    Forget();
+    Walk();  // gives up if some are left
+  });
+  Step(pids);
+  return false;
+}
+
+void LeftoverKiller::Walk() { Step(Leftovers(ReadProcTable(), root_, spare_)); }
+
+void LeftoverKiller::Step(const std::vector<pid_t>& pids) {
+  switch (NextKillStep(pids.size(), loop_.Now(), deadline_)) {
+    case KillStep::kDone:
+      Finish("");
+      return;
+    case KillStep::kGiveUp:
+      Finish(StillAlive(pids, root_));
+      return;
+    case KillStep::kKill:
+      break;
+  }
+  dying_ = KillAll(pids, root_);
+  for (const UniqueFd& fd : dying_) {
+    int raw = fd.get();
+    std::string err;
+    if (!loop_.Add(raw, EPOLLIN, [this, raw](uint32_t) { OnExited(raw); }, &err)) {
+      Log(LogLevel::kWarning, "following a killed process: {}", err);
+    }
+  }
+  // None could be signalled (they exited meanwhile): look again on a later turn.
+  if (dying_.empty()) again_ = loop_.After(Millis(10), [this] { Walk(); });
+}
+
+void LeftoverKiller::Finish(const std::string& err) {
+  Forget();
+  Done done = std::exchange(done_, nullptr);
+  posted_.Post([done, err] { done(err); });
+}
+
+void LeftoverKiller::OnExited(int fd) {
+  loop_.Remove(fd);
+  std::erase_if(dying_, [fd](const UniqueFd& f) { return f.get() == fd; });
+  if (dying_.empty()) Walk();
+}
+
+void LeftoverKiller::Forget() {
+  for (const UniqueFd& fd : dying_) {
+    if (loop_.Watching(fd.get())) loop_.Remove(fd.get());
+  }
+  dying_.clear();
+  again_.Cancel();
+  deadline_timer_.Cancel();
 }
 
 int ReapExited(const std::vector<pid_t>& keep) {

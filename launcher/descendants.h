@@ -10,17 +10,21 @@
 // Contracts:
 // - ParseProcStat and LiveDescendants are pure (tested on fake tables).
 // - KillDescendants signals through pidfds (no pid-reuse race after opening) and
-//   waits for the deaths with a deadline, never without one.
+//   waits for the deaths with a deadline, never without one: for the agent's
+//   destructor and the guardian, off the loop. On the loop, LeftoverKiller does the
+//   same without waiting (issue 21): the deaths arrive as pidfd events.
 // - Nothing here reaps: the caller reaps its own children (ReapExited).
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/event_loop.h"
+#include "common/unique_fd.h"
 
 namespace elastic {
 
@@ -60,6 +64,52 @@ int SignalDescendants(pid_t root, int sig, const std::vector<pid_t>& skip_pgids)
 // alive at `deadline`.
 bool KillDescendants(pid_t root, MonoClock::time_point deadline, std::string* err,
                      const std::vector<pid_t>& spare = {});
+
+// The live descendants of `root` less the processes in `spare` and theirs: what a
+// kill of the leftovers must see dead.
+std::vector<pid_t> Leftovers(const ProcTable& table, pid_t root, const std::vector<pid_t>& spare);
+
+// What a kill of the leftovers does after a walk of /proc found `left` of them.
+enum class KillStep {
+  kDone,    // none left
+  kGiveUp,  // some left at the deadline
+  kKill,    // SIGKILL them and walk again once they are dead (they may have forked)
+};
+KillStep NextKillStep(size_t left, MonoClock::time_point now, MonoClock::time_point deadline);
+
+// KillDescendants on the event loop: Start SIGKILLs the leftovers and returns; their
+// deaths are followed through pidfds registered with the loop, /proc is walked again
+// once all are dead, and `done` runs from a loop event with "" or why some were
+// still alive at `deadline` (on the loop's clock). Start returns true, and never
+// runs `done`, when there were none to kill. Destroying it stops following them.
+class LeftoverKiller {
+ public:
+  using Done = std::function<void(const std::string& err)>;
+  explicit LeftoverKiller(EventLoop& loop) : loop_(loop) {}
+  ~LeftoverKiller() { Forget(); }
+  LeftoverKiller(const LeftoverKiller&) = delete;
+  LeftoverKiller& operator=(const LeftoverKiller&) = delete;
+
+  bool Start(pid_t root, const std::vector<pid_t>& spare, MonoClock::time_point deadline, Done done);
+  bool running() const { return static_cast<bool>(done_); }
+
+ private:
+  void Walk();  // /proc again, then Step
+  void Step(const std::vector<pid_t>& left);
+  void Finish(const std::string& err);  // posts done_
+  void OnExited(int fd);
+  void Forget();  // the pidfds and timers
+
+  EventLoop& loop_;
+  Posted posted_{loop_};
+  pid_t root_ = 0;
+  std::vector<pid_t> spare_;
+  MonoClock::time_point deadline_{};
+  Done done_;
+  std::vector<UniqueFd> dying_;  // SIGKILLed, not yet dead
+  Timer deadline_timer_;
+  Timer again_;                  // none could be signalled: the walk raced with exits
+};
 
 // Reaps, without blocking, the exited children of the caller that are not in
 // `keep` (those are reaped elsewhere, e.g. worker pidfds). Returns how many.

@@ -1,5 +1,6 @@
 // Descendants of a process: the /proc/PID/stat parser and the tree walk on fake
-// tables, then KillDescendants on a real setsid() grandchild (label: process).
+// tables, then KillDescendants and LeftoverKiller on a real setsid() grandchild
+// (label: process).
 #include "launcher/descendants.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "launcher/child_process.h"
@@ -100,6 +102,66 @@ TEST(KillDescendants, KillsASetsidGrandchildReparentedToTheSubreaper) {
   EXPECT_TRUE(LiveDescendants(ReadProcTable(), getpid()).empty());
   EXPECT_EQ(ReapExited({}), 1);  // the killed grandchild, now our child
   EXPECT_NE(kill(grandchild, 0), 0);
+}
+
+TEST(Leftovers, SparesTheGivenProcessesAndTheirDescendants) {
+  // 10 the agent; 11 a worker's escaped child; 12 the zygote, 13 its fork helper.
+  ProcTable t = {{10, 1, 10, 'S'}, {11, 10, 11, 'S'}, {12, 10, 12, 'S'}, {13, 12, 12, 'S'}, {14, 10, 14, 'Z'}};
+  std::vector<pid_t> all = Leftovers(t, 10, {});
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<pid_t>{11, 12, 13}));
+  EXPECT_EQ(Leftovers(t, 10, {12}), (std::vector<pid_t>{11}));
+}
+
+TEST(NextKillStep, KillsUntilNoneAreLeftOrTheDeadline) {
+  auto t0 = MonoClock::time_point{} + std::chrono::seconds(100);
+  struct Row {
+    size_t left;
+    MonoClock::duration now;  // after t0; the deadline is t0 + 1 s
+    KillStep want;
+  };
+  const Row rows[] = {
+      {0, std::chrono::seconds(0), KillStep::kDone},   {0, std::chrono::seconds(5), KillStep::kDone},
+      {3, std::chrono::seconds(0), KillStep::kKill},   {1, std::chrono::milliseconds(999), KillStep::kKill},
+      {1, std::chrono::seconds(1), KillStep::kGiveUp}, {2, std::chrono::seconds(9), KillStep::kGiveUp},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(NextKillStep(r.left, t0 + r.now, t0 + std::chrono::seconds(1)), r.want)
+        << r.left << " left at +" << std::chrono::duration_cast<Millis>(r.now).count() << " ms";
+  }
+}
+
+// Issue 21: on the loop nothing waits for the deaths: Start returns at once and the
+// end is told from a loop event (KillDescendants returned only once they were dead).
+TEST(LeftoverKiller, KillsWithoutWaitingAndTellsFromALoopEvent) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  pid_t grandchild = std::stoi(RunShell("setsid sleep 1000 >/dev/null 2>&1 & echo $!"));
+  EventLoop loop;
+  LeftoverKiller killer(loop);
+  std::optional<std::string> told;
+  ASSERT_FALSE(killer.Start(getpid(), {}, loop.Now() + std::chrono::seconds(60),
+                            [&](const std::string& err) { told = err; }));
+  EXPECT_TRUE(killer.running());
+  EXPECT_FALSE(told.has_value());  // not before a loop event
+  auto give_up = MonoClock::now() + std::chrono::seconds(60);
+  while (!told && MonoClock::now() < give_up) loop.RunOnce(Millis(1000));
+  ASSERT_TRUE(told.has_value());
+  EXPECT_EQ(*told, "");
+  EXPECT_FALSE(killer.running());
+  EXPECT_TRUE(LiveDescendants(ReadProcTable(), getpid()).empty());
+  int status = 0;
+  ASSERT_EQ(waitpid(grandchild, &status, 0), grandchild);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+TEST(LeftoverKiller, NoneLeftFinishesAtOnceWithoutATelling) {
+  EventLoop loop;
+  LeftoverKiller killer(loop);
+  bool told = false;
+  EXPECT_TRUE(killer.Start(getpid(), {}, loop.Now() + std::chrono::seconds(1), [&](const std::string&) { told = true; }));
+  EXPECT_FALSE(killer.running());
+  loop.RunOnce(Millis(0));
+  EXPECT_FALSE(told);
 }
 
 TEST(SignalDescendants, SkipsTheGivenGroupsAndSignalsTheRest) {
