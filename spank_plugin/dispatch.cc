@@ -93,11 +93,11 @@ int LocalUserInit(SpankApi& api) {
   return SrunLocalUserInit(api, state);
 }
 
-int UserInit(SpankApi& api, NodeDirectory& nodes) {
+int RemoteInitPostOpt(SpankApi& api, NodeDirectory& nodes) {
   PluginState& state = State();
   if (state.context != Context::kRemote) return 0;
   CachingNodes cached(nodes, state.node_answers);
-  StepdUserInit(api, cached, state);
+  StepdPostOpt(api, cached, state);
   return 0;
 }
 

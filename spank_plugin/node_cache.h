@@ -1,7 +1,7 @@
-// Answers of a NodeDirectory remembered from slurmstepd's user_init, for task_init.
+// Answers of a NodeDirectory remembered from slurmstepd's init_post_opt, for task_init.
 // Under a container plugin (pyxis) task_init runs in the image's mount namespace:
 // no munge socket for slurm_load_node_single, the image's /etc/hosts for
-// getaddrinfo. user_init runs on the host, so the plugin asks there and
+// getaddrinfo. init_post_opt runs on the host, so the plugin asks there and
 // task_init replays the answers (a question not asked then goes to the real one).
 #pragma once
 

@@ -95,6 +95,10 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
 int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   return Guard("init_post_opt", [&] {
     elastic::spank::SlurmSpankApi api(sp);
+    if (elastic::spank::State().context == elastic::spank::Context::kRemote) {
+      elastic::spank::SlurmNodeDirectory nodes;
+      return elastic::spank::RemoteInitPostOpt(api, nodes);
+    }
     return elastic::spank::InitPostOpt(api);
   });
 }
@@ -104,14 +108,6 @@ int slurm_spank_local_user_init(spank_t sp, int, char**) {
     slurm_verbose("elastic: %s", ELASTIC_VERSION_LINE);  // shown by `srun -v`
     elastic::spank::SlurmSpankApi api(sp);
     return elastic::spank::LocalUserInit(api);
-  });
-}
-
-int slurm_spank_user_init(spank_t sp, int, char**) {
-  return Guard("user_init", [&] {
-    elastic::spank::SlurmSpankApi api(sp);
-    elastic::spank::SlurmNodeDirectory nodes;
-    return elastic::spank::UserInit(api, nodes);
   });
 }
 

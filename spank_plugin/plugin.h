@@ -28,7 +28,7 @@ struct PluginState {
   // mount namespace; -1 with agent_bundle_error when it could not be opened.
   int agent_bundle_fd = -1;
   std::string agent_bundle_error;
-  // slurmstepd: the node directory's answers from user_init (node_cache.h).
+  // slurmstepd: the node directory's answers from init_post_opt (node_cache.h).
   NodeAnswers node_answers;
 };
 
@@ -44,15 +44,19 @@ int Init(SpankApi& api, const std::vector<std::string>& plugstack_args);
 int OptionCallback(OptionId id, const char* value, bool remote);
 int InitPostOpt(SpankApi& api);
 int LocalUserInit(SpankApi& api);
-// slurmstepd, on the host before any task: asks the node directory what
-// task_init will need (node_cache.h). Never fails the step (task_init reports).
-int UserInit(SpankApi& api, NodeDirectory& nodes);
+// slurmstepd's init_post_opt, on the host, as root, before any task: asks the
+// node directory what task_init will need (node_cache.h). Never fails the step
+// (task_init reports). Not user_init: slurmstepd runs user_init between
+// drop_privileges() and reclaim_privileges(), which hold Slurm's auth lock
+// (23.11+: auth_setuid_lock), so a Slurm RPC there is fatal to slurmstepd
+// ("auth_g_create: pthread_rwlock_rdlock(): Resource deadlock avoided").
+int RemoteInitPostOpt(SpankApi& api, NodeDirectory& nodes);
 int TaskInit(SpankApi& api, NodeDirectory& nodes);
 
 // Per-context handlers (one file each).
 int SrunLocalUserInit(SpankApi& api, PluginState& state);
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
-void StepdUserInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
+void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 
 // The installed elasticrun (set by the build).
 std::string DefaultLauncher();

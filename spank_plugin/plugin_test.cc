@@ -445,20 +445,30 @@ TEST_F(PluginTest, APlainStepIgnoresAMissingAgentBundle) {
 }
 
 // Under pyxis, task_init runs in the image (no munge socket for slurmctld, the
-// image's /etc/hosts): the node address is asked in user_init, on the host.
-TEST_F(PluginTest, TaskInitUsesTheNodeAddressFoundInUserInit) {
+// image's /etc/hosts): the node address is asked in slurmstepd's init_post_opt,
+// on the host, as root (not in user_init: Slurm 23.11+ holds its auth lock
+// there, and an RPC from user_init kills slurmstepd).
+TEST_F(PluginTest, TaskInitUsesTheNodeAddressFoundInInitPostOpt) {
   ASSERT_EQ(RemoteInit(), 0);
   ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
-  // As in slurmstepd: user_init runs before any task exists (no S_TASK_ID).
+  // As in slurmstepd: init_post_opt runs before any task exists (no S_TASK_ID).
   uint32_t task_id = api.items[Item::kLocalTaskId];
   api.items.erase(Item::kLocalTaskId);
-  ASSERT_EQ(UserInit(api, nodes), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
   EXPECT_EQ(nodes.slurm_calls, 1);
   api.items[Item::kLocalTaskId] = task_id;
   nodes.node_addr.clear();  // what the image's namespace would answer
   ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
   EXPECT_EQ(nodes.slurm_calls, 1);
   EXPECT_TRUE(api.env["PET_RDZV_ENDPOINT"].starts_with("10.200.0.11:"));
+}
+
+TEST_F(PluginTest, SrunsInitPostOptNeverAsksTheNodeDirectory) {
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  EXPECT_EQ(nodes.slurm_calls, 0);
 }
 
 TEST_F(PluginTest, TaskInitSkipsBatchExternAndInteractiveSteps) {

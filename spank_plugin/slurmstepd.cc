@@ -18,7 +18,7 @@ std::string GetEnvOr(SpankApi& api, const std::string& name) {
   return api.GetEnv(name, &value) ? value : std::string();
 }
 
-// task_context: false in user_init, where Slurm has no task yet (no local
+// task_context: false in init_post_opt, where Slurm has no task yet (no local
 // task id): what the step's first node is does not depend on the task.
 bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err, bool task_context = true) {
   struct {
@@ -122,7 +122,7 @@ std::string MungeSocketFromSlurmConf(const std::string& conf_text) {
   return socket;
 }
 
-void StepdUserInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
+void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   uint32_t step_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
       step_id == kInteractiveStep) {

@@ -11,7 +11,6 @@ slurm_spank_init
 slurm_spank_init_post_opt
 slurm_spank_local_user_init
 slurm_spank_task_init
-slurm_spank_user_init
 spank_plugin_version"
 # Slurm >= 25.05 also reads the plugin's slurm_spank_init_failure_mode.
 version_hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER *//p' /usr/include/slurm/slurm_version.h)
@@ -52,7 +51,7 @@ if want >= 0x190500:
     mode = ctypes.c_int.in_dll(lib, "slurm_spank_init_failure_mode").value
     assert mode == names["ESPANK_JOB_FAILURE"], (mode, names)
 for f in ("slurm_spank_init", "slurm_spank_init_post_opt", "slurm_spank_local_user_init",
-          "slurm_spank_task_init", "slurm_spank_user_init"):
+          "slurm_spank_task_init"):
     getattr(lib, f)
 PY
 # Undefined symbols may only be libc/libstdc++/fmt ones or Slurm's (spank_*, slurm_*).
