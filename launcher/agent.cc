@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,6 +22,7 @@
 #include "launcher/failure_report.h"
 #include "launcher/log_prefix.h"
 #include "launcher/self_exe.h"
+#include "launcher/slurm_stop.h"
 #include "launcher/worker_env.h"
 
 namespace elastic {
@@ -145,8 +147,8 @@ void ElasticAgent::OnSignal() {
       // Slurm ends a step with SIGTERM (scancel, the time limit, preemption), to
       // every process of the step and more than once: one plain line from node 0,
       // not a warning per signal and node.
-      Log(cancel_told_ ? LogLevel::kDebug : JobEvent(LogLevel::kInfo),
-          "cancelled by Slurm (SIGTERM): stopping the workers");
+      Log(cancel_told_ ? LogLevel::kDebug : JobEvent(LogLevel::kInfo), "{}",
+          SlurmStopLine(config_.job_end_time, static_cast<int64_t>(std::time(nullptr))));
       cancel_told_ = true;
     } else {
       Log(JobEvent(terminating ? LogLevel::kWarning : LogLevel::kInfo), "got {}: {}", SignalName(sig),

@@ -1,4 +1,5 @@
 #include "launcher/launch_config.h"
+#include "launcher/slurm_stop.h"
 
 #include "elastic_version.h"
 #include "rendezvous/rendezvous_settings.h"
@@ -371,6 +372,9 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
 
   auto spank = env_.find("ELASTIC_SPANK_ARGV0");
   c_->spank_wrapped = spank != env_.end() && !spank->second.empty();
+  for (const char* name : {"SLURM_JOB_END_TIME", kJobEndTimeVar})
+    if (const std::string* text = Env(name); text && !c_->job_end_time)
+      c_->job_end_time = ParseJobEndTime(*text);
   std::vector<std::string> program;
   try {
     if (c_->spank_wrapped) {

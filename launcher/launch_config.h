@@ -83,6 +83,9 @@ struct LaunchConfig {
   std::string program;
   std::vector<std::string> args;
   bool spank_wrapped = false;         // ELASTIC_SPANK_ARGV0 was set
+  // The job's end time under Slurm (unix seconds): SLURM_JOB_END_TIME, else the
+  // plugin's ELASTIC_JOB_END_TIME (launcher/slurm_stop.h). Tells the time limit's SIGTERM.
+  std::optional<int64_t> job_end_time;
   // One line each, printed once before the run: torchrun options accepted without
   // a meaning here (launch_config.cc, ConvertTorchrunOnly).
   std::vector<std::string> warnings;

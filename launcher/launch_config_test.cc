@@ -264,6 +264,19 @@ TEST(LaunchConfigTest, CommandLineBeatsPetBeatsDefault) {
   EXPECT_EQ(p.config.shutdown_timeout_ms, 30000);
 }
 
+// The job's end time tells the time limit's SIGTERM (launcher/slurm_stop.h):
+// Slurm's own variable (24.11 and later) first, the plugin's (22.05) otherwise.
+TEST(LaunchConfigTest, JobEndTimeFromSlurmElseFromThePlugin) {
+  Parsed slurm = Parse({"x"}, {{"SLURM_JOB_END_TIME", "1764692400"}, {"ELASTIC_JOB_END_TIME", "5"}});
+  ASSERT_EQ(slurm.outcome, ParseOutcome::kRun) << slurm.err;
+  EXPECT_EQ(slurm.config.job_end_time, std::optional<int64_t>(1764692400));
+  Parsed plugin = Parse({"x"}, {{"ELASTIC_JOB_END_TIME", "1764692401"}});
+  EXPECT_EQ(plugin.config.job_end_time, std::optional<int64_t>(1764692401));
+  Parsed bad = Parse({"x"}, {{"SLURM_JOB_END_TIME", "0"}, {"ELASTIC_JOB_END_TIME", "1764692402"}});
+  EXPECT_EQ(bad.config.job_end_time, std::optional<int64_t>(1764692402));
+  EXPECT_EQ(Parse({"x"}, {}).config.job_end_time, std::nullopt);
+}
+
 TEST(LaunchConfigTest, SpankWrappedReadsNoOptionsFromArgv) {
   Parsed p = Parse({"--max-restarts=5", "data.txt"},
                    {{"ELASTIC_SPANK_ARGV0", "train.py"}, {"PET_MAX_RESTARTS", "1"}});

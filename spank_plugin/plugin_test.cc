@@ -177,6 +177,32 @@ TEST_F(PluginTest, SrunWithoutElasticIgnoresEverything) {
   EXPECT_EQ(LocalUserInit(api), 0);
 }
 
+// Slurm 22.05 gives tasks no SLURM_JOB_END_TIME: elasticrun could not tell the
+// time limit's SIGTERM from scancel's (launcher/slurm_stop.h).
+TEST_F(PluginTest, SrunExportsTheJobEndTimeWhereSlurmDoesNot) {
+  api.context = Context::kLocal;
+  api.end_times = {{42, 1764692400}};
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);
+  EXPECT_EQ(api.env.at("ELASTIC_JOB_END_TIME"), "1764692400");
+}
+
+TEST_F(PluginTest, SrunAsksNothingWhereSlurmGivesTheEndTimeOrForAPlainStep) {
+  api.context = Context::kLocal;
+  api.end_times = {{42, 1764692400}};
+  ASSERT_EQ(Init(api, {}), 0);
+  ASSERT_EQ(InitPostOpt(api), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);  // no --elastic: no RPC
+  EXPECT_TRUE(api.end_time_asked.empty());
+  api.env["SLURM_JOB_END_TIME"] = "1764692400";
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, false), 0);
+  ASSERT_EQ(LocalUserInit(api), 0);
+  EXPECT_TRUE(api.end_time_asked.empty());
+  EXPECT_EQ(api.env.count("ELASTIC_JOB_END_TIME"), 0u);
+}
+
 TEST_F(PluginTest, SrunChecksTheCombinationBeforeAllocation) {
   api.context = Context::kLocal;
   ASSERT_EQ(Init(api, {}), 0);

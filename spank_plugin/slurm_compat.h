@@ -31,4 +31,19 @@ using HostlistPtr = struct hostlist*;
 // slurm_get_errno() is gone by 24.11; libslurm sets errno in every release.
 inline int SlurmErrno() { return errno; }
 
+// 26.05: slurm_get_end_time() takes a slurm_step_id_t; the header keeps the job-id
+// form for C only, through a C11 _Generic macro of the same name, which C++ cannot
+// compile. The macro is how to tell the two apart.
+inline int SlurmJobEndTime(uint32_t job_id, time_t* end_time) {
+#ifdef slurm_get_end_time
+  slurm_step_id_t step_id{};
+  step_id.job_id = job_id;
+  step_id.step_het_comp = NO_VAL;
+  step_id.step_id = NO_VAL;
+  return (slurm_get_end_time)(step_id, end_time);
+#else
+  return slurm_get_end_time(job_id, end_time);
+#endif
+}
+
 }  // namespace elastic::spank

@@ -83,6 +83,15 @@ class FakeSpank : public SpankApi {
     return true;
   }
   long ParentPid() override { return parent_pid; }
+  std::map<uint32_t, int64_t> end_times;  // job id -> end time; others: Slurm does not say
+  std::vector<uint32_t> end_time_asked;
+  bool JobEndTime(uint32_t job_id, int64_t* end_time) override {
+    end_time_asked.push_back(job_id);
+    auto it = end_times.find(job_id);
+    if (it == end_times.end()) return false;
+    *end_time = it->second;
+    return true;
+  }
 };
 
 class FakeNodes : public NodeDirectory {

@@ -173,6 +173,13 @@ bool SlurmSpankApi::KeepAcrossExec(int fd) {
 
 long SlurmSpankApi::ParentPid() { return static_cast<long>(getppid()); }
 
+bool SlurmSpankApi::JobEndTime(uint32_t job_id, int64_t* end_time) {
+  time_t end = 0;
+  if (SlurmJobEndTime(job_id, &end) != SLURM_SUCCESS || end <= 0) return false;
+  *end_time = static_cast<int64_t>(end);
+  return true;
+}
+
 std::vector<std::string> SlurmSpankApi::ProcessCmdline() {
   std::vector<std::string> words;
   std::ifstream in("/proc/self/cmdline", std::ios::binary);

@@ -25,6 +25,7 @@ class SlurmSpankApi final : public SpankApi {
   int OpenAgentBundle(const std::string& dir, std::string* why) override;
   bool KeepAcrossExec(int fd) override;
   long ParentPid() override;
+  bool JobEndTime(uint32_t job_id, int64_t* end_time) override;
 
  private:
   spank_t sp_;

@@ -79,8 +79,23 @@ bool IsTorchrunCommand(const std::vector<std::string>& argv) {
   return false;
 }
 
+// Slurm 24.11 and later give every task SLURM_JOB_END_TIME; 22.05 does not, and
+// elasticrun needs it to say "time limit" rather than "cancelled" when Slurm's
+// SIGTERM comes at the end (launcher/slurm_stop.h). srun asks the controller
+// once per step and the variable reaches the tasks with srun's environment.
+void ExportJobEndTime(SpankApi& api) {
+  std::string known;
+  uint32_t job_id = 0;
+  int64_t end_time = 0;
+  if (api.GetEnv("SLURM_JOB_END_TIME", &known) || !api.GetItem(Item::kJobId, &job_id) ||
+      !api.JobEndTime(job_id, &end_time))
+    return;
+  api.SetEnv(kJobEndTimeVar, std::to_string(end_time));
+}
+
 int SrunLocalUserInit(SpankApi& api, PluginState& state) {
   if (!ElasticActive(state.options, state.config)) return 0;
+  ExportJobEndTime(api);
   // The plugin hands --elastic-rdzv-conf to elasticrun in the task's environment
   // (PET_RDZV_CONF, readable by the user only), never in its argv; but srun's and
   // sbatch's own command lines are readable by every local user.

@@ -381,6 +381,15 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertIn(f"cannot run 'nosuch.py': No such file or directory (in {jobs})", r.stderr)
         self.assertNotIn("round 0", r.stderr)
 
+    def test_a_heterogeneous_step_is_refused_before_anything_runs(self):
+        # Each component would form a world of its own (issue 20 item 9): srun refuses.
+        r = self.srun(["-N1", "--elastic", "/bin/echo", "HET_RAN", ":", "-N1", "/bin/echo", "HET_RAN"],
+                      timeout=60)
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("--elastic cannot run a heterogeneous step", r.stderr)
+        self.assertEqual(r.stderr.count("heterogeneous step"), 1, r.stderr)
+        self.assertNotIn("HET_RAN", r.stdout)
+
     def test_job_level_elastic_does_not_wrap_a_workers_own_srun(self):
         # A worker's `srun --overlap -N1 hostname` used to become a 1-node elastic step
         # of its own (waiting for MIN=2 nodes); now it is a plain step.
@@ -645,9 +654,9 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assert_cancelled_once(bg.text())
         self.assert_nothing_left()
 
-    def assert_cancelled_once(self, text):
+    def assert_cancelled_once(self, text, line="elasticrun: cancelled by Slurm (SIGTERM)"):
         """Slurm's SIGCONT + SIGTERM (several times, to every process) make one line."""
-        self.assertEqual(text.count("elasticrun: cancelled by Slurm (SIGTERM)"), 1, text)
+        self.assertEqual(text.count(line), 1, text)
         self.assertNotIn("SIGCONT", text)
         self.assertNotIn("elasticrun: warning: got SIGTERM", text)
 
@@ -680,8 +689,10 @@ class TestSpankEndToEnd(ClusterTestCase):
         # Every worker sees SIGTERM; it may see it twice (Slurm signals every process of
         # the step, and elasticrun forwards its own), so count workers, not lines.
         self.assertEqual(sigterm_ranks(bg.text()), {0, 1, 2}, bg.text())
-        # Slurm says "DUE TO TIME LIMIT"; the agents say nothing of lost nodes.
-        self.assert_cancelled_once(bg.text())
+        # Slurm says "DUE TO TIME LIMIT"; so does the agent's one line (issue 20 item 6:
+        # not a plain "cancelled"), and nothing of lost nodes.
+        self.assert_cancelled_once(bg.text(), "elasticrun: time limit: the job reached its time limit (--time")
+        self.assertNotIn("cancelled by Slurm", bg.text())
         for wrong in ("left, below", "was lost", "job failed"):
             self.assertNotIn(wrong, bg.text())
         self.assert_nothing_left()
