@@ -3,6 +3,8 @@
 // Included only by the Slurm-facing files (spank_api_slurm.*, plugin.cc).
 #pragma once
 
+#include <type_traits>
+
 extern "C" {
 // spank.h declares the slurm_spank_* callbacks outside its own extern "C"
 // block (docs/design.md, "the SPANK plugin").
@@ -31,19 +33,22 @@ using HostlistPtr = struct hostlist*;
 // slurm_get_errno() is gone by 24.11; libslurm sets errno in every release.
 inline int SlurmErrno() { return errno; }
 
-// 26.05: slurm_get_end_time() takes a slurm_step_id_t; the header keeps the job-id
-// form for C only, through a C11 _Generic macro of the same name, which C++ cannot
-// compile. The macro is how to tell the two apart.
-inline int SlurmJobEndTime(uint32_t job_id, time_t* end_time) {
-#ifdef slurm_get_end_time
-  slurm_step_id_t step_id{};
-  step_id.job_id = job_id;
-  step_id.step_het_comp = NO_VAL;
-  step_id.step_id = NO_VAL;
-  return (slurm_get_end_time)(step_id, end_time);
-#else
-  return slurm_get_end_time(job_id, end_time);
-#endif
+// 26.05 (perhaps earlier): slurm_get_end_time() takes a slurm_step_id_t instead of
+// the job id (the job-id form survives only for C under SLURM_BACKWARD_COMPAT).
+// Told apart by the function's own type; `fn` is of the template's type so the
+// branch not taken is never compiled.
+template <typename Fn = decltype(&slurm_get_end_time)>
+int SlurmJobEndTime(uint32_t job_id, time_t* end_time) {
+  Fn fn = &slurm_get_end_time;
+  if constexpr (std::is_invocable_v<Fn, uint32_t, time_t*>) {
+    return fn(job_id, end_time);
+  } else {
+    slurm_step_id_t step_id{};
+    step_id.job_id = job_id;
+    step_id.step_het_comp = NO_VAL;
+    step_id.step_id = NO_VAL;
+    return fn(step_id, end_time);
+  }
 }
 
 }  // namespace elastic::spank

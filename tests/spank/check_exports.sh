@@ -56,6 +56,6 @@ for f in ("slurm_spank_init", "slurm_spank_init_post_opt", "slurm_spank_local_us
 PY
 # Undefined symbols may only be libc/libstdc++/fmt ones or Slurm's (spank_*, slurm_*).
 bad=$(nm -D --undefined-only "$so" | awk '{print $2}' | sed 's/@.*//' |
-      grep -E '^(spank_|slurm_)' | grep -vE '^(spank_(context|get_item|getenv|setenv|unsetenv|option_register|prepend_task_argv)|slurm_(error|info|verbose|debug|hostlist_create|hostlist_shift|hostlist_destroy|load_node_single|free_node_info_msg|strerror|get_errno))$' || true)
+      grep -E '^(spank_|slurm_)' | grep -vE '^(spank_(context|get_item|getenv|setenv|unsetenv|option_register|prepend_task_argv)|slurm_(error|info|verbose|debug|hostlist_create|hostlist_shift|hostlist_destroy|load_node_single|free_node_info_msg|get_end_time|strerror|get_errno))$' || true)
 if [ -n "$bad" ]; then echo "check_exports: unexpected Slurm symbols used: $bad"; exit 1; fi
 echo "check_exports: OK"
