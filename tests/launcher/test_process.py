@@ -6,10 +6,11 @@ import os
 import re
 import signal
 import socket
+import time
 import unittest
 
-from launcher_test_util import (LauncherTestCase, children_of, pid_alive, pids_running, run_log_dir,
-                                wait_for)
+from launcher_test_util import (PYTHON, WORKER, LauncherTestCase, children_of, pid_alive, pids_running,
+                                run_log_dir, wait_for)
 
 
 class RestartTest(LauncherTestCase):
@@ -154,6 +155,23 @@ class SignalTest(LauncherTestCase):
         for rank in range(3):
             self.assertTrue(os.path.exists(self.path("term.%d" % rank)), "rank %d saw no SIGTERM" % rank)
         self.assert_nothing_left()  # the `sleep` children included
+
+    def test_slurms_sigterm_at_the_jobs_end_time_is_told_as_the_time_limit(self):
+        # Under srun (ELASTIC_SPANK_ARGV0): Slurm's SIGTERM at or after the job's end
+        # time is the time limit, before it a cancel (issue 20 item 6).
+        for end, line in ((int(time.time()) - 30, "elasticrun: time limit: the job reached its time limit"),
+                          (int(time.time()) + 3600, "elasticrun: cancelled by Slurm (SIGTERM)")):
+            for f in glob.glob(self.path("*.0")):
+                os.unlink(f)
+            env = {"ELASTIC_SPANK_ARGV0": PYTHON, "PET_NPROC_PER_NODE": "1", "ELASTIC_JOB_END_TIME": str(end)}
+            proc = self.start([WORKER, "wait", self.dir], env)
+            self.wait_ready(1)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=120)
+            err = err.decode(errors="replace")
+            self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+            self.assertEqual(err.count(line), 1, err)
+            self.assertEqual(err.count("SIGTERM"), 1, err)
 
     def test_sigint_exits_130(self):
         proc = self.start(["--nproc-per-node=2"] + self.worker_args("wait", self.dir))
