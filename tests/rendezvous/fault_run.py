@@ -20,7 +20,8 @@ is one no fault caused. The checker fails on
 Used by tests/rendezvous/test_fault_run.py (the short run, a fixed seed, CI) and by
 bench/rendezvous/fault_run.py (the long one: more agents, longer, seed from argv).
 Each worker appends "start NODE ROUND GROUP_RANK GROUP_WORLD STORE PID TIME" to a shared
-file; the driver watches each worker's pid (every 20 ms) for the time it is gone."""
+file, and "stop PID TIME" when told to stop; the driver watches each worker's pid (every
+20 ms) for the time it is gone otherwise."""
 import os
 import random
 import shutil
@@ -32,9 +33,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ELASTICRUN = os.environ.get("ELASTICRUN", os.path.join(HERE, "../../build/launcher/elasticrun"))
 
+# A worker's end: its own "stop" line when it is told to stop (SIGTERM, the usual way);
+# the time the driver SIGKILLed it; else when the driver's polling found it gone.
 WORKER = ('echo "start $FAULT_NODE $TORCHELASTIC_RESTART_COUNT $GROUP_RANK $GROUP_WORLD_SIZE '
-          '$MASTER_ADDR:$MASTER_PORT $$ $(date +%s.%N)" >> "$FAULT_RECORDS"; exec sleep 100000')
-# Workers' ends are seen by polling: spans are this much late at most (plus load).
+          '$MASTER_ADDR:$MASTER_PORT $$ $(date +%s.%N)" >> "$FAULT_RECORDS"; '
+          'trap \'echo "stop $$ $(date +%s.%N)" >> "$FAULT_RECORDS"; exit 0\' TERM; '
+          'sleep 100000 & wait')
+# Two groups must overlap by more than this to count (clock reads and polling).
 SLACK_S = 0.5
 
 
@@ -107,7 +112,8 @@ class FaultRun:
         self.nodes = [Node(i) for i in range(agents)]
         self.events = []      # (time, text): the fault sequence, for the report
         self.violations = []
-        self.workers = {}     # pid -> dict(node, round, group_rank, world, store, start, end)
+        self.workers = {}     # pid -> dict(node, round, group_rank, world, store, start, end, gone)
+        self.past = []        # workers whose pid a later one got
         self.read_at = 0
         self.t0 = None
         bindir = os.path.join(self.dir, "bin")
@@ -167,18 +173,27 @@ class FaultRun:
             self.read_at += len(complete.encode())
             for line in complete.splitlines():
                 p = line.split()
+                if len(p) == 3 and p[0] == "stop" and int(p[1]) in self.workers:
+                    self.end(int(p[1]), float(p[2]))
                 if len(p) != 8 or p[0] != "start":
                     continue
+                if int(p[6]) in self.workers:  # a pid used again: keep the earlier worker
+                    self.past.append(self.workers.pop(int(p[6])))
                 self.workers[int(p[6])] = {"node": int(p[1]), "round": int(p[2]), "group_rank": int(p[3]),
                                            "world": int(p[4]), "store": p[5], "start": float(p[7]),
-                                           "end": None}
+                                           "end": None, "gone": False}
         now = time.time()
         for pid, w in self.workers.items():
-            if w["end"] is None and not _alive(pid):
-                w["end"] = now
+            if not w["gone"] and not _alive(pid):
+                w["gone"] = True
+                self.end(pid, now)
+
+    def end(self, pid, t):
+        w = self.workers[pid]
+        w["end"] = t if w["end"] is None else min(w["end"], t)
 
     def live_workers(self):
-        return [pid for pid, w in self.workers.items() if w["end"] is None]
+        return [pid for pid, w in self.workers.items() if not w["gone"]]
 
     # -- faults --
     def agents_all_up(self):
@@ -198,6 +213,7 @@ class FaultRun:
             w = self.workers[pid]
             self.note("kill_worker node %d (round %d, pid %d)" % (w["node"], w["round"], pid))
             try:
+                self.end(pid, time.time())
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
@@ -310,7 +326,7 @@ class FaultRun:
     def groups(self):
         """(round, store) -> (start, end) of the span where every member ran; None if never."""
         by_key = {}
-        for w in self.workers.values():
+        for w in list(self.workers.values()) + self.past:
             by_key.setdefault((w["round"], w["store"]), []).append(w)
         spans = {}
         for key, members in by_key.items():
