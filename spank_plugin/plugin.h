@@ -5,6 +5,7 @@
 // options, in dispatch.cc).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct PluginState {
   std::string agent_bundle_error;
   // slurmstepd: the node directory's answers from init_post_opt (node_cache.h).
   NodeAnswers node_answers;
+  // slurmstepd: the job's end time asked in init_post_opt when neither Slurm nor
+  // srun put one in the job's environment (RememberJobEndTime); task_init exports it.
+  std::optional<int64_t> job_end_time;
 };
 
 PluginState& State();

@@ -489,6 +489,35 @@ TEST_F(PluginTest, TaskInitUsesTheNodeAddressFoundInInitPostOpt) {
   EXPECT_TRUE(api.env["PET_RDZV_ENDPOINT"].starts_with("10.200.0.11:"));
 }
 
+// Where neither Slurm (22.05) nor srun's environment gave the task the job's end
+// time, slurmstepd asks in init_post_opt and task_init exports it.
+TEST_F(PluginTest, TaskInitExportsTheJobEndTimeAskedInInitPostOpt) {
+  api.end_times = {{42, 1764692400}};
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.env["ELASTIC_JOB_END_TIME"], "1764692400");
+  EXPECT_EQ(api.end_time_asked, std::vector<uint32_t>{42});
+}
+
+TEST_F(PluginTest, SlurmstepdAsksNoEndTimeThatTheJobsEnvironmentHas) {
+  for (const char* name : {"SLURM_JOB_END_TIME", "ELASTIC_JOB_END_TIME"}) {
+    ResetState();
+    api.end_times = {{42, 1764692400}};
+    api.end_time_asked.clear();
+    api.env.erase("SLURM_JOB_END_TIME");
+    api.env.erase("ELASTIC_JOB_END_TIME");
+    api.env[name] = "1764692399";
+    ASSERT_EQ(RemoteInit(), 0);
+    ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+    ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+    ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+    EXPECT_TRUE(api.end_time_asked.empty()) << name;
+    EXPECT_EQ(api.env[name], "1764692399") << name;
+  }
+}
+
 TEST_F(PluginTest, SrunsInitPostOptNeverAsksTheNodeDirectory) {
   api.context = Context::kLocal;
   ASSERT_EQ(Init(api, {}), 0);

@@ -122,6 +122,20 @@ std::string MungeSocketFromSlurmConf(const std::string& conf_text) {
   return socket;
 }
 
+// elasticrun tells the time limit's SIGTERM by the job's end time
+// (launcher/slurm_stop.h). Slurm 24.11+ gives SLURM_JOB_END_TIME and srun exports
+// ELASTIC_JOB_END_TIME (srun.cc) where its environment reaches the job's; else it
+// is asked here, on the host where the RPC works (not in user_init, not in an
+// image), and task_init exports it.
+void RememberJobEndTime(SpankApi& api, PluginState& state) {
+  std::string known;
+  uint32_t job_id = 0;
+  int64_t end_time = 0;
+  if (api.GetEnv("SLURM_JOB_END_TIME", &known) || api.GetEnv(kJobEndTimeVar, &known)) return;
+  if (api.GetItem(Item::kJobId, &job_id) && api.JobEndTime(job_id, &end_time))
+    state.job_end_time = end_time;
+}
+
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   uint32_t step_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
@@ -132,6 +146,7 @@ void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
       !ElasticActive(state.options, state.config)) {
     return;
   }
+  RememberJobEndTime(api, state);
   StepInfo step;
   std::string host, source, err;
   bool deferred = false;
@@ -210,6 +225,8 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
       return -1;
     }
   }
+  // Best effort: without it the time limit reads as "cancelled by Slurm".
+  if (state.job_end_time) api.SetEnv(kJobEndTimeVar, std::to_string(*state.job_end_time));
   if (!api.SetEnv("ELASTIC_SPANK_ARGV0", argv[0])) {
     api.Error("cannot set ELASTIC_SPANK_ARGV0 in the task's environment");
     return -1;

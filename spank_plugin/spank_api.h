@@ -63,8 +63,9 @@ class SpankApi {
   virtual std::vector<std::string> ProcessCmdline() = 0;
   // The calling process's parent (in task_init: the step's slurmstepd).
   virtual long ParentPid() = 0;
-  // srun: the job's end time (unix seconds) as the controller has it now
-  // (slurm_get_end_time, one RPC). False when Slurm does not say.
+  // The job's end time (unix seconds) as the controller has it now
+  // (slurm_get_end_time, one RPC): srun, and slurmstepd's init_post_opt. False
+  // when Slurm does not say.
   virtual bool JobEndTime(uint32_t job_id, int64_t* end_time) = 0;
 };
 
