@@ -65,6 +65,9 @@ function(elastic_add_python_tests)
   endif()
 
   set(_env PYTHONDONTWRITEBYTECODE=1 ${ARG_ENVIRONMENT})
+  if(ELASTIC_SANITIZE)
+    list(APPEND _env ELASTIC_SANITIZED=1)  # the programs under test are ASan/UBSan builds
+  endif()
   foreach(_id ${_ids})
     string(REGEX REPLACE "\\..*" "" _class "${_id}")
     set(_label ${ARG_LABEL})

@@ -119,6 +119,13 @@ class OutOfDescriptors(StoreTestCase):
         assert_torch_client_works(self, server.port)
         self.assertEqual(server.stop(), 0)
 
+    # UBSan's vptr check tests memory through a pipe (sanitizer_common's
+    # IsAccessibleMemoryRange); out of descriptors the pipe fails and the check
+    # reports a valid object as having "an invalid vptr" (seen in CI: ends the
+    # store at a virtual call in event_loop.h or shared_ptr). The release tree
+    # runs this test on every system.
+    @unittest.skipIf(os.environ.get("ELASTIC_SANITIZED") == "1",
+                     "UBSan's vptr check needs free descriptors: false reports when the store has none")
     def test_out_of_descriptors_refuses_clients_and_recovers(self):
         # No cap below the limit: accept4 itself fails with EMFILE.
         server = self.start_store(args=["--max-connections", "1000"], preexec_fn=low_fd_limit(64))
