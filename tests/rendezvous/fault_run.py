@@ -30,6 +30,8 @@ import subprocess
 import tempfile
 import time
 
+from rdzv_test_util import agent_under_guardian
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ELASTICRUN = os.environ.get("ELASTICRUN", os.path.join(HERE, "../../build/launcher/elasticrun"))
 
@@ -48,28 +50,6 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _agent_pid(guardian):
-    """The agent under elasticrun's guardian (same command line), or the guardian."""
-    def cmdline(pid):
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                return f.read()
-        except OSError:
-            return None
-    own = cmdline(guardian)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == guardian and cmdline(int(entry)) == own:
-            return int(entry)
-    return None
 
 
 def _alive(pid):
@@ -219,7 +199,7 @@ class FaultRun:
                 pass
             return
         node = self.rng.choice(self.nodes)
-        pid = _agent_pid(node.proc.pid)
+        pid = agent_under_guardian(node.proc.pid)
         if pid is None:
             return
         if kind == "kill_agent":

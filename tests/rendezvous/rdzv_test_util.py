@@ -48,33 +48,38 @@ def marked_pids(marker):
     return pids
 
 
+def agent_under_guardian(guardian, default=None):
+    """elasticrun's child with the same command line (the pid a launcher started is
+    its guardian, launcher/guardian.h), or `default` when there is none (not started
+    yet, gone, or ELASTIC_NO_GUARDIAN=1)."""
+    def cmdline(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+    own = cmdline(guardian)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == guardian and cmdline(int(entry)) == own:
+            return int(entry)
+    return default
+
+
 class Agent:
     def __init__(self, proc, log_path):
         self.proc = proc
         self.log_path = log_path
 
     def agent_pid(self):
-        """The agent's own pid, to crash or freeze a node: elasticrun's child with the same
-        command line (the original pid is its guardian, launcher/guardian.h), or
-        elasticrun's pid when there is none (ELASTIC_NO_GUARDIAN=1)."""
-        def cmdline(pid):
-            try:
-                with open("/proc/%d/cmdline" % pid, "rb") as f:
-                    return f.read()
-            except OSError:
-                return None
-        own = cmdline(self.proc.pid)
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == self.proc.pid and cmdline(int(entry)) == own:
-                return int(entry)
-        return self.proc.pid
+        """The agent's own pid, to crash or freeze a node (agent_under_guardian)."""
+        return agent_under_guardian(self.proc.pid, default=self.proc.pid)
 
     def output(self):
         with open(self.log_path, errors="replace") as f:
