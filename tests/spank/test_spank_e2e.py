@@ -380,6 +380,45 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn(f"cannot run 'nosuch.py': No such file or directory (in {jobs})", r.stderr)
         self.assertNotIn("round 0", r.stderr)
+        # A python without torch (issue 20 item 11; this one fails every import check)
+        # and a script that imports it: exit 2 before the rendezvous, naming the
+        # interpreter and the srun option, no worker started, no restart burnt.
+        python = jobs / "python-without-torch"
+        python.write_text(f"#!/bin/sh\ncase \"$1\" in -c) exit 3;; esac\ntouch {jobs}/ran\n")
+        python.chmod(0o755)
+        (jobs / "train.py").write_text("import torch.distributed as dist\n")
+        r = self.cluster.srun(["-N2", "--elastic", "--elastic-max-restarts=3", f"--elastic-python={python}",
+                               "train.py"], cwd=jobs, env=ENV, timeout=RUN_TIMEOUT)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"the interpreter '{python}' cannot import torch", r.stderr)
+        self.assertIn("--elastic-python=PATH", r.stderr)
+        self.assertFalse((jobs / "ran").exists(), r.stdout + r.stderr)
+        self.assertNotIn("round 0", r.stderr)
+
+    def test_nproc_cpu_divides_omp_threads_among_workers_that_share_cores(self):
+        # Issue 20 item 13: one worker per CPU, bound by NUMA domain (workers share its
+        # cores): each used to get OMP_NUM_THREADS = every core of its binding (96
+        # workers x 6 threads on a 96-thread plan). Together they get at most the cores.
+        r = self.srun(["-N1", "--elastic", "--elastic-nproc-per-node=cpu", "/bin/sh", "-c",
+                       'echo "OMP rank=$RANK omp=$OMP_NUM_THREADS cpus=$(taskset -pc $$ | cut -d: -f2)"'],
+                      timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = re.findall(r"OMP rank=(\d+) omp=(\d+) cpus= *(\S+)", r.stdout)
+        self.assertTrue(rows, r.stdout + r.stderr)
+
+        def cpus(text):
+            found = set()
+            for part in text.split(","):
+                first, _, last = part.partition("-")
+                found.update(range(int(first), int(last or first) + 1))
+            return found
+        by_binding = {}
+        for _, omp, allowed in rows:
+            self.assertGreaterEqual(int(omp), 1, r.stdout)
+            by_binding.setdefault(frozenset(cpus(allowed)), []).append(int(omp))
+        for binding, threads in by_binding.items():
+            self.assertLessEqual(sum(threads), len(binding), r.stdout)
+        self.assertEqual(len(rows), len(frozenset().union(*by_binding)), r.stdout)  # one per CPU
 
     def test_a_heterogeneous_step_is_refused_before_anything_runs(self):
         # Each component would form a world of its own (issue 20 item 9): srun refuses.
