@@ -216,39 +216,32 @@ class PreloadTest(LauncherTestCase):
         # Issue 19 item 18: the round completes while the host's zygote still imports
         # (6 s, twice heartbeat_timeout=3). The host's loop must go on answering node
         # 1's heartbeats meanwhile; before, it waited for "ready" and node 1 lost it.
-        procs = self.start_two_nodes("slow", ["--python", PYTHON, WORKER, "env", self.dir],
-                                     {"PYTHONPATH": HERE, "ELASTIC_TEST_SLOW_IMPORT_S": "6"},
-                                     host_args=["--preload", "slow_module"])
-        errs = []
-        for proc in procs:
-            _, err = proc.communicate(timeout=120)
-            errs.append(err.decode())
-        self.assertEqual([p.returncode for p in procs], [0, 0], errs)
-        self.assertNotIn("--preload:", errs[0])  # the zygote was used, not given up
-        for err in errs:
-            self.assertNotRegex(err, r"lost|silent|taking over", err)
-        self.assertEqual(self.dump("env", 0)["WORLD_SIZE"], "2")
-        self.assert_nothing_left()
-        self.assert_gone(zygote_argv("slow_module"))
+        self.assert_slow_zygote_keeps_heartbeats("slow", "slow_module", {"ELASTIC_TEST_SLOW_IMPORT_S": "6"},
+                                                 given_up="--preload:")
 
     def test_slow_spawn_on_the_host_does_not_stop_its_heartbeats(self):
         # Issue 21: the zygote answers each spawn request 5 s late (twice heartbeat_timeout=3
         # less a margin). The host's loop must go on answering node 1's heartbeats while it
         # waits for that answer; before, it waited for the reply and node 1 lost the host.
-        procs = self.start_two_nodes("slowfork", ["--python", PYTHON, WORKER, "env", self.dir],
-                                     {"PYTHONPATH": HERE, "ELASTIC_TEST_SLOW_FORK_S": "5"},
-                                     host_args=["--preload", "slow_fork_module"])
+        self.assert_slow_zygote_keeps_heartbeats("slowfork", "slow_fork_module", {"ELASTIC_TEST_SLOW_FORK_S": "5"},
+                                                 given_up="preloaded interpreter")
+
+    def assert_slow_zygote_keeps_heartbeats(self, name, module, env, given_up):
+        """Two nodes, the host's zygote preloading `module` (slow on purpose): both end
+        with 0, the zygote was used (no `given_up` text), and no node was lost."""
+        procs = self.start_two_nodes(name, ["--python", PYTHON, WORKER, "env", self.dir],
+                                     {"PYTHONPATH": HERE, **env}, host_args=["--preload", module])
         errs = []
         for proc in procs:
             _, err = proc.communicate(timeout=120)
             errs.append(err.decode())
         self.assertEqual([p.returncode for p in procs], [0, 0], errs)
-        self.assertNotIn("preloaded interpreter", errs[0])  # the zygote was used, not given up
+        self.assertNotIn(given_up, errs[0])  # the zygote was used, not given up
         for err in errs:
             self.assertNotRegex(err, r"lost|silent|taking over", err)
         self.assertEqual(self.dump("env", 0)["WORLD_SIZE"], "2")
         self.assert_nothing_left()
-        self.assert_gone(zygote_argv("slow_fork_module"))
+        self.assert_gone(zygote_argv(module))
 
     def test_missing_module_falls_back_with_a_warning(self):
         rc, _, err = self.run_agent(["--preload", "no_such_module_xyz", "--python", PYTHON, WORKER, "env",
