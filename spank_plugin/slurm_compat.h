@@ -33,21 +33,28 @@ using HostlistPtr = struct hostlist*;
 // slurm_get_errno() is gone by 24.11; libslurm sets errno in every release.
 inline int SlurmErrno() { return errno; }
 
+// `v` itself, as an expression that depends on T: a call with it is checked only
+// where the template is instantiated, so the branch not taken is never compiled.
+template <typename T, typename V>
+V DependOn(V v) {
+  return v;
+}
+
 // 26.05 (perhaps earlier): slurm_get_end_time() takes a slurm_step_id_t instead of
 // the job id (the job-id form survives only for C under SLURM_BACKWARD_COMPAT).
-// Told apart by the function's own type; `fn` is of the template's type so the
-// branch not taken is never compiled.
+// Told apart by the function's own type. Called directly, never through its
+// address: an unoptimized build (the sanitizer tree) would then need the symbol
+// when the plugin is loaded, before a lazy dlopen gets libslurm's (spank_exports).
 template <typename Fn = decltype(&slurm_get_end_time)>
 int SlurmJobEndTime(uint32_t job_id, time_t* end_time) {
-  Fn fn = &slurm_get_end_time;
   if constexpr (std::is_invocable_v<Fn, uint32_t, time_t*>) {
-    return fn(job_id, end_time);
+    return slurm_get_end_time(DependOn<Fn>(job_id), end_time);
   } else {
     slurm_step_id_t step_id{};
     step_id.job_id = job_id;
     step_id.step_het_comp = NO_VAL;
     step_id.step_id = NO_VAL;
-    return fn(step_id, end_time);
+    return slurm_get_end_time(DependOn<Fn>(step_id), end_time);
   }
 }
 
