@@ -83,6 +83,15 @@ def main() -> int:
         if key not in keys:
             problems.append(f"the plugstack.conf.d snippet documents {key}=, which the plugin rejects")
 
+    # 4. Every option and key of the man page is an entry of its own: a missing .TP
+    # rendered four of them inside the entry before (issue 20 item 7).
+    roff = a.man8.read_text().splitlines()
+    for before, line in zip([""] + roff, roff):
+        entry = re.match(r"\.B[IR]? +((?:\\-\\-elastic|[a-z_]+=)[^ ]*)", line)
+        if entry and before != ".TP":
+            problems.append(f"spank_elastic(8): {entry.group(1).replace(chr(92), '')} is not an entry "
+                            f"of its own (no .TP before it)")
+
     for p in problems:
         print("MISMATCH:", p)
     if not problems:
