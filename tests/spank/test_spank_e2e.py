@@ -420,6 +420,47 @@ class TestSpankEndToEnd(ClusterTestCase):
             self.assertLessEqual(sum(threads), len(binding), r.stdout)
         self.assertEqual(len(rows), len(frozenset().union(*by_binding)), r.stdout)  # one per CPU
 
+    def test_log_dir_on_a_shared_filesystem_keeps_nodes_and_runs_apart(self):
+        # Issue 20 item 5: every node sees the same DIR (here the machine's filesystem,
+        # as a shared one would be). Each node writes its own DIR/NODE/RUN_XXXXXX/
+        # attempt_0/LOCAL_RANK/{stdout,stderr}.log (nodes used to overwrite each other's
+        # attempt_N/LOCAL_RANK), the files on without a --tee (srun has no --elastic-
+        # form of it) and the console still gets the output; a second run in the same
+        # DIR adds a run directory per node and leaves the first run's files as they were.
+        logs = self.cluster.dir / "jobs" / "shared-log-dir"
+        shutil.rmtree(logs, ignore_errors=True)
+        program = ["/bin/sh", "-c", 'echo "LOGOUT run=$0 rank=$RANK host=$(hostname)"; '
+                   'echo "LOGERR run=$0 rank=$RANK host=$(hostname)" >&2']
+
+        def run_files(run):
+            r = self.srun(["-N2", "--elastic", f"--elastic-log-dir={logs}", "--elastic-no-python",
+                           *program, run], timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(sorted(re.findall(r"LOGOUT run=\S+ rank=\d host=n\d", r.stdout)),
+                             [f"LOGOUT run={run} rank={rank} host=n{rank + 1}" for rank in (0, 1)], r.stdout)
+            return {path.relative_to(logs): path.read_text()
+                    for path in logs.glob("*/*/attempt_*/*/std*.log")}
+
+        first = run_files("first")
+        by_node = {}
+        for path, text in first.items():
+            node, run_dir, attempt, local_rank, name = path.parts
+            by_node.setdefault(node, set()).add(run_dir)
+            self.assertEqual((attempt, local_rank), ("attempt_0", "0"), path)
+            rank = int(node[1:]) - 1  # n1 is node 0 of the step
+            stream = {"stdout.log": "LOGOUT", "stderr.log": "LOGERR"}[name]
+            self.assertIn(f"{stream} run=first rank={rank} host={node}\n", text, path)
+        self.assertEqual(len(first), 4, sorted(map(str, first)))  # 2 nodes x stdout, stderr
+        self.assertEqual({node: len(runs) for node, runs in by_node.items()}, {"n1": 1, "n2": 1}, first)
+
+        second = run_files("second")
+        self.assertEqual(len(second), 8, sorted(map(str, second)))
+        for path, text in first.items():
+            self.assertEqual(second[path], text, path)  # the first run's files untouched
+        for path, text in second.items():
+            if path not in first:
+                self.assertIn("run=second", text, path)
+
     def test_a_heterogeneous_step_is_refused_before_anything_runs(self):
         # Each component would form a world of its own (issue 20 item 9): srun refuses.
         r = self.srun(["-N1", "--elastic", "/bin/echo", "HET_RAN", ":", "-N1", "/bin/echo", "HET_RAN"],

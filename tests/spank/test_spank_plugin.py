@@ -319,8 +319,10 @@ class TestSpankPlugin(ClusterTestCase):
         r, nodes = self.srun_dump(["-N2", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(nodes), 2)
-        r = self.cluster.srun(["-N2", "--elastic=off", "sh", "-c", 'echo "x${PET_NNODES}x"'], timeout=60)
-        self.assertEqual(r.stdout.split(), ["xx", "xx"])
+        # off in any case, no and 0 (issue 20 item 13: OFF was refused).
+        for off in ("off", "OFF", "no", "0"):
+            r = self.cluster.srun(["-N2", f"--elastic={off}", "sh", "-c", 'echo "x${PET_NNODES}x"'], timeout=60)
+            self.assertEqual((r.returncode, r.stdout.split()), (0, ["xx", "xx"]), f"--elastic={off}: {r.stderr}")
 
     @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     def test_mpi_pmix_defers_the_address_to_pmix(self):
