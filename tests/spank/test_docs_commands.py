@@ -9,6 +9,10 @@ run) and the user's `train.py` is a tiny DDP program that accepts any argument.
 A block that is not run (building, installing: other suites cover them) is
 listed in NOT_RUN with why; a block that is neither run nor listed fails
 test_every_block_is_run_or_listed. Blocks of one kind share one allocation.
+Two blocks have a test of their own (OWN_TEST): the scale-up job (4 nodes,
+its `sleep` replaced by a wait until the first step trains) and the
+standalone multi-machine command (run on two nodes of the cluster outside
+Slurm, as two machines).
 
 Environment: SPANK_SO, ELASTICRUN (the built binaries).
 """
@@ -16,6 +20,7 @@ Environment: SPANK_SO, ELASTICRUN (the built binaries).
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -24,12 +29,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent / "cluster"))
-from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
+from cluster import CLUSTER_SH, ClusterTestCase, main as cluster_main  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(ROOT / "build/spank_plugin/spank_elastic.so"))
 ELASTICRUN = os.environ.get("ELASTICRUN", str(ROOT / "build/launcher/elasticrun"))
 DOCS = ("README.md", "docs/user.md", "docs/admin.md")
 MAX_NODES = 2  # each run starts torch on every node: 2 keeps the whole file to minutes
+SCALE_UP_NODES = 4  # the scale-up job as written (-N4, --elastic=2:4, --relative=2): the cluster's size
 TIMEOUT = float(os.environ.get("SPANK_E2E_TIMEOUT", "300"))
 
 # Blocks not run here: (a regex their text matches, why). Each must match a block.
@@ -43,10 +49,14 @@ NOT_RUN = [
     (r"^fuzz/run\.sh", "fuzzing for minutes: the fuzz_* tests run each target briefly"),
     (r"^rm -f /etc/slurm", "uninstalling as root"),
     (r"srun torchrun", "the torchrun recipe the migration replaces (srun refuses torchrun under --elastic)"),
-    (r"--relative=2", "scale-up needs 4 nodes and minutes (sleep 600)"),
-    (r"host1:29400", "one command per machine outside Slurm (host1 is the reader's)"),
     (r"--health-check='nvidia-smi", "needs nvidia-smi and /scratch on every machine; the option: "
      "spank.e2e test_health_check_failing_on_one_node_keeps_it_out"),
+]
+
+# Blocks run by a test of their own: (a regex their text matches, the test).
+OWN_TEST = [
+    (r"--relative=2", "test_scale_up_block"),
+    (r"--rdzv-endpoint=host1:29400", "test_multi_machine_block"),
 ]
 
 # Lines of a run block left out: (regex, why).
@@ -56,15 +66,22 @@ LINES_NOT_RUN = [
 ]
 
 # The user's program: what docs call train.py (and mypkg.train): DDP over gloo,
-# one all_reduce, any arguments accepted.
+# one all_reduce, any arguments accepted. With DOCS_TRAIN_UNTIL_WORLD=N a world
+# smaller than N goes on training (rank 0 creates DOCS_TRAINING_MARK once it
+# trains) until its agent stops it for a bigger round.
 TRAIN = '''\
-import os, sys
+import os, signal, sys
 import torch
 import torch.distributed as dist
 dist.init_process_group("gloo")
 t = torch.tensor([1.0])
 dist.all_reduce(t)
-print(f"DOCS-OK rank={os.environ['RANK']} world={os.environ['WORLD_SIZE']} sum={t.item():g}", flush=True)
+world = int(os.environ['WORLD_SIZE'])
+print(f"DOCS-OK rank={os.environ['RANK']} world={world} sum={t.item():g} host={os.uname().nodename}", flush=True)
+if world < int(os.environ.get("DOCS_TRAIN_UNTIL_WORLD", "0")):
+    if os.environ["RANK"] == "0":
+        open(os.environ["DOCS_TRAINING_MARK"], "w").close()
+    signal.pause()  # "training" until the agent's SIGTERM (the test's timeout bounds it)
 '''
 
 
@@ -79,10 +96,17 @@ def shell_blocks():
 
 
 def not_run_reason(block):
-    for pattern, why in NOT_RUN:
+    for pattern, why in NOT_RUN + OWN_TEST:
         if re.search(pattern, block, re.M):
             return why
     return None
+
+
+def own_test_blocks(test):
+    """[(doc, line, text)] of the blocks OWN_TEST gives to `test`."""
+    patterns = [pattern for pattern, name in OWN_TEST if name == test]
+    return [(doc, line, block) for doc, line, block in shell_blocks()
+            if any(re.search(pattern, block, re.M) for pattern in patterns)]
 
 
 def is_batch(block):
@@ -90,16 +114,15 @@ def is_batch(block):
     return first.startswith(("#!", "#SBATCH"))
 
 
-def cap(n):
-    return str(min(int(n), MAX_NODES))
-
-
-def adapt(block):
-    """Node counts at most MAX_NODES, one GPU per node, a short --signal lead; a
+def adapt(block, max_nodes=MAX_NODES):
+    """Node counts at most max_nodes, one GPU per node, a short --signal lead; a
     fragment or placeholder line becomes a comment; the rest as written."""
+    def cap(n):
+        return str(min(int(n), max_nodes))
     block = re.sub(r"(?<=-N)(\d+)(?:-(\d+))?",
                    lambda m: cap(m.group(1)) + (f"-{cap(m.group(2))}" if m.group(2) else ""), block)
-    block = re.sub(r"(?<=--elastic=)(\d+):(\d+)", lambda m: f"{cap(m.group(1))}:{cap(m.group(2))}", block)
+    block = re.sub(r"(--elastic=|--nnodes=)(\d+):(\d+)",
+                   lambda m: f"{m.group(1)}{cap(m.group(2))}:{cap(m.group(3))}", block)
     block = re.sub(r"--gpus-per-node=\d+", "--gpus-per-node=1", block)
     block = re.sub(r"--signal=USR1@\d+", "--signal=USR1@5", block)
     lines = []
@@ -127,6 +150,10 @@ class TestDocsBlocks(unittest.TestCase):
         for pattern, why in NOT_RUN:
             self.assertTrue(any(re.search(pattern, b, re.M) for _, _, b in blocks),
                             f"NOT_RUN entry matches no block any more: {pattern} ({why})")
+        for pattern, test in OWN_TEST:
+            self.assertTrue(any(re.search(pattern, b, re.M) for _, _, b in blocks),
+                            f"OWN_TEST entry matches no block any more: {pattern} ({test})")
+            self.assertTrue(hasattr(TestDocsCommands, test), test)
         runnable = [b for _, _, b in blocks if not_run_reason(b) is None]
         for block in runnable:
             self.assertRegex(block, r"(?m)^\s*(srun|elasticrun|#SBATCH|export)\b", block)
@@ -140,10 +167,23 @@ class TestDocsBlocks(unittest.TestCase):
                          "srun --elastic --elastic-max-restarts=3 train.py --lr 0.1\n")
         self.assertEqual(adapt("#SBATCH -N8 --gpus-per-node=8 --no-kill\n#SBATCH --elastic=4:8"),
                          "#!/bin/sh\n#SBATCH -N2 --gpus-per-node=1 --no-kill\n#SBATCH --elastic=2:2\n")
+        self.assertEqual(adapt("elasticrun --nnodes=2:4 --nproc-per-node=gpu train.py"),
+                         "elasticrun --nnodes=2:2 --nproc-per-node=gpu train.py\n")
+        self.assertEqual(adapt("#SBATCH -N4 --no-kill\nsrun -N2 --relative=2 --elastic=2:4 train.py", max_nodes=4),
+                         "#!/bin/sh\n#SBATCH -N4 --no-kill\nsrun -N2 --relative=2 --elastic=2:4 train.py\n")
+
+
+def trained(out):
+    """{world: [(rank, host)]} of the DOCS-OK lines whose all_reduce summed to the world."""
+    worlds = {}
+    for m in re.finditer(r"DOCS-OK rank=(\d+) world=(\d+) sum=(\S+) host=(\S+)", out):
+        if float(m.group(3)) == float(m.group(2)):
+            worlds.setdefault(int(m.group(2)), []).append((int(m.group(1)), m.group(4)))
+    return {world: sorted(ranks) for world, ranks in worlds.items()}
 
 
 class TestDocsCommands(ClusterTestCase):
-    nodes = MAX_NODES
+    nodes = SCALE_UP_NODES  # the other blocks use MAX_NODES of them
     plugin = SPANK_SO
     plugin_args = [f"launcher={ELASTICRUN}"]
 
@@ -196,6 +236,83 @@ class TestDocsCommands(ClusterTestCase):
                     self.assertNotIn("sum=0", out)
                 ran += 1
         return ran
+
+    def node_addr(self, node):
+        r = self.cluster.run(["scontrol", "show", "node", node], timeout=30, check=True)
+        return re.search(r"NodeAddr=(\S+)", r.stdout).group(1)
+
+    def test_scale_up_block(self):
+        """docs/user.md's scale-up job as written on 4 nodes. Its `sleep 600` (the
+        first step trains a while) becomes a wait until the first step trains: a
+        shorter fixed sleep would race a loaded machine (the newcomers could join
+        the first round). The first step trains on n1-n2; the second step's n3-n4
+        join, and every agent restarts its workers in a round of 4, not counted as
+        a failure (the first step's restart budget is 0: MIN is its node count)."""
+        [(doc, line, block)] = own_test_blocks("test_scale_up_block")
+        mark = self.work / "first-step-trains"
+        script = adapt(block, max_nodes=SCALE_UP_NODES)
+        self.assertIn("\nsleep 600\n", script)
+        # Bounded, and over as soon as the first step ($!) ended.
+        script = script.replace("\nsleep 600\n", f"\ntimeout {TIMEOUT:.0f} sh -c 'until [ -e {mark} ]; do "
+                                "kill -0 $0 || exit 1; sleep 0.1; done' $!\n")
+        env = {**self.env(), "DOCS_TRAIN_UNTIL_WORLD": "4", "DOCS_TRAINING_MARK": str(mark)}
+        rc, job, out = self.cluster.sbatch(script, args=[f"--chdir={self.work}"], timeout=TIMEOUT, env=env)
+        where = f"{doc}:{line}\n{script}\n{out}"
+        self.assertEqual(rc, 0, where)
+        self.assertEqual(trained(out).get(2), [(0, "n1"), (1, "n2")], where)
+        # Every node once, the first step's first node (the host) rank 0; the others'
+        # order mixes the steps (each step's SLURM_NODEID, then arrival).
+        grown = trained(out).get(4, [])
+        self.assertEqual(([rank for rank, _ in grown], sorted(host for _, host in grown)),
+                         ([0, 1, 2, 3], ["n1", "n2", "n3", "n4"]), where)
+        self.assertEqual(grown[0], (0, "n1"), where)
+        self.assertIn("growing the job", out, where)
+
+    def test_multi_machine_block(self):
+        """The blocks 'without Slurm' (README.md, docs/user.md) run as written on
+        each of 2 machines: two nodes of the cluster (each its own network
+        namespace), outside any Slurm step. host1 is the first machine's address;
+        counts adapted: --nnodes=2:4 becomes 2:2 (2 machines), and
+        CUDA_VISIBLE_DEVICES=0 stands for each machine's one GPU (these have
+        none, and `gpu` with none is an error: docs/elasticrun.md). The joins are
+        authenticated with a token file, as docs/user.md says."""
+        blocks = own_test_blocks("test_multi_machine_block")
+        self.assertEqual(sorted(doc for doc, _, _ in blocks), ["README.md", "docs/user.md"])
+        token = self.work / "rdzv-token"
+        token.write_text("docs-multi-machine-secret\n")
+        os.chmod(token, 0o600)
+        host1 = self.node_addr("n1")
+        machine_env = {**self.env(), "CUDA_VISIBLE_DEVICES": "0", "ELASTIC_RDZV_TOKEN_FILE": str(token)}
+        ran = set()
+        for doc, line, block in blocks:
+            script = adapt(block).replace("host1:", f"{host1}:")
+            # The one-machine command (--standalone) once, on the first machine (both
+            # documents show the same one: 4 workers importing torch cost half a minute).
+            for command in re.findall(r"(?m)^.*elasticrun --standalone .*$", script):
+                if command in ran:
+                    script = script.replace(command, "# not run: the same command ran in the block before")
+                ran.add(command)
+            second = re.sub(r"(?m)^.*elasticrun --standalone .*$", "# not run: on the first machine only", script)
+            with self.subTest(doc=f"{doc}:{line}"):
+                machines = []
+                for node, text in (("n1", script), ("n2", second)):
+                    path = self.work / f"machine-{node}-{line}.sh"
+                    path.write_text(f"set -e\ncd {self.work}\n" + text)
+                    machines.append(subprocess.Popen(
+                        [str(CLUSTER_SH), "--dir", str(self.cluster.dir), "node-run", node, "env",
+                         *(f"{k}={v}" for k, v in machine_env.items()), "bash", str(path)],
+                        env=self.cluster._env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+                outs = [m.communicate(timeout=TIMEOUT)[0] for m in machines]
+                where = f"{doc}:{line}\n{script}\n" + "\n".join(outs)
+                self.assertEqual([m.returncode for m in machines], [0, 0], where)
+                # --standalone --nproc-per-node=4 on n1, then one job of 2 machines.
+                if "elasticrun --standalone" in script:
+                    self.assertEqual(trained(outs[0]).get(4), [(r, "n1") for r in range(4)], where)
+                # Outside Slurm the ranks follow the order of arrival.
+                job = trained("\n".join(outs)).get(2, [])
+                self.assertEqual(([rank for rank, _ in job], sorted(host for _, host in job)),
+                                 ([0, 1], ["n1", "n2"]), where)
+        self.assertEqual(len(ran), 1, ran)  # the documents' one standalone command ran
 
     def test_plain_blocks(self):
         self.assertGreater(self.run_blocks(batch=False), 3)
