@@ -353,6 +353,19 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(4)), out)
         self.assertEqual({d["world"] for d in done}, {"4"}, out)
 
+    def test_round_0_that_never_formed_is_a_configuration_error_never_requeued(self):
+        # Issue 20 item 1: a step meant to be joined (an explicit id) that nobody joins
+        # used to end as a lost node (exit 3) and requeue itself to fail the same way.
+        script = ("#!/bin/sh\n#SBATCH -N1\n#SBATCH --elastic=2:3\n#SBATCH --elastic-requeue=1\n"
+                  "srun --elastic-rdzv-id=nobody-joins --elastic-rdzv-conf=join_timeout=3 "
+                  "--elastic-no-python /bin/echo NEVER_RAN\n"
+                  "echo \"SRUN_EXIT=$? RESTARTS=${SLURM_RESTART_COUNT:-0}\"\n")
+        rc, job, out = self.cluster.sbatch(script, timeout=RUN_TIMEOUT)
+        self.assertIn("SRUN_EXIT=2 RESTARTS=0", out)
+        self.assertIn("round 0 never formed: start at least 2 node(s)", out)
+        self.assertNotIn("NEVER_RAN", out)
+        self.assertNotIn("requeue", out.lower())
+
     def test_lost_node_with_no_restart_left_says_so(self):
         # The summary used to read "first failure: rank -1 (local rank -1) on n2: exit
         # code 0, time: 1970-01-01...".
