@@ -61,6 +61,12 @@ def main() -> int:
             problems.append(f"docs/user.md does not mention the plugin's {opt}")
         if not re.search(pattern, man8):
             problems.append(f"spank_elastic(8) does not mention the plugin's {opt}")
+    # admin.md's "What users get" lists them all.
+    users_get = admin[admin.find("## What users get"):]
+    users_get = users_get[:users_get.find("\n\n", users_get.find("`--elastic"))]
+    for opt in sorted(spank_opts):
+        if not re.search(re.escape(opt) + r"(?![\w-])", users_get):
+            problems.append(f"docs/admin.md's 'What users get' does not list the plugin's {opt}")
     for where, text in (("docs/user.md", user), ("docs/admin.md", admin), ("spank_elastic(8)", man8)):
         for opt in sorted(set(re.findall(r"(?<![\w-])(--elastic(?:-[a-z0-9]+)*)", text))):
             if opt not in spank_opts:
