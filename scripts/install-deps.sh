@@ -7,7 +7,8 @@
 #                                         (scripts/make-root.sh builds roots from it)
 set -euo pipefail
 
-# Every release: build, Slurm (slurmctld/slurmd/munge for the test cluster),
+# Every release: build, Slurm (slurmctld/slurmd/munge for the test cluster; runc
+# for its OCI containers, tests/containers/test_oci.py),
 # PyTorch, the tools the tests and the package check use (gdb: a hung worker's
 # native frames, elasticrun --native-stacks, tested in tests/launcher).
 COMMON=(
@@ -16,6 +17,7 @@ COMMON=(
   libhwloc-dev hwloc
   libssl-dev
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
+  runc
   libpmix-dev libpmix-bin
   iproute2 util-linux procps psmisc gdb
   python3 python3-torch

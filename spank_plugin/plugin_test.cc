@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "spank_plugin/spank_api_fake.h"
@@ -394,16 +395,61 @@ TEST_F(PluginTest, SrunRefusesTorchrunUnderElastic) {
       << api.errors.at(0);
 }
 
-// srun --container: Slurm would run the command inside the bundle without elasticrun.
-TEST_F(PluginTest, TaskInitRefusesAContainerStep) {
+// srun --container=BUNDLE (Slurm's OCI containers): from 23.02 on the wrapped
+// argv reaches the bundle's config.json; the agent bundle comes in as the
+// descriptor 3 that oci.conf's runtime line opens (docs/containers.md).
+TEST_F(PluginTest, TaskInitRunsAnOciContainerStepThroughDescriptor3) {
+  api.prepend = true;
   api.env["SLURM_CONTAINER"] = "/srv/bundles/pytorch";
-  ASSERT_EQ(RemoteInit(), 0);
+  api.bundles["/usr/libexec/slurm-elastic/agent"] = 7;
+  api.executables.clear();
+  ASSERT_EQ(RemoteInit({"agent_bundle=/usr/libexec/slurm-elastic/agent"}), 0);
   ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
-  EXPECT_EQ(TaskInit(api, nodes), -1);
-  EXPECT_NE(api.errors.at(0).find("--elastic cannot run a --container step yet (the container "
-                                  "'/srv/bundles/pytorch'"),
-            std::string::npos) << api.errors.at(0);
-  EXPECT_EQ(api.argv[0], "python3");  // not wrapped
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.argv[0], "/proc/self/fd/3/elasticrun");
+  EXPECT_EQ(api.argv[1], "python3");
+  EXPECT_TRUE(api.kept_fds.empty());  // the plugin's own descriptor stays close-on-exec
+  EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV0"], "python3");
+}
+
+// Which Slurm releases refuse, and with what: a table over release and configuration.
+TEST_F(PluginTest, TaskInitRefusesAnOciContainerStepItCannotRunAndSaysWhy) {
+  struct Case {
+    SlurmRelease release;
+    std::vector<std::string> plugstack;
+    std::string error;  // "" = runs
+  } cases[] = {
+      {{22, 5}, {"agent_bundle=/opt/agent"},
+       "--elastic cannot run in the OCI container '/srv/bundles/pytorch' on Slurm 22.05: before "
+       "23.02 slurmstepd writes the container's command line when the step starts"},
+      {{23, 2}, {"agent_bundle=/opt/agent"}, ""},
+      {{26, 5}, {"agent_bundle=/opt/agent"}, ""},
+      {{24, 11}, {}, "--elastic in the OCI container '/srv/bundles/pytorch' needs the agent "
+                     "bundle: set agent_bundle=DIR in plugstack.conf and pass DIR to the runtime "
+                     "as descriptor 3 in oci.conf"},
+      {{24, 11}, {"agent_bundle=/opt/missing"},
+       "the agent bundle '/opt/missing' cannot be used on this node (No such file or directory)"},
+  };
+  for (const Case& c : cases) {
+    SetUp();
+    api.env["SLURM_CONTAINER"] = "/srv/bundles/pytorch";
+    api.bundles["/opt/agent"] = 7;
+    api.release = c.release;
+    ASSERT_EQ(RemoteInit(c.plugstack), 0);
+    ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+    int rc = TaskInit(api, nodes);
+    SCOPED_TRACE(fmt::format("Slurm {}.{}", c.release.major, c.release.minor));
+    if (c.error.empty()) {
+      EXPECT_EQ(rc, 0) << (api.errors.empty() ? "" : api.errors[0]);
+      EXPECT_EQ(api.argv[0], "/proc/self/fd/3/elasticrun");
+      continue;
+    }
+    EXPECT_EQ(rc, -1);
+    ASSERT_FALSE(api.errors.empty());
+    EXPECT_NE(api.errors[0].find(c.error), std::string::npos) << api.errors[0];
+    EXPECT_EQ(api.argv[0], "python3");  // not wrapped
+    EXPECT_EQ(api.exit_code, kTaskInitFailedExit);
+  }
 }
 
 TEST_F(PluginTest, SbatchChecksTheCombination) {

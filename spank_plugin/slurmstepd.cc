@@ -13,6 +13,11 @@
 namespace elastic::spank {
 namespace {
 
+// The descriptor oci.conf's runtime line gives the container: the agent bundle
+// directory opened on the host (docs/containers.md, "Slurm's OCI containers").
+constexpr int kOciAgentFd = 3;
+constexpr SlurmRelease kOciFinalArgvSince = {23, 2};
+
 std::string GetEnvOr(SpankApi& api, const std::string& name) {
   std::string value;
   return api.GetEnv(name, &value) ? value : std::string();
@@ -67,6 +72,12 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err, bool task_con
   return true;
 }
 
+std::string BundleUnusable(const PluginState& state) {
+  return fmt::format("the agent bundle '{}' cannot be used on this node ({}): install the "
+                     "package's agent bundle there, or remove agent_bundle= from plugstack.conf",
+                     state.config.agent_bundle, state.agent_bundle_error);
+}
+
 // The program the task runs. With agent_bundle=DIR: the bundle's entry point
 // through the descriptor slurmstepd opened on the host (/proc/self/fd/N is a
 // magic link: it reaches the host's bundle from the image's mount namespace
@@ -76,9 +87,7 @@ bool LauncherPath(SpankApi& api, const PluginState& state, std::string* launcher
                   std::string* err) {
   if (!state.config.agent_bundle.empty()) {
     if (state.agent_bundle_fd < 0) {
-      *err = fmt::format("the agent bundle '{}' cannot be used on this node ({}): install the "
-                         "package's agent bundle there, or remove agent_bundle= from plugstack.conf",
-                         state.config.agent_bundle, state.agent_bundle_error);
+      *err = BundleUnusable(state);
       return false;
     }
     if (!api.KeepAcrossExec(state.agent_bundle_fd)) {
@@ -97,6 +106,41 @@ bool LauncherPath(SpankApi& api, const PluginState& state, std::string* launcher
     return false;
   }
   *launcher = state.config.launcher;
+  return true;
+}
+
+// Slurm's OCI containers (srun --container=BUNDLE; docs/containers.md). From
+// 23.02 on, slurmstepd moves the task's final argv and environment, ours
+// included, into the bundle's config.json after task_init (container.c,
+// container_run); 22.05 writes config.json when the step starts, before any
+// plugin runs, so elasticrun could never start there. The runtime starts the
+// command inside the bundle's rootfs, where our files are not: the agent bundle
+// comes in as descriptor kOciAgentFd, which oci.conf's runtime line opens on the
+// host and passes in (`exec 3<DIR; runc ... run --preserve-fds=1 ...`).
+bool OciLauncherPath(SpankApi& api, const PluginState& state, const std::string& container,
+                     std::string* launcher, std::string* err) {
+  SlurmRelease release = api.Release();
+  if (release < kOciFinalArgvSince) {
+    *err = fmt::format(
+        "--elastic cannot run in the OCI container '{}' on Slurm {}.{:02}: before 23.02 slurmstepd "
+        "writes the container's command line when the step starts, before any plugin, so "
+        "elasticrun would never start in it; drop --container, add --elastic=off to run the "
+        "command without elasticrun, or use Slurm 23.02 or later (docs/containers.md)",
+        container, release.major, release.minor);
+    return false;
+  }
+  if (state.config.agent_bundle.empty()) {
+    *err = fmt::format("--elastic in the OCI container '{}' needs the agent bundle: set "
+                       "agent_bundle=DIR in plugstack.conf and pass DIR to the runtime as "
+                       "descriptor {} in oci.conf (docs/containers.md)",
+                       container, kOciAgentFd);
+    return false;
+  }
+  if (state.agent_bundle_fd < 0) {
+    *err = BundleUnusable(state);
+    return false;
+  }
+  *launcher = fmt::format("/proc/self/fd/{}/elasticrun", kOciAgentFd);
   return true;
 }
 
@@ -186,22 +230,14 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     api.Error(err);
     return -1;
   }
-  // Slurm's OCI containers (srun --container) move the task's argv, our launcher
-  // included, into the bundle, where elasticrun is not: the step would run the
-  // command without it (no contract, exit 0). Refuse until containers work.
-  if (std::string bundle; api.GetEnv("SLURM_CONTAINER", &bundle) && !bundle.empty()) {
-    api.Error(fmt::format("--elastic cannot run a --container step yet (the container '{}' would "
-                          "run the command without elasticrun): drop --container, or add "
-                          "--elastic=off to run it without elasticrun",
-                          bundle));
-    return -1;
-  }
   if (!api.GetArgv(&argv) || argv.empty() || argv[0].empty()) {
     api.Error("Slurm did not give the task's command line");
     return -1;
   }
   std::string launcher;
-  if (!LauncherPath(api, state, &launcher, &err)) {
+  std::string container = GetEnvOr(api, "SLURM_CONTAINER");
+  if (container.empty() ? !LauncherPath(api, state, &launcher, &err)
+                        : !OciLauncherPath(api, state, container, &launcher, &err)) {
     api.Error(err);
     return -1;
   }

@@ -15,6 +15,14 @@ enum class Context { kError, kLocal, kRemote, kAllocator, kSlurmd, kJobScript };
 // The spank_get_item items the plugin reads (all uint32_t in Slurm).
 enum class Item { kJobId, kStepId, kNodeId, kNnodes, kLocalTaskCount, kTotalTaskCount, kLocalTaskId };
 
+// The Slurm release the plugin was built for (SLURM_VERSION_NUMBER), for what
+// differs between releases at run time (slurm_compat.h has the build-time ones).
+struct SlurmRelease {
+  int major = 0;
+  int minor = 0;
+  auto operator<=>(const SlurmRelease&) const = default;
+};
+
 // Slurm's special step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT,
 // SLURM_INTERACTIVE_STEP); spank_api_slurm.cc static_asserts they match.
 inline constexpr uint32_t kBatchStep = 0xfffffffb;
@@ -67,6 +75,7 @@ class SpankApi {
   // (slurm_get_end_time, one RPC): srun, and slurmstepd's init_post_opt. False
   // when Slurm does not say.
   virtual bool JobEndTime(uint32_t job_id, int64_t* end_time) = 0;
+  virtual SlurmRelease Release() = 0;
 };
 
 // What the plugin asks about Slurm's nodes and the network (libslurm, getaddrinfo).

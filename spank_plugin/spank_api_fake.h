@@ -83,6 +83,8 @@ class FakeSpank : public SpankApi {
     return true;
   }
   long ParentPid() override { return parent_pid; }
+  SlurmRelease release = {24, 11};
+  SlurmRelease Release() override { return release; }
   std::map<uint32_t, int64_t> end_times;  // job id -> end time; others: Slurm does not say
   std::vector<uint32_t> end_time_asked;
   bool JobEndTime(uint32_t job_id, int64_t* end_time) override {

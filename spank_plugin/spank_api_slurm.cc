@@ -173,6 +173,11 @@ bool SlurmSpankApi::KeepAcrossExec(int fd) {
 
 long SlurmSpankApi::ParentPid() { return static_cast<long>(getppid()); }
 
+SlurmRelease SlurmSpankApi::Release() {
+  return {static_cast<int>(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER)),
+          static_cast<int>(SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))};
+}
+
 bool SlurmSpankApi::JobEndTime(uint32_t job_id, int64_t* end_time) {
   time_t end = 0;
   if (SlurmJobEndTime(job_id, &end) != SLURM_SUCCESS || end <= 0) return false;

@@ -26,6 +26,7 @@ class SlurmSpankApi final : public SpankApi {
   bool KeepAcrossExec(int fd) override;
   long ParentPid() override;
   bool JobEndTime(uint32_t job_id, int64_t* end_time) override;
+  SlurmRelease Release() override;
 
  private:
   spank_t sp_;

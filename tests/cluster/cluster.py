@@ -106,7 +106,7 @@ class Cluster:
 
     def __init__(self, nodes: int = 3, plugin: str | os.PathLike | None = None,
                  plugin_args: Sequence[str] = (), plugstack: str | os.PathLike | None = None,
-                 state_dir: str | os.PathLike = DEFAULT_DIR, up_timeout: float = 120,
+                 oci_conf: str | os.PathLike | None = None, state_dir: str | os.PathLike = DEFAULT_DIR, up_timeout: float = 120,
                  take_lock: bool = True):
         """take_lock=False: the caller already holds the cluster lock (take_lock())."""
         if plugin is not None and plugstack is not None:
@@ -115,6 +115,7 @@ class Cluster:
         self.plugin = plugin
         self.plugin_args = list(plugin_args)
         self.plugstack = plugstack
+        self.oci_conf = oci_conf
         self.dir = Path(state_dir)
         self.up_timeout = up_timeout
         self.is_up = False
@@ -150,6 +151,8 @@ class Cluster:
             args += ["--plugin", str(Path(self.plugin).resolve()), *self.plugin_args]
         elif self.plugstack is not None:
             args += ["--plugstack", str(self.plugstack)]
+        if self.oci_conf is not None:
+            args += ["--oci-conf", str(self.oci_conf)]
         self._lock()
         self._install_handlers()
         self.is_up = True  # from here on, teardown must run whatever happens
@@ -306,13 +309,15 @@ class ClusterTestCase(unittest.TestCase):
 
     Class attributes to override: nodes, plugin (path to a SPANK .so, or None),
     plugin_args (plugstack.conf arguments), plugstack (a whole plugstack.conf
-    instead of plugin). self.cluster / cls.cluster is the Cluster.
+    instead of plugin), oci_conf (an oci.conf for srun --container). self.cluster /
+    cls.cluster is the Cluster.
     """
 
     nodes: int = 3
     plugin: str | None = None
     plugin_args: Iterable[str] = ()
     plugstack: str | None = None
+    oci_conf: str | None = None
     cluster: Cluster
 
     @classmethod
@@ -321,7 +326,7 @@ class ClusterTestCase(unittest.TestCase):
         if os.geteuid() != 0:
             raise unittest.SkipTest("the test cluster needs root (network namespaces, daemons)")
         cls.cluster = Cluster(nodes=cls.nodes, plugin=cls.plugin, plugin_args=list(cls.plugin_args),
-                              plugstack=cls.plugstack)
+                              plugstack=cls.plugstack, oci_conf=cls.oci_conf)
         cls.addClassCleanup(cls.cluster.down)
         cls.cluster.up()
 

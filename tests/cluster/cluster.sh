@@ -15,6 +15,7 @@
 #
 # Usage:
 #   cluster.sh [--dir DIR] up [--nodes N] [--plugstack FILE | --plugin SO [KEY=VALUE...]]
+#                             [--oci-conf FILE]   # Slurm's OCI containers (srun --container)
 #   cluster.sh [--dir DIR] down
 #   cluster.sh [--dir DIR] run CMD...            # in the hub namespace, SLURM_CONF set
 #   cluster.sh [--dir DIR] node-run NAME CMD...  # inside node NAME (its netns + hostname)
@@ -353,7 +354,7 @@ run_in_hub() {
 }
 
 do_up() {
-  local nodes=3 plugstack="" plugin="" plugin_args=()
+  local nodes=3 plugstack="" plugin="" plugin_args=() oci_conf=""
   # The agents' regime records (--rdzv-conf state_dir, default /tmp/slurm-elastic-UID)
   # are keyed by run id, JOBID.STEPID, which a fresh cluster repeats. The agents tell an
   # earlier run's record apart by its regime id and delete it (regime_record.h), so the
@@ -365,6 +366,7 @@ do_up() {
       --nodes=*) nodes=${1#--nodes=}; shift ;;
       --dir) DIR=${2:?}; shift 2 ;;
       --plugstack) plugstack=${2:?--plugstack needs a file}; shift 2 ;;
+      --oci-conf) oci_conf=${2:?--oci-conf needs a file}; shift 2 ;;
       --plugin)
         plugin=${2:?--plugin needs a .so path}; shift 2
         while [ $# -gt 0 ] && [[ $1 != --* ]]; do plugin_args+=("$1"); shift; done ;;
@@ -374,6 +376,7 @@ do_up() {
   [[ $nodes =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 200 ] || die "--nodes must be 1..200"
   [ -n "$plugstack" ] && [ -n "$plugin" ] && die "give either --plugstack or --plugin, not both"
   [ -z "$plugstack" ] || [ -f "$plugstack" ] || die "--plugstack: no file '$plugstack'"
+  [ -z "$oci_conf" ] || [ -f "$oci_conf" ] || die "--oci-conf: no file '$oci_conf'"
   if [ -n "$plugin" ]; then
     [ -f "$plugin" ] || die "--plugin: no file '$plugin'"
     plugin=$(realpath "$plugin")
@@ -416,6 +419,8 @@ do_up() {
   else
     echo "# no SPANK plugins (cluster.sh up --plugin SO ARGS... or --plugstack FILE)" >"$DIR/etc/plugstack.conf"
   fi
+  # slurmstepd reads oci.conf beside slurm.conf.
+  [ -z "$oci_conf" ] || cp "$oci_conf" "$DIR/etc/oci.conf"
 
   dbg "up: munged"
   start_munged

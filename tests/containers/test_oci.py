@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""containers.oci: `srun --elastic --container=BUNDLE` through Slurm's own OCI
+support (oci.conf, runc from Debian) on the test cluster. The bundle's rootfs
+is ANOTHER Debian release's root of the test matrix (python3-torch, none of our
+files), used read-only; launcher= points nowhere, so only the agent bundle,
+passed in by oci.conf's runtime line as descriptor 3, can start the agent
+(docs/containers.md, "Slurm's OCI containers").
+
+Slurm 23.02 and later move the task's final argv and environment into the
+bundle's config.json after task_init: the step runs. 22.05 writes config.json
+when the step starts: the plugin refuses, naming the release.
+
+Environment: SPANK_SO, AGENT_BUNDLE (set by CMake).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "cluster"))
+sys.path.insert(0, str(HERE.parent / "spank"))
+from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
+from test_pyxis_standin import IMAGE, ROOTS  # noqa: E402
+from test_spank_e2e import records  # noqa: E402
+
+SPANK_SO = os.environ.get("SPANK_SO", str(REPO / "build/spank_plugin/spank_elastic.so"))
+AGENT_BUNDLE = os.environ.get("AGENT_BUNDLE", str(REPO / "build/agent-bundle"))
+RUNC = shutil.which("runc")
+TIMEOUT = 300
+# Where the repository appears in the container: under the bundle's /run tmpfs,
+# so that runc never creates a mount point in the shared, read-only rootfs.
+IN_REPO = "/run/repo"
+WORKER = f"{IN_REPO}/tests/spank/worker.py"
+
+
+def slurm_release() -> tuple[int, int] | None:
+    """The installed slurmd's release (srun --version needs a configuration)."""
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "slurmd"], capture_output=True,
+                         text=True).stdout
+    m = re.match(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+RELEASE = slurm_release() or (0, 0)
+RUNS = RELEASE >= (23, 2)  # else the plugin refuses (config.json is written before any plugin)
+
+
+def command_lines() -> list[str]:
+    lines = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            lines.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass  # gone meanwhile
+    return lines
+
+
+def bundle_config() -> dict:
+    """config.json: the other release's root read-only, host network and host
+    name (the node's namespaces), fresh /run and /tmp, the repository at IN_REPO."""
+    def mount(dest, kind, source, *options):
+        return {"destination": dest, "type": kind, "source": source, "options": list(options)}
+    return {
+        "ociVersion": "1.0.2",
+        "root": {"path": str(IMAGE), "readonly": True},
+        "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/",
+                    "args": ["/bin/false"],  # slurmstepd writes the task's own
+                    "env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
+                    "noNewPrivileges": True,
+                    "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 65536, "soft": 65536}]},
+        "mounts": [
+            mount("/proc", "proc", "proc"),
+            mount("/dev", "tmpfs", "tmpfs", "nosuid", "strictatime", "mode=755", "size=65536k"),
+            mount("/dev/pts", "devpts", "devpts", "nosuid", "noexec", "newinstance", "ptmxmode=0666",
+                  "mode=0620"),
+            mount("/dev/shm", "tmpfs", "shm", "nosuid", "noexec", "nodev", "mode=1777", "size=65536k"),
+            mount("/sys", "none", "/sys", "rbind", "nosuid", "noexec", "nodev", "ro"),
+            mount("/run", "tmpfs", "tmpfs", "nosuid", "nodev", "mode=755"),
+            mount("/tmp", "tmpfs", "tmpfs", "nosuid", "nodev", "mode=1777"),
+            mount(IN_REPO, "none", str(REPO), "rbind", "ro"),
+        ],
+        "linux": {"namespaces": [{"type": t} for t in ("pid", "ipc", "mount")],
+                  "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list"],
+                  "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger"]},
+    }
+
+
+def oci_conf(runc_root: str) -> str:
+    """runc as root (the test cluster's jobs run as root), the agent bundle
+    opened on the host as descriptor 3 and passed in (docs/containers.md)."""
+    name = "%n.%u.%j.%s.%t"
+    runc = f"{RUNC} --root={runc_root}"
+    lines = [f'RunTimeQuery="{runc} state {name}"',
+             f'RunTimeKill="{runc} kill -a {name}"',
+             f'RunTimeDelete="{runc} delete --force {name}"',
+             f'RunTimeRun="exec 3<{AGENT_BUNDLE} && {runc} run --preserve-fds=1 {name} -b %b"']
+    if RUNS:
+        # 23.02+: Slurm's spool directory, on the bundle's /run tmpfs (not in the rootfs).
+        lines.append("MountSpoolDir=/run/slurm")
+    return "\n".join(lines) + "\n"
+
+
+@unittest.skipIf(IMAGE is None, f"no rootfs of another Debian release in {ROOTS} (scripts/make-root.sh)")
+@unittest.skipIf(RUNC is None, "no runc (scripts/install-deps.sh installs it)")
+@unittest.skipIf(RELEASE == (0, 0), "no Debian slurmd package to tell the Slurm release by")
+class TestOciContainer(ClusterTestCase):
+    nodes = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = Path(tempfile.mkdtemp(prefix="elastic-oci-"))
+        cls.addClassCleanup(shutil.rmtree, cls.work, ignore_errors=True)
+        cls.bundle = cls.work / "bundle"
+        cls.bundle.mkdir()
+        (cls.bundle / "config.json").write_text(json.dumps(bundle_config(), indent=1))
+        cls.runc_root = str(cls.work / "runc")
+        (cls.work / "oci.conf").write_text(oci_conf(cls.runc_root))
+        (cls.work / "plugstack.conf").write_text(
+            f"required {SPANK_SO} launcher=/nonexistent/elasticrun agent_bundle={AGENT_BUNDLE}\n")
+        cls.plugstack = str(cls.work / "plugstack.conf")
+        cls.oci_conf = str(cls.work / "oci.conf")
+        super().setUpClass()
+
+    def srun(self, args):
+        # The image's torch 2.x (Debian's) has no libuv; workers bind gloo to eth0.
+        env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"}
+        return self.cluster.srun(["-N2", f"--container={self.bundle}", *args], timeout=TIMEOUT, env=env)
+
+    def assert_nothing_left(self):
+        """No container in runc's state, no task spool directory, no process of the step."""
+        r = subprocess.run([RUNC, f"--root={self.runc_root}", "list", "-q"], capture_output=True, text=True)
+        self.assertEqual(r.stdout.strip(), "", r.stdout + r.stderr)
+        spool = self.cluster.dir / "spool"
+        self.assertEqual(sorted(str(p) for p in spool.glob("*/oci-job*")), [])
+        # The nodes share this machine's processes (network namespaces only).
+        marks = (self.runc_root, IN_REPO, "/proc/self/fd/3/")
+        left = [cmd for cmd in command_lines() if any(m in cmd for m in marks)]
+        self.assertEqual(left, [])
+
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_worker_contract_and_a_restart_in_the_bundle(self):
+        r = self.srun(["--elastic=2", "--gpus-per-node=2", "--elastic-max-restarts=1",
+                       "/usr/bin/python3", WORKER, "--fail-once-rank=1"])
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        env = [e for e in records(r.stdout, "ENV") if e["restart"] == "1"]
+        self.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2, 3], text)
+        for e in env:
+            self.assertEqual(int(e["world"]), 4, e)
+            self.assertEqual(int(e["rank"]), int(e["group_rank"]) * 2 + int(e["local_rank"]), e)
+        done = records(r.stdout, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), [0, 1, 2, 3], text)
+        self.assert_nothing_left()
+        # The workers ran the image's python and glibc, none of our files in the
+        # rootfs, no loader path and no descriptor of ours inherited.
+        probe = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", "/usr/bin/python3", "-c",
+                           "import os, platform; print('IMAGE', platform.libc_ver()[1], "
+                           "os.environ.get('LD_LIBRARY_PATH', '-'), os.path.exists('/proc/self/fd/3'))"])
+        self.assertEqual(probe.returncode, 0, probe.stdout + probe.stderr)
+        found = re.findall(r"IMAGE (\S+) (\S+) (\S+)", probe.stdout)
+        self.assertEqual(len(found), 2, probe.stdout + probe.stderr)
+        for glibc, ld_path, fd3 in found:
+            self.assertNotEqual(glibc, os.confstr("CS_GNU_LIBC_VERSION").split()[1])
+            self.assertEqual((ld_path, fd3), ("-", "False"))
+        self.assert_nothing_left()
+
+    @unittest.skipIf(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} runs --elastic in OCI containers")
+    def test_refused_naming_the_slurm_release(self):
+        r = self.srun(["--elastic=2", "/usr/bin/python3", "-c", "print('RAN')"])
+        text = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0, text)
+        self.assertIn(f"--elastic cannot run in the OCI container '{self.bundle}' on Slurm "
+                      f"{RELEASE[0]}.{RELEASE[1]:02}", text)
+        self.assertNotIn("RAN", r.stdout)
+        self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    cluster_main()
