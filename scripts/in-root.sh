@@ -6,7 +6,8 @@
 # namespace: / of the
 # root is a mount point, /proc is the root's own, /sys (with /sys/fs/cgroup,
 # which slurmd 24.11+ needs), /dev and /etc/hosts are the host's, /run is a fresh tmpfs,
-# this repository is at the same path as on the host, and build-SUITE/ of the
+# this repository is at the same path as on the host, the other roots are
+# read-only under /var/cache/slurm-elastic/images/, and build-SUITE/ of the
 # repository is mounted over build/, so every script and test finds that
 # system's build tree where the host's would be. CMD runs in the repository,
 # as root, with a clean environment (PATH, HOME, LANG, CI), in a PID namespace of
@@ -50,6 +51,14 @@ mount --bind "$repo" "$root$repo"
 mount --bind "$repo/build-$suite" "$root$repo/build"
 mkdir -p "$root/var/cache/ccache"
 mount --bind "$ccache_dir" "$root/var/cache/ccache"
+# The other systems' roots, read-only, as container images of another Debian
+# release (tests/containers/test_oci.py): /var/cache/slurm-elastic/images/SUITE.
+for other in "${root%/*}"/trixie "${root%/*}"/sid; do
+  [ "$other" != "$root" ] && [ -x "$other/usr/bin/python3" ] || continue
+  mkdir -p "$root/var/cache/slurm-elastic/images/${other##*/}"
+  mount --bind "$other" "$root/var/cache/slurm-elastic/images/${other##*/}"
+  mount -o remount,bind,ro "$root/var/cache/slurm-elastic/images/${other##*/}"
+done
 status=0
 chroot "$root" /usr/bin/env -i \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
