@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -143,7 +144,12 @@ class TestOciContainer(ClusterTestCase):
         r = subprocess.run([RUNC, f"--root={self.runc_root}", "list", "-q"], capture_output=True, text=True)
         self.assertEqual(r.stdout.strip(), "", r.stdout + r.stderr)
         spool = self.cluster.dir / "spool"
-        self.assertEqual(sorted(str(p) for p in spool.glob("*/oci-job*")), [])
+        # slurmstepd removes them after srun has returned (cleanup_container): a deadline.
+        deadline = time.monotonic() + 30
+        while (left := sorted(str(f) for d in spool.glob("*/oci-job*") for f in [d, *d.rglob("*")])) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(left, [], self.cluster.logs()[-6000:])
         # The nodes share this machine's processes (network namespaces only).
         marks = (self.runc_root, IN_REPO, "/proc/self/fd/3/")
         left = [cmd for cmd in command_lines() if any(m in cmd for m in marks)]
