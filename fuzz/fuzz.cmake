@@ -125,6 +125,9 @@ elastic_add_fuzzer(launch_config RUNS 3000
           rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
           common/node_range.cc common/module_list.cc common/log_escape.cc)
+# The kernel's sock_diag answer: who owns a local peer's socket (the store's admission).
+elastic_add_fuzzer(sock_diag RUNS 50000 MAX_LEN 512
+  SOURCES common/sock_diag.cc)
 # GPU lists (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on a real 16-GPU topology.
 elastic_add_fuzzer(gpu_lists RUNS 5000
   SOURCES hwloc_binding/gpus.cc hwloc_binding/topology.cc common/parse.cc common/device_list.cc

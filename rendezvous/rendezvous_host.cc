@@ -17,6 +17,8 @@ RendezvousHost::RendezvousHost(EventLoop& loop, HostConfig config, UniqueFd list
                            : InitialState(config_.settings, loop_.Now());
   local_member_of_ = config_.local_member_of;
   if (config_.regime.empty()) config_.regime = MakeNonce();
+  if (!config_.socket_owners) config_.socket_owners = std::make_shared<KernelSocketOwners>();
+  job_uid_ = geteuid();
 }
 
 RendezvousHost::~RendezvousHost() {
@@ -33,7 +35,6 @@ std::unique_ptr<RendezvousHost> RendezvousHost::Create(EventLoop& loop, HostConf
 bool RendezvousHost::Start(std::string* err) {
   if (config_.bind_addr != "0.0.0.0" && config_.bind_addr != "::")
     local_addrs_.insert(config_.bind_addr);
-  allowed_addrs_ = local_addrs_;
   if (!loop_.Add(listener_.get(), EPOLLIN, [this](uint32_t) { OnAccept(); }, err)) return false;
   heartbeat_timer_ = loop_.Every(Millis(config_.settings.heartbeat_interval_ms),
                                  [this] { OnHeartbeatTick(); });
@@ -114,7 +115,6 @@ void RendezvousHost::OnAccept() {
     Peer peer;
     peer.addr = PeerAddress(fd.get());
     local_addrs_.insert(LocalAddress(fd.get()));  // our own workers may come from it
-    allowed_addrs_.insert(LocalAddress(fd.get()));
     // What the challenge says; the hello adds its fields and both proofs cover all.
     peer.handshake.host_nonce = MakeNonce();
     peer.handshake.auth = AuthMethodName(config_.auth);
@@ -344,13 +344,14 @@ void RendezvousHost::Carry(const RendezvousAction& state_action) {
   SendToPeer(action);
 }
 
-// The workers' store accepts this machine's addresses, loopback, and the nodes of
-// the round just completed (nobody else: it speaks PyTorch's unauthenticated protocol).
+// The workers' store accepts the job's user's processes on this machine and the
+// nodes of the round just completed (nobody else: it speaks PyTorch's
+// unauthenticated protocol).
 void RendezvousHost::AllowRoundPeers() {
-  allowed_addrs_ = local_addrs_;
+  member_addrs_.clear();
   for (NodeId id : state_.members) {
     auto it = state_.nodes.find(id);
-    if (it != state_.nodes.end()) allowed_addrs_.insert(it->second.desc.addr);
+    if (it != state_.nodes.end()) member_addrs_.insert(it->second.desc.addr);
   }
 }
 
@@ -367,8 +368,11 @@ void RendezvousHost::OpenRoundStore(uint64_t round) {
     Feed(EvHostFailure{fmt::format("cannot open the workers' store of round {}: {}", round, err)});
     return;
   }
-  store->SetPeerFilter([this](const sockaddr_storage& peer, const sockaddr_storage& local) {
-    return StorePeerAllowed(StorePeer{AddressText(peer), AddressText(local)}, allowed_addrs_);
+  store->SetPeerFilter([this](const sockaddr_storage& peer, const sockaddr_storage& local, std::string* why) {
+    StoreAdmission admission =
+        CheckStorePeer(peer, local, local_addrs_, member_addrs_, *config_.socket_owners, job_uid_);
+    *why = std::move(admission.why);
+    return admission.admitted;
   });
   store_ = std::move(store);
   Log(LogLevel::kDebug, "rendezvous: round {}: workers' store on port {}", round, store_->port());

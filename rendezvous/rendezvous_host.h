@@ -21,6 +21,7 @@
 
 #include "common/event_loop.h"
 #include "common/log_limit.h"
+#include "common/socket_owner.h"
 #include "common/unique_fd.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/connection.h"
@@ -50,6 +51,9 @@ struct HostConfig {
   // The regime it hosts (RoundInfo::regime): a taking-over successor carries its
   // round's; "" = a fresh regime (a new nonce).
   std::string regime;
+  // Who owns the socket of a local peer of the workers' store (it admits the
+  // job's user and root: store_peers.h); null: the kernel's (KernelSocketOwners).
+  std::shared_ptr<SocketOwners> socket_owners;
 };
 
 class RendezvousHost : public RendezvousHandler {
@@ -129,8 +133,9 @@ class RendezvousHost : public RendezvousHandler {
   uint64_t accept_pauses_ = 0;    // times accepting paused (logged rate-limited)
   LogRateLimiter refuse_log_;     // strangers refused before (or at) their hello
   LogRateLimiter drop_log_;       // authenticated peers dropped for what they (or a relay) sent
-  std::set<std::string> allowed_addrs_;  // store peer filter (besides loopback)
-  std::set<std::string> local_addrs_;
+  std::set<std::string> member_addrs_;  // the store admits these remote peers (the round's nodes)
+  std::set<std::string> local_addrs_;   // this machine's: a peer from one is local (its user is checked)
+  uint32_t job_uid_ = 0;                // the store's local peers must be this user (or root)
   uint64_t local_round_ = 0;
   int64_t local_member_of_ = -1;  // the last round the local workers ran in
   bool local_connected_ = false;

@@ -1,50 +1,144 @@
 #include "rendezvous/store_peers.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <vector>
 
 namespace elastic {
 namespace {
 
-struct Row {
+constexpr uint32_t kJob = 1000;
+
+struct KindRow {
   const char* what;
   StorePeer peer;
-  std::set<std::string> allowed;
-  bool admitted;
+  std::set<std::string> local_addrs;
+  StorePeerKind kind;
 };
 
 // The host of a 1-node step on the test cluster listens on 0.0.0.0; its workers
 // reach the store at the node's address (MASTER_ADDR), so they come from it.
-const Row kRows[] = {
-    {"loopback", {"127.0.0.1", "127.0.0.1"}, {}, true},
-    {"Debian's 127.0.1.1 hostname", {"127.0.1.1", "127.0.1.1"}, {}, true},
-    {"IPv6 loopback", {"::1", "::1"}, {}, true},
-    {"loopback on a :: listener", {"::ffff:127.0.0.1", "::ffff:127.0.0.1"}, {}, true},
-    {"own workers through the node's address, nobody else connected",
-     {"10.200.0.11", "10.200.0.11"}, {}, true},
-    {"own workers through the node's address, on a :: listener",
-     {"::ffff:10.200.0.11", "::ffff:10.200.0.11"}, {}, true},
-    {"own workers through another address of this machine, both known",
-     {"192.168.1.5", "10.200.0.11"}, {"10.200.0.11", "192.168.1.5"}, true},
-    {"a member of the round", {"10.200.0.12", "10.200.0.11"}, {"10.200.0.11", "10.200.0.12"}, true},
-    {"a member of the round, on a :: listener",
-     {"::ffff:10.200.0.12", "::ffff:10.200.0.11"}, {"10.200.0.12"}, true},
-    {"a stranger", {"10.200.0.99", "10.200.0.11"}, {"10.200.0.11", "10.200.0.12"}, false},
-    {"a stranger, nothing allowed", {"10.200.0.99", "10.200.0.11"}, {}, false},
-    {"a stranger on a :: listener", {"::ffff:10.200.0.99", "::ffff:10.200.0.11"}, {"10.200.0.12"}, false},
-    {"a stranger over IPv6", {"fd00::99", "fd00::11"}, {"fd00::12"}, false},
-    {"own workers over IPv6", {"fd00::11", "fd00::11"}, {}, true},
-    {"addresses unknown (getpeername failed)", {"", ""}, {""}, false},
-    {"a stranger, our address unknown", {"10.200.0.99", ""}, {}, false},
-    {"addresses unknown as AddressText writes them", {"?", "?"}, {"?"}, false},
+const KindRow kKinds[] = {
+    {"loopback", {"127.0.0.1", "127.0.0.1"}, {}, StorePeerKind::kLocal},
+    {"Debian's 127.0.1.1 hostname", {"127.0.1.1", "127.0.1.1"}, {}, StorePeerKind::kLocal},
+    {"IPv6 loopback", {"::1", "::1"}, {}, StorePeerKind::kLocal},
+    {"loopback on a :: listener", {"::ffff:127.0.0.1", "::ffff:127.0.0.1"}, {}, StorePeerKind::kLocal},
+    {"through the node's address, nothing known", {"10.200.0.11", "10.200.0.11"}, {}, StorePeerKind::kLocal},
+    {"through the node's address, on a :: listener", {"::ffff:10.200.0.11", "::ffff:10.200.0.11"}, {},
+     StorePeerKind::kLocal},
+    {"from another address of this machine", {"192.168.1.5", "10.200.0.11"}, {"10.200.0.11", "192.168.1.5"},
+     StorePeerKind::kLocal},
+    {"over IPv6 through our address", {"fd00::11", "fd00::11"}, {}, StorePeerKind::kLocal},
+    {"another node", {"10.200.0.12", "10.200.0.11"}, {"10.200.0.11"}, StorePeerKind::kRemote},
+    {"another node, on a :: listener", {"::ffff:10.200.0.12", "::ffff:10.200.0.11"}, {}, StorePeerKind::kRemote},
+    {"another node over IPv6", {"fd00::99", "fd00::11"}, {"fd00::11"}, StorePeerKind::kRemote},
+    {"addresses unknown (getpeername failed)", {"", ""}, {""}, StorePeerKind::kUnknown},
+    {"addresses unknown as AddressText writes them", {"?", "?"}, {"?"}, StorePeerKind::kUnknown},
 };
 
-TEST(StorePeerAllowedTest, Table) {
-  for (const Row& row : kRows)
-    EXPECT_EQ(StorePeerAllowed(row.peer, row.allowed), row.admitted)
+TEST(StorePeersTest, KindTable) {
+  for (const KindRow& row : kKinds)
+    EXPECT_EQ(ClassifyStorePeer(row.peer, row.local_addrs), row.kind)
         << row.what << ": " << row.peer.addr << " -> " << row.peer.reached;
 }
 
-TEST(StorePeerAllowedTest, UnmapsOnlyMappedIPv4) {
+struct AdmitRow {
+  const char* what;
+  StorePeerKind kind;
+  const char* addr;
+  SocketOwner owner;
+  bool admitted;
+  const char* why;  // part of the refusal's reason
+};
+
+const std::set<std::string> kMembers = {"10.200.0.11", "10.200.0.12"};
+
+const AdmitRow kAdmissions[] = {
+    {"a job's worker", StorePeerKind::kLocal, "127.0.0.1", {OwnerStatus::kFound, kJob, ""}, true, ""},
+    {"root", StorePeerKind::kLocal, "127.0.0.1", {OwnerStatus::kFound, 0, ""}, true, ""},
+    {"another user", StorePeerKind::kLocal, "127.0.0.1", {OwnerStatus::kFound, 65534, ""}, false,
+     "a local process of uid 65534, not the job's user (uid 1000)"},
+    {"another user through the node's address (a member's)", StorePeerKind::kLocal, "10.200.0.11",
+     {OwnerStatus::kFound, 1001, ""}, false, "uid 1001"},
+    {"no socket diagnostics in this kernel: fail-open", StorePeerKind::kLocal, "127.0.0.1",
+     {OwnerStatus::kUnavailable, 0, "no inet_diag"}, true, ""},
+    {"a lookup that failed: fail-closed", StorePeerKind::kLocal, "127.0.0.1",
+     {OwnerStatus::kFailed, 0, "sock_diag: No buffer space available"}, false, "No buffer space"},
+    {"a peer that closed before the lookup", StorePeerKind::kLocal, "127.0.0.1",
+     {OwnerStatus::kGone, 0, "its socket is closed"}, false, "its socket is closed"},
+    {"a member", StorePeerKind::kRemote, "10.200.0.12", {}, true, ""},
+    {"a member, on a :: listener", StorePeerKind::kRemote, "::ffff:10.200.0.12", {}, true, ""},
+    {"a stranger", StorePeerKind::kRemote, "10.200.0.99", {}, false, "not a node of the round"},
+    {"a stranger over IPv6", StorePeerKind::kRemote, "fd00::99", {}, false, "not a node of the round"},
+    {"unknown address", StorePeerKind::kUnknown, "?", {OwnerStatus::kFound, kJob, ""}, false, "unknown"},
+};
+
+TEST(StorePeersTest, AdmissionTable) {
+  for (const AdmitRow& row : kAdmissions) {
+    StoreAdmission a = AdmitStorePeer(row.kind, row.addr, row.owner, kJob, kMembers);
+    EXPECT_EQ(a.admitted, row.admitted) << row.what;
+    EXPECT_NE(a.why.find(row.why), std::string::npos) << row.what << ": " << a.why;
+    EXPECT_EQ(a.why.empty(), a.admitted) << row.what;
+  }
+}
+
+TEST(StorePeersTest, NoMembersBeforeTheFirstRoundAdmitsNoRemotePeer) {
+  EXPECT_FALSE(AdmitStorePeer(StorePeerKind::kRemote, "10.200.0.12", {}, kJob, {}).admitted);
+}
+
+// A fake of the kernel: answers what it is told, records whom it was asked about.
+class FakeOwners : public SocketOwners {
+ public:
+  explicit FakeOwners(SocketOwner answer) : answer_(std::move(answer)) {}
+  SocketOwner PeerOwner(const sockaddr_storage& peer, const sockaddr_storage&) override {
+    asked.push_back(peer);
+    return answer_;
+  }
+  std::vector<sockaddr_storage> asked;
+
+ private:
+  SocketOwner answer_;
+};
+
+sockaddr_storage V4(const char* addr, uint16_t port) {
+  sockaddr_storage ss{};
+  auto& in = reinterpret_cast<sockaddr_in&>(ss);
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  inet_pton(AF_INET, addr, &in.sin_addr);
+  return ss;
+}
+
+TEST(StorePeersTest, OnlyALocalPeerIsLookedUp) {
+  FakeOwners owners({OwnerStatus::kFound, 65534, ""});
+  StoreAdmission remote = CheckStorePeer(V4("10.200.0.12", 40000), V4("10.200.0.11", 29500), {"10.200.0.11"},
+                                         kMembers, owners, kJob);
+  EXPECT_TRUE(remote.admitted);
+  EXPECT_TRUE(owners.asked.empty());
+  StoreAdmission local = CheckStorePeer(V4("10.200.0.11", 40000), V4("10.200.0.11", 29500), {"10.200.0.11"},
+                                        kMembers, owners, kJob);
+  EXPECT_FALSE(local.admitted);
+  ASSERT_EQ(owners.asked.size(), 1u);
+  EXPECT_EQ(ntohs(reinterpret_cast<sockaddr_in&>(owners.asked[0]).sin_port), 40000);
+}
+
+TEST(StorePeersTest, WithoutSocketDiagnosticsLocalPeersAreAdmittedAndOthersStillChecked) {
+  FakeOwners owners({OwnerStatus::kUnavailable, 0, "no inet_diag"});
+  EXPECT_TRUE(CheckStorePeer(V4("127.0.0.1", 40000), V4("127.0.0.1", 29500), {}, kMembers, owners, kJob).admitted);
+  EXPECT_FALSE(
+      CheckStorePeer(V4("10.200.0.99", 40000), V4("10.200.0.11", 29500), {}, kMembers, owners, kJob).admitted);
+}
+
+TEST(StorePeersTest, AFailedLookupRefusesTheLocalPeer) {
+  FakeOwners owners({OwnerStatus::kFailed, 0, "no answer from the kernel"});
+  StoreAdmission a = CheckStorePeer(V4("127.0.0.1", 40000), V4("127.0.0.1", 29500), {}, kMembers, owners, kJob);
+  EXPECT_FALSE(a.admitted);
+  EXPECT_NE(a.why.find("no answer from the kernel"), std::string::npos) << a.why;
+}
+
+TEST(StorePeersTest, UnmapsOnlyMappedIPv4) {
   EXPECT_EQ(UnmapV4("::ffff:10.0.0.1"), "10.0.0.1");
   EXPECT_EQ(UnmapV4("10.0.0.1"), "10.0.0.1");
   EXPECT_EQ(UnmapV4("::ffff:"), "::ffff:");

@@ -150,11 +150,11 @@ void StoreServer::OnAccept() {
   // other ready descriptors had their turn.
 }
 
-bool StoreServer::PeerAdmitted(int fd, const sockaddr_storage& peer) const {
+bool StoreServer::PeerAdmitted(int fd, const sockaddr_storage& peer, std::string* why) const {
   sockaddr_storage local{};
   socklen_t len = sizeof local;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) local = sockaddr_storage{};
-  return peer_filter_(peer, local);
+  return peer_filter_(peer, local, why);
 }
 
 bool StoreServer::AcceptOne() {
@@ -176,8 +176,9 @@ bool StoreServer::AcceptOne() {
     Refused(who, "the store has its maximum of connections");
     return true;
   }
-  if (peer_filter_ && !PeerAdmitted(fd, peer)) {
-    Refused(who, "rejected by the peer filter");
+  std::string why;
+  if (peer_filter_ && !PeerAdmitted(fd, peer, &why)) {
+    Refused(who, "rejected by the peer filter: " + why);
     return true;
   }
   // TCP_NODELAY comes with the socket: ListenTcp set it on the listener.
@@ -235,7 +236,7 @@ void StoreServer::ResumeAccept() {
   if (!loop_.Modify(listen_fd_.get(), EPOLLIN, &err)) Warn(refuse_log_, "store: " + err);
 }
 
-void StoreServer::Refused(const std::string& who, const char* why) {
+void StoreServer::Refused(const std::string& who, const std::string& why) {
   ++refused_;
   Warn(refuse_log_, fmt::format("store: refused connection from {}: {} ({} refused so far)", who, why, refused_));
 }

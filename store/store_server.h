@@ -50,11 +50,14 @@ class StoreServer {
   bool Listen(const std::string& host, int port, std::string* err);
   int port() const { return port_; }
 
-  // Connections from peers for which this returns false are closed at accept
-  // (logged). `local` is the address of ours the peer reached (getsockname of
-  // the accepted socket). Default: accept all. Listening on "::" makes IPv4
-  // peers appear as v4-mapped IPv6 addresses (::ffff:a.b.c.d); "0.0.0.0" gives AF_INET.
-  using PeerFilter = std::function<bool(const sockaddr_storage& peer, const sockaddr_storage& local)>;
+  // Connections from peers for which this returns false are closed at accept,
+  // counted and logged (rate-limited) with the reason it gives in *why. `local`
+  // is the address of ours the peer reached (getsockname of the accepted
+  // socket). Default: accept all. Listening on "::" makes IPv4 peers appear as
+  // v4-mapped IPv6 addresses (::ffff:a.b.c.d); "0.0.0.0" gives AF_INET. Called
+  // on the loop: it must not block (rendezvous/store_peers.h's asks the kernel).
+  using PeerFilter =
+      std::function<bool(const sockaddr_storage& peer, const sockaddr_storage& local, std::string* why)>;
   void SetPeerFilter(PeerFilter filter);
 
   // Called as each connection is closed, with the reason (peer closed,
@@ -79,11 +82,11 @@ class StoreServer {
   struct Connection;
   void OnAccept();
   bool AcceptOne();                          // false: nothing more to accept now
-  bool PeerAdmitted(int fd, const sockaddr_storage& peer) const;  // the peer filter, given our address
+  bool PeerAdmitted(int fd, const sockaddr_storage& peer, std::string* why) const;  // the filter, given our address
   void RefuseOutOfDescriptors();
   void PauseAccept();
   void ResumeAccept();
-  void Refused(const std::string& who, const char* why);
+  void Refused(const std::string& who, const std::string& why);
   bool Admit(const Connection& c, const StoreRequest& req, std::string* err) const;
   bool ReplyFits(const Connection& c, size_t bytes, std::string* err) const;
   void PushEvent(StoreConnId id, const std::string& bytes);  // a WAIT or watch reply

@@ -307,10 +307,16 @@ TEST(StoreServer, InProcessGetAndAddSeeSocketWrites) {
 
 TEST(StoreServer, PeerFilterRefusesAtAccept) {
   ServerThread s;
-  s.Post([&] { s.server().SetPeerFilter([](const sockaddr_storage&, const sockaddr_storage&) { return false; }); });
+  s.Post([&] {
+    s.server().SetPeerFilter([](const sockaddr_storage&, const sockaddr_storage&, std::string* why) {
+      *why = "a stranger";
+      return false;
+    });
+  });
   RawClient c(s.port());
   EXPECT_TRUE(c.Closed());
   EXPECT_EQ(s.Post([&] { return s.server().NumConnections(); }), 0u);
+  EXPECT_EQ(s.Post([&] { return s.server().RefusedConnections(); }), 1u);
 }
 
 TEST(StoreServer, ManyConcurrentConnectionsAndFanOutWake) {
