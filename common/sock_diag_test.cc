@@ -8,30 +8,21 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "common/net.h"
+
 namespace elastic {
 namespace {
 
-sockaddr_storage V4(const char* addr, uint16_t port) {
-  sockaddr_storage ss{};
-  auto& in = reinterpret_cast<sockaddr_in&>(ss);
-  in.sin_family = AF_INET;
-  in.sin_port = htons(port);
-  inet_pton(AF_INET, addr, &in.sin_addr);
-  return ss;
-}
-
-sockaddr_storage V6(const char* addr, uint16_t port, uint32_t scope = 0) {
-  sockaddr_storage ss{};
-  auto& in6 = reinterpret_cast<sockaddr_in6&>(ss);
-  in6.sin6_family = AF_INET6;
-  in6.sin6_port = htons(port);
-  in6.sin6_scope_id = scope;
-  inet_pton(AF_INET6, addr, &in6.sin6_addr);
-  return ss;
+// A numeric address and port as accept/getsockname give them.
+sockaddr_storage At(const char* addr, uint16_t port) {
+  SocketAddress out;
+  std::string err;
+  EXPECT_TRUE(ResolveNumericAddress(addr, port, &out, &err)) << err;
+  return out.storage;
 }
 
 // The peer 127.0.0.1:40000 connected to our 127.0.0.1:29500.
-TcpSocketId Peer() { return *PeerSocketId(V4("127.0.0.1", 40000), V4("127.0.0.1", 29500)); }
+TcpSocketId Peer() { return *PeerSocketId(At("127.0.0.1", 40000), At("127.0.0.1", 29500)); }
 
 std::string Message(uint16_t type, uint32_t seq, const std::string& payload, uint32_t len_delta = 0) {
   nlmsghdr h{};
@@ -133,7 +124,7 @@ TEST(SockDiagTest, AnswerTable) {
 }
 
 TEST(SockDiagTest, AnIPv6AnswerIsCheckedOnAllSixteenBytes) {
-  TcpSocketId id = *PeerSocketId(V6("fd00::1", 40000), V6("fd00::2", 29500));
+  TcpSocketId id = *PeerSocketId(At("fd00::1", 40000), At("fd00::2", 29500));
   EXPECT_EQ(ParseSockDiagAnswer(Message(SOCK_DIAG_BY_FAMILY, 1, Described(id, 3, 3)), 1, id).status,
             SockDiagStatus::kFound);
   TcpSocketId other = id;
@@ -143,7 +134,7 @@ TEST(SockDiagTest, AnIPv6AnswerIsCheckedOnAllSixteenBytes) {
 }
 
 TEST(SockDiagTest, PeerSocketIds) {
-  TcpSocketId v4 = *PeerSocketId(V4("10.0.0.1", 40000), V4("10.0.0.2", 29500));
+  TcpSocketId v4 = *PeerSocketId(At("10.0.0.1", 40000), At("10.0.0.2", 29500));
   EXPECT_EQ(v4.family, AF_INET);
   EXPECT_EQ(v4.self.port, 40000);
   EXPECT_EQ(v4.other.port, 29500);
@@ -152,12 +143,14 @@ TEST(SockDiagTest, PeerSocketIds) {
   EXPECT_EQ(v4.other.addr[3], 2);
 
   // A listener on "::": IPv4 peers as ::ffff:a.b.c.d, asked about as IPv4.
-  TcpSocketId mapped = *PeerSocketId(V6("::ffff:127.0.0.1", 40000), V6("::ffff:127.0.0.1", 29500));
+  TcpSocketId mapped = *PeerSocketId(At("::ffff:127.0.0.1", 40000), At("::ffff:127.0.0.1", 29500));
   EXPECT_EQ(mapped.family, AF_INET);
   EXPECT_EQ(mapped.self.addr[0], 127);
   EXPECT_EQ(mapped.self.addr[4], 0);
 
-  TcpSocketId v6 = *PeerSocketId(V6("fe80::1", 40000, 3), V6("fe80::2", 29500, 3));
+  sockaddr_storage peer = At("fe80::1", 40000), local = At("fe80::2", 29500);
+  reinterpret_cast<sockaddr_in6&>(peer).sin6_scope_id = 3;  // a link-local connection's interface
+  TcpSocketId v6 = *PeerSocketId(peer, local);
   EXPECT_EQ(v6.family, AF_INET6);
   EXPECT_EQ(v6.scope, 3u);
   EXPECT_EQ(v6.self.addr[0], 0xfe);
@@ -168,8 +161,8 @@ TEST(SockDiagTest, PeerSocketIds) {
 
   sockaddr_storage unix_addr{};
   unix_addr.ss_family = AF_UNIX;
-  EXPECT_FALSE(PeerSocketId(unix_addr, V4("127.0.0.1", 1)));
-  EXPECT_FALSE(PeerSocketId(V4("127.0.0.1", 1), V6("::1", 2)));  // families differ
+  EXPECT_FALSE(PeerSocketId(unix_addr, At("127.0.0.1", 1)));
+  EXPECT_FALSE(PeerSocketId(At("127.0.0.1", 1), At("::1", 2)));  // families differ
 }
 
 TEST(SockDiagTest, RequestNamesExactlyOneSocket) {

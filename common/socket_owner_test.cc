@@ -51,32 +51,30 @@ struct Connection {
   }
 };
 
-TEST(KernelSocketOwnersTest, ALoopbackPeerIsOurs) {
-  Connection c(AF_INET, "127.0.0.1", "127.0.0.1");
-  ASSERT_TRUE(c.ok());
-  KernelSocketOwners owners;
-  SocketOwner o = owners.PeerOwner(c.peer, c.local);
-  ASSERT_EQ(o.status, OwnerStatus::kFound) << o.why;
-  EXPECT_EQ(o.uid, geteuid());
-}
+struct OursRow {
+  const char* what;
+  int family;
+  const char* listen_addr;
+  const char* connect_addr;
+};
 
-TEST(KernelSocketOwnersTest, AnIPv6LoopbackPeerIsOurs) {
-  Connection c(AF_INET6, "::1", "::1");
-  if (!c.ok()) GTEST_SKIP() << "no IPv6 loopback here";
-  KernelSocketOwners owners;
-  SocketOwner o = owners.PeerOwner(c.peer, c.local);
-  ASSERT_EQ(o.status, OwnerStatus::kFound) << o.why;
-  EXPECT_EQ(o.uid, geteuid());
-}
-
-TEST(KernelSocketOwnersTest, AnIPv4PeerOfADualStackListenerIsFound) {
-  Connection c(AF_INET6, "::", "::ffff:127.0.0.1");
-  if (!c.ok()) GTEST_SKIP() << "no IPv6 here";
-  ASSERT_TRUE(IN6_IS_ADDR_V4MAPPED(&reinterpret_cast<sockaddr_in6&>(c.peer).sin6_addr));
-  KernelSocketOwners owners;
-  SocketOwner o = owners.PeerOwner(c.peer, c.local);
-  ASSERT_EQ(o.status, OwnerStatus::kFound) << o.why;
-  EXPECT_EQ(o.uid, geteuid());
+// A peer of ours, over IPv4, IPv6, and IPv4 to a dual-stack listener (the
+// client an IPv6 socket connected to ::ffff:127.0.0.1: described as AF_INET6).
+TEST(KernelSocketOwnersTest, OurOwnPeersAreOurs) {
+  const OursRow rows[] = {
+      {"IPv4 loopback", AF_INET, "127.0.0.1", "127.0.0.1"},
+      {"IPv6 loopback", AF_INET6, "::1", "::1"},
+      {"IPv4 to a dual-stack listener", AF_INET6, "::", "::ffff:127.0.0.1"},
+  };
+  for (const OursRow& row : rows) {
+    Connection c(row.family, row.listen_addr, row.connect_addr);
+    if (!c.ok() && row.family == AF_INET6) continue;  // no IPv6 here
+    ASSERT_TRUE(c.ok()) << row.what;
+    KernelSocketOwners owners;
+    SocketOwner o = owners.PeerOwner(c.peer, c.local);
+    ASSERT_EQ(o.status, OwnerStatus::kFound) << row.what << ": " << o.why;
+    EXPECT_EQ(o.uid, geteuid()) << row.what;
+  }
 }
 
 // The owner is whoever created the socket: here a socket made under the file

@@ -5,8 +5,10 @@
 // (kFound only for its exact 4-tuple: the parser checks it, so a found answer
 // always re-parses the same); an error carries an errno in 1..4095, ENOENT is
 // kNotFound; a malformed answer says why.
-#include <arpa/inet.h>
 #include <errno.h>
+#include <sys/socket.h>
+
+#include <array>
 
 #include <cstdlib>
 #include <string>
@@ -15,26 +17,19 @@
 
 namespace {
 
+// 127.0.0.1:40000 -> 127.0.0.1:29500, or ::1:40000 -> ::1:29500.
 elastic::TcpSocketId Asked(bool v6) {
-  sockaddr_storage peer{}, local{};
+  elastic::TcpSocketId id;
+  id.family = v6 ? AF_INET6 : AF_INET;
+  std::array<uint8_t, 16> addr{};
   if (v6) {
-    auto& p = reinterpret_cast<sockaddr_in6&>(peer);
-    auto& l = reinterpret_cast<sockaddr_in6&>(local);
-    p.sin6_family = l.sin6_family = AF_INET6;
-    inet_pton(AF_INET6, "::1", &p.sin6_addr);
-    inet_pton(AF_INET6, "::1", &l.sin6_addr);
-    p.sin6_port = htons(40000);
-    l.sin6_port = htons(29500);
+    addr[15] = 1;
   } else {
-    auto& p = reinterpret_cast<sockaddr_in&>(peer);
-    auto& l = reinterpret_cast<sockaddr_in&>(local);
-    p.sin_family = l.sin_family = AF_INET;
-    inet_pton(AF_INET, "127.0.0.1", &p.sin_addr);
-    inet_pton(AF_INET, "127.0.0.1", &l.sin_addr);
-    p.sin_port = htons(40000);
-    l.sin_port = htons(29500);
+    addr = {127, 0, 0, 1};
   }
-  return *elastic::PeerSocketId(peer, local);
+  id.self = {addr, 40000};
+  id.other = {addr, 29500};
+  return id;
 }
 
 }  // namespace

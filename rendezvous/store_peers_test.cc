@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "common/net.h"
+
 namespace elastic {
 namespace {
 
@@ -102,22 +104,21 @@ class FakeOwners : public SocketOwners {
   SocketOwner answer_;
 };
 
-sockaddr_storage V4(const char* addr, uint16_t port) {
-  sockaddr_storage ss{};
-  auto& in = reinterpret_cast<sockaddr_in&>(ss);
-  in.sin_family = AF_INET;
-  in.sin_port = htons(port);
-  inet_pton(AF_INET, addr, &in.sin_addr);
-  return ss;
+// A numeric address and port as accept/getsockname give them.
+sockaddr_storage At(const char* addr, uint16_t port) {
+  SocketAddress out;
+  std::string err;
+  EXPECT_TRUE(ResolveNumericAddress(addr, port, &out, &err)) << err;
+  return out.storage;
 }
 
 TEST(StorePeersTest, OnlyALocalPeerIsLookedUp) {
   FakeOwners owners({OwnerStatus::kFound, 65534, ""});
-  StoreAdmission remote = CheckStorePeer(V4("10.200.0.12", 40000), V4("10.200.0.11", 29500), {"10.200.0.11"},
+  StoreAdmission remote = CheckStorePeer(At("10.200.0.12", 40000), At("10.200.0.11", 29500), {"10.200.0.11"},
                                          kMembers, owners, kJob);
   EXPECT_TRUE(remote.admitted);
   EXPECT_TRUE(owners.asked.empty());
-  StoreAdmission local = CheckStorePeer(V4("10.200.0.11", 40000), V4("10.200.0.11", 29500), {"10.200.0.11"},
+  StoreAdmission local = CheckStorePeer(At("10.200.0.11", 40000), At("10.200.0.11", 29500), {"10.200.0.11"},
                                         kMembers, owners, kJob);
   EXPECT_FALSE(local.admitted);
   ASSERT_EQ(owners.asked.size(), 1u);
@@ -126,14 +127,14 @@ TEST(StorePeersTest, OnlyALocalPeerIsLookedUp) {
 
 TEST(StorePeersTest, WithoutSocketDiagnosticsLocalPeersAreAdmittedAndOthersStillChecked) {
   FakeOwners owners({OwnerStatus::kUnavailable, 0, "no inet_diag"});
-  EXPECT_TRUE(CheckStorePeer(V4("127.0.0.1", 40000), V4("127.0.0.1", 29500), {}, kMembers, owners, kJob).admitted);
+  EXPECT_TRUE(CheckStorePeer(At("127.0.0.1", 40000), At("127.0.0.1", 29500), {}, kMembers, owners, kJob).admitted);
   EXPECT_FALSE(
-      CheckStorePeer(V4("10.200.0.99", 40000), V4("10.200.0.11", 29500), {}, kMembers, owners, kJob).admitted);
+      CheckStorePeer(At("10.200.0.99", 40000), At("10.200.0.11", 29500), {}, kMembers, owners, kJob).admitted);
 }
 
 TEST(StorePeersTest, AFailedLookupRefusesTheLocalPeer) {
   FakeOwners owners({OwnerStatus::kFailed, 0, "no answer from the kernel"});
-  StoreAdmission a = CheckStorePeer(V4("127.0.0.1", 40000), V4("127.0.0.1", 29500), {}, kMembers, owners, kJob);
+  StoreAdmission a = CheckStorePeer(At("127.0.0.1", 40000), At("127.0.0.1", 29500), {}, kMembers, owners, kJob);
   EXPECT_FALSE(a.admitted);
   EXPECT_NE(a.why.find("no answer from the kernel"), std::string::npos) << a.why;
 }
