@@ -58,9 +58,10 @@ ElasticAgent::~ElasticAgent() {
   // No orphans: whatever is left of any worker group goes with the agent.
   for (pid_t pgid : OwnGroups(ReadProcTable(), getpid(), KnownGroups())) SignalGroup(pgid, SIGKILL);
   for (auto& w : workers_) {
-    if (w->alive) waitpid(w->child.pid, nullptr, 0);
+    if (w->alive && !w->stuck) waitpid(w->child.pid, nullptr, 0);
   }
   KillLeftovers();  // what left the groups (setsid, double fork) came back to us
+                    // (not the unkillable ones: SIGKILLed, never waited for)
   ReapExited(Spared());  // the zygote is reaped by its own destructor
   StopFileTimer();
   if (signal_fd_) loop_.Remove(signal_fd_.get());
@@ -276,7 +277,8 @@ void ElasticAgent::RunQueue() {
     Event e = std::move(queue_.front());
     queue_.pop_front();
     WorkerState before = status_.state;
-    Transition t = StepWorkers(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms));
+    Transition t = StepWorkers(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms),
+                               Millis(config_.uninterruptible_timeout_ms));
     status_ = std::move(t.status);
     if (before == WorkerState::kHealthy && status_.state == WorkerState::kUnhealthy) {
       first_failure_at_ = loop_.Now();
@@ -325,6 +327,9 @@ void ElasticAgent::Execute(const Action& action) {
       break;
     case ActionKind::kExit:
       Finish(action.exit_code);
+      break;
+    case ActionKind::kCheckKill:
+      CheckKill();
       break;
   }
 }
@@ -616,7 +621,7 @@ void ElasticAgent::ReapOrphans() {
 void ElasticAgent::KillLeftovers() {
   std::string err;
   auto deadline = MonoClock::now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
-  if (!KillDescendants(getpid(), deadline, &err)) Log(LogLevel::kWarning, "{}", err);
+  if (!KillDescendants(getpid(), deadline, &err, StuckPids())) Log(LogLevel::kWarning, "{}", err);
 }
 
 void ElasticAgent::ArmStopTimer(MonoClock::time_point deadline) {

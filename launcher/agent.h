@@ -72,6 +72,7 @@ struct Worker {
   Timer hang_kill_timer;              // kStackDumpGrace after SIGABRT
   std::unique_ptr<HealthCheck> native_stacks;  // --native-stacks tool run on it (native_stacks.h)
   bool native_running = false;                 // that tool has not ended yet
+  bool stuck = false;  // alive --uninterruptible-timeout after SIGKILL: never waited for again
 };
 
 class ElasticAgent {
@@ -109,6 +110,7 @@ class ElasticAgent {
   void SignalWorkers(int sig);
   void ReapOrphans();
   void KillLeftovers();  // waits (with a deadline): for the destructor, off the loop
+  std::vector<pid_t> StuckPids() const;  // never waited for (agent_stuck.cc)
   void ArmStopTimer(MonoClock::time_point deadline);
   void EndAttempt();
   void OnLeftoversKilled(const std::string& err);
@@ -134,6 +136,9 @@ class ElasticAgent {
   bool EndsInCrashLoop();
   std::string CrashLoopMessage() const;
   void EndCrashLoopHere();  // the host did not answer EndJob
+  // --uninterruptible-timeout after SIGKILL: reads /proc for workers that cannot be
+  // killed, reports them and, if any, makes this node leave (agent_stuck.cc).
+  void CheckKill();
   // Joins the next round, after --health-check passes (agent_resilience.cc).
   void JoinRound();
   // At the end of the job: --requeue (requeue.h). True when scontrol runs (the loop

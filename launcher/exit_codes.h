@@ -10,6 +10,8 @@
 //            lost or refused this agent before authenticating (another run id,
 //            protocol version or token: nothing said before the welcome is proven,
 //            so it cannot be a verdict on the job): requeueing may help
+//   4        this node left the job: a worker could not be killed (uninterruptible sleep,
+//            state D, --uninterruptible-timeout after SIGKILL); the others go on without it
 //   128+N    elasticrun got terminating signal N (scancel, preemption), or was killed by it
 #pragma once
 
@@ -22,6 +24,7 @@ enum ExitCode : int {
   kExitJobFailed = 1,
   kExitDoNotRequeue = 2,
   kExitNodesLost = 3,
+  kExitWorkerStuck = 4,
 };
 
 // The exit code of a job the rendezvous ended, from the reason it gave (never

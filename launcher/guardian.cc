@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/unique_fd.h"
 #include "launcher/descendants.h"
+#include "launcher/exit_codes.h"
 
 namespace elastic {
 namespace {
@@ -100,7 +101,16 @@ int ReapAgent(pid_t agent) {
 }
 
 // The agent is gone: its orphans (workers' children, setsid() escapes) are ours now.
-void KillLeftovers() {
+// An agent that left because its workers cannot be killed (kExitWorkerStuck) has
+// SIGKILLed them already: they are signalled again, never waited for.
+void KillLeftovers(int agent_status) {
+  if (agent_status == kExitWorkerStuck) {
+    int n = SignalDescendants(getpid(), SIGKILL, {});
+    if (n > 0) Log(LogLevel::kDebug, "guardian: {} process(es) that cannot be killed left to the kernel", n);
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    return;
+  }
   std::string err;
   if (!KillDescendants(getpid(), MonoClock::now() + kKillTimeout, &err)) {
     Log(LogLevel::kWarning, "guardian: {}", err);
@@ -146,7 +156,7 @@ bool RunGuardian(int* exit_status) {
     sigprocmask(SIG_SETMASK, &original, nullptr);
   }
   *exit_status = ReapAgent(agent);
-  KillLeftovers();
+  KillLeftovers(*exit_status);
   return true;
 }
 

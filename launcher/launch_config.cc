@@ -22,6 +22,7 @@
 #include "common/node_range.h"
 #include "common/parse.h"
 #include "launcher/option_values.h"
+#include "launcher/stuck_worker.h"
 
 extern char** environ;
 
@@ -34,7 +35,7 @@ enum class Opt : size_t {
   kStandalone, kNnodes, kNprocPerNode, kNodeRank, kMaxRestarts, kMonitorInterval,
   kRdzvBackend, kRdzvEndpoint, kRdzvId, kRdzvConf, kLocalAddr, kRole, kRedirects, kTee,
   kLogDir, kLocalRanksFilter, kNoPython, kModule, kRunPath, kSignalsToHandle,
-  kShutdownTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
+  kShutdownTimeout, kUninterruptibleTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
   kNodeMultiple,
   kRequeue,
@@ -104,6 +105,12 @@ constexpr OptionDef kOptions[] = {
      "SIGUSR1/SIGUSR2 not listed here are forwarded and the run goes on."},
     {Opt::kShutdownTimeout, "--shutdown-timeout,--shutdown_timeout", "shutdown_timeout", "30", false,
      "Seconds between the stop signal and SIGKILL when stopping workers."},
+    {Opt::kUninterruptibleTimeout, "--uninterruptible-timeout,--uninterruptible_timeout",
+     "uninterruptible_timeout", "60", false,
+     "Seconds after SIGKILL before workers still not dead count as unkillable (uninterruptible "
+     "sleep, state D: a hung filesystem or driver): their state is reported and this node leaves "
+     "the job (exit 4; the others go on) instead of waiting forever. Also "
+     "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (0 there, torchrun's 'off': the default)."},
     {Opt::kVirtualLocalRank, "--virtual-local-rank,--virtual_local_rank", "virtual_local_rank", "", true,
      "Every worker sees LOCAL_RANK=0 and only its own GPU in CUDA_VISIBLE_DEVICES."},
     {Opt::kPython, "--python", "python", "python3", false,
@@ -193,6 +200,7 @@ constexpr OptionDef kOptions[] = {
 constexpr std::pair<Opt, const char*> kTorchrunEnv[] = {
     {Opt::kLogLinePrefixTemplate, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"},
     {Opt::kShutdownTimeout, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"},
+    {Opt::kUninterruptibleTimeout, "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT"},
     {Opt::kSignalsToHandle, "TORCHELASTIC_SIGNALS_TO_HANDLE"},
     {Opt::kPython, "PYTHON_EXEC"},
 };
@@ -244,8 +252,9 @@ code or signal) or an agent error; 2 do not requeue: a bad option or value
 lost: fewer than MIN left, the restarts used up by node losses, no majority
 came back, or the rendezvous host lost or refused this agent before it was
 authenticated (run id, version, token: unproven, so never "do not requeue"):
-requeueing may help (--requeue N does it in a batch job); 128+N elasticrun
-got terminating signal N.)";
+requeueing may help (--requeue N does it in a batch job); 4 this node left
+the job: a worker could not be killed (--uninterruptible-timeout), the others
+go on without it; 128+N elasticrun got terminating signal N.)";
 
 constexpr const char* kAuthHelp = R"(
 
@@ -330,6 +339,7 @@ class Parser {
   void ConvertSlurmDefaults();
   bool ConvertBinding(std::string* err);
   bool ConvertResilience(std::string* err);
+  bool ConvertUninterruptibleTimeout(std::string* err);
   void ConvertGpuLists();
   const Value& V(Opt opt) const { return values_[static_cast<size_t>(opt)]; }
   const std::string& What(Opt opt) const { return V(opt).What(); }
@@ -555,6 +565,7 @@ bool Parser::ConvertResilience(std::string* err) {
     return false;
   }
   c_->crash_loop_count = static_cast<int>(n);
+  if (!ConvertUninterruptibleTimeout(err)) return false;
   if (!ParseIntNamed(What(Opt::kRequeue), Text(Opt::kRequeue), 0, 1000000, &n, err)) return false;
   c_->requeue = static_cast<int>(n);
   if (c_->health_check_timeout_ms <= 0) {
@@ -575,6 +586,25 @@ bool Parser::ConvertResilience(std::string* err) {
   }
   return ParseSeconds(What(Opt::kConsoleDrainTimeout), Text(Opt::kConsoleDrainTimeout),
                       &c_->console_drain_timeout_ms, err);
+}
+
+// torchrun reads TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (seconds; unset or 0: no
+// check). Here every wait has a deadline: torchrun's 0 is the default, said once.
+bool Parser::ConvertUninterruptibleTimeout(std::string* err) {
+  const Value& v = V(Opt::kUninterruptibleTimeout);
+  long long ms = 0;
+  if (!ParseSeconds(v.What(), v.text, &ms, err)) return false;
+  if (ms <= 0 && v.source == "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT") {
+    c_->warnings.push_back(fmt::format("{}={}: torchrun's 'no check'; elasticrun never waits for a kill "
+                                       "without a deadline: {} s after SIGKILL", v.source, v.text,
+                                       kDefaultUninterruptibleTimeoutMs / 1000));
+    ms = kDefaultUninterruptibleTimeoutMs;
+  } else if (ms <= 0) {
+    *err = fmt::format("{}: '{}': must be more than 0 seconds", v.What(), v.text);
+    return false;
+  }
+  c_->uninterruptible_timeout_ms = ms;
+  return true;
 }
 
 bool Parser::ConvertRendezvous(std::string* err) {

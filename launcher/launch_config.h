@@ -48,6 +48,8 @@ struct LaunchConfig {
   GpuLists gpus;
   long long monitor_interval_ms = 100;  // accepted for compatibility; we do not poll
   long long shutdown_timeout_ms = 30000;
+  // --uninterruptible-timeout: SIGKILL to "unkillable" (stuck_worker.h); always > 0.
+  long long uninterruptible_timeout_ms = 60000;
   std::string role = "default";
   StdSpec redirects;
   StdSpec tee;

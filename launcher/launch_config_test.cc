@@ -53,6 +53,41 @@ TEST(LaunchConfigTest, CrashLoopSettings) {
   EXPECT_NE(bad.err.find("soon"), std::string::npos) << bad.err;
 }
 
+// --uninterruptible-timeout, PET_UNINTERRUPTIBLE_TIMEOUT, torchrun's
+// TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (its 0, "no check", is the default here).
+TEST(LaunchConfigTest, UninterruptibleTimeout) {
+  struct Case {
+    std::vector<const char*> args;
+    EnvMap env;
+    long long want_ms;      // -1: a usage error naming err
+    const char* err;
+    bool warned = false;
+  };
+  const char* kTorch = "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT";
+  for (const Case& c : std::vector<Case>{
+           {{"train.py"}, {}, 60000, nullptr},
+           {{"--uninterruptible-timeout=2.5", "train.py"}, {}, 2500, nullptr},
+           {{"--uninterruptible_timeout", "5", "train.py"}, {}, 5000, nullptr},
+           {{"train.py"}, {{"PET_UNINTERRUPTIBLE_TIMEOUT", "7"}}, 7000, nullptr},
+           {{"train.py"}, {{kTorch, "30"}}, 30000, nullptr},
+           {{"--uninterruptible-timeout=3", "train.py"}, {{kTorch, "30"}}, 3000, nullptr},
+           {{"train.py"}, {{kTorch, "0"}}, 60000, nullptr, true},
+           {{"--uninterruptible-timeout=0", "train.py"}, {}, -1, "--uninterruptible-timeout: '0'"},
+           {{"train.py"}, {{"PET_UNINTERRUPTIBLE_TIMEOUT", "0"}}, -1, "PET_UNINTERRUPTIBLE_TIMEOUT: '0'"},
+           {{"train.py"}, {{kTorch, "never"}}, -1, "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT"},
+       }) {
+    Parsed p = Parse(c.args, c.env);
+    if (c.want_ms < 0) {
+      EXPECT_EQ(p.outcome, ParseOutcome::kUsageError) << c.err;
+      EXPECT_NE(p.err.find(c.err), std::string::npos) << p.err;
+      continue;
+    }
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+    EXPECT_EQ(p.config.uninterruptible_timeout_ms, c.want_ms) << c.args[0];
+    EXPECT_EQ(!p.config.warnings.empty(), c.warned);
+  }
+}
+
 TEST(LaunchConfigTest, NativeStacksSettings) {
   struct Case {
     std::vector<const char*> args;

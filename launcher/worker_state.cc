@@ -13,6 +13,11 @@ class Stepper {
   Stepper(const GroupStatus& s, MonoClock::time_point now, Millis grace)
       : t_{s, {}}, now_(now), grace_(grace) {}
 
+  // Arms the stop timer for `deadline`.
+  void Arm(MonoClock::time_point deadline) {
+    t_.actions.push_back(Action{ActionKind::kArmStopTimer, 0, deadline, 0});
+  }
+
   GroupStatus& s() { return t_.status; }
   void Do(ActionKind kind, int signal = 0, int exit_code = 0) {
     t_.actions.push_back(Action{kind, signal, s().kill_at, exit_code});
@@ -34,6 +39,7 @@ class Stepper {
     s().after_stop = after;
     s().kill_at = now_ + grace_;
     s().kill_sent = false;
+    s().kill_checked = false;
     Do(ActionKind::kSignalWorkers, sig);
     Do(ActionKind::kArmStopTimer);
     if (s().alive == 0) Stopped();
@@ -108,6 +114,42 @@ void OnWorkerExited(Stepper& st, const WorkerFailure& exit) {
     return;
   }
   if (s.state == WorkerState::kUnhealthy && s.alive == 0) st.Stopped();
+}
+
+// The grace period is over: SIGKILL, then a check once the kill had its time. Past
+// that, workers still unreaped (a stuck check said so) make this node leave.
+void OnStopTimeout(Stepper& st, MonoClock::time_point now, Millis uninterruptible) {
+  GroupStatus& s = st.s();
+  if (s.state != WorkerState::kUnhealthy) return;
+  if (!s.kill_sent && now >= s.kill_at) {
+    s.kill_sent = true;
+    s.stuck_at = now + uninterruptible;
+    st.Do(ActionKind::kSignalWorkers, SIGKILL);
+    st.Arm(s.stuck_at);
+  } else if (s.kill_sent && !s.kill_checked && now >= s.stuck_at && s.alive > 0) {
+    s.kill_checked = true;
+    st.Do(ActionKind::kCheckKill);
+  }
+}
+
+// Workers that SIGKILL cannot end: this node leaves the job (with notice: the others
+// go on without it) and exits kExitWorkerStuck, unless the job's end or a signal
+// already said how it ends (then that code: the job's summary, 128+sig).
+void OnWorkersStuck(Stepper& st) {
+  GroupStatus& s = st.s();
+  if (s.state != WorkerState::kUnhealthy || s.alive == 0) return;
+  st.Do(ActionKind::kShutdownRendezvous);
+  switch (s.after_stop) {
+    case AfterStop::kFail:
+      return st.Exit(WorkerState::kFailed, ExitCodeFor(s.fail_end.reason));
+    case AfterStop::kFatal:
+      return st.Exit(WorkerState::kFailed, ExitCodeFor(s.fatal_end.reason));
+    case AfterStop::kExitSignal:
+      return st.Exit(WorkerState::kStopped, 128 + s.exit_signal);
+    case AfterStop::kRejoin:
+    case AfterStop::kNone:
+      return st.Exit(WorkerState::kFailed, kExitWorkerStuck);
+  }
 }
 
 void OnTerminate(Stepper& st, int sig) {
@@ -185,7 +227,7 @@ int LateStartSignal(WorkerState state, int stop_signal) {
 }
 
 Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
-                Millis shutdown_timeout) {
+                Millis shutdown_timeout, Millis uninterruptible_timeout) {
   Stepper st(status, now, shutdown_timeout);
   GroupStatus& s = st.s();
   if (s.exited) return st.Done();
@@ -203,10 +245,10 @@ Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock:
       OnWorkerExited(st, event.failure);
       break;
     case EventKind::kStopTimeout:
-      if (s.state == WorkerState::kUnhealthy && !s.kill_sent && now >= s.kill_at) {
-        s.kill_sent = true;
-        st.Do(ActionKind::kSignalWorkers, SIGKILL);
-      }
+      OnStopTimeout(st, now, uninterruptible_timeout);
+      break;
+    case EventKind::kWorkersStuck:
+      OnWorkersStuck(st);
       break;
     case EventKind::kRestartRequired:
       OnVerdict(st, AfterStop::kRejoin);

@@ -21,7 +21,11 @@
 //     Fatal / JobFailed     -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then fail)
 //   UNHEALTHY  the group is being stopped; `after_stop` says what comes next.
 //     WorkerExited          -> UNHEALTHY while workers remain, else STOPPED (below)
-//     StopTimeout           -> UNHEALTHY  [SignalWorkers(KILL)]  (grace period over)
+//     StopTimeout           -> UNHEALTHY  [SignalWorkers(KILL), ArmStopTimer(stuck_at)]  (grace over)
+//     StopTimeout (stuck_at) -> UNHEALTHY [CheckKill]  (--uninterruptible-timeout after SIGKILL:
+//                              the shell reads /proc, stuck_worker.h)
+//     WorkersStuck          -> FAILED     [ShutdownRendezvous, Exit(4)]  (leave with notice; a
+//                              job-wide verdict or a signal keeps its own code)
 //     RestartRequired / JobFailed / Terminate / Fatal update after_stop.
 //   STOPPED    every worker reaped [EndAttempt]; then by after_stop:
 //     rejoin                -> INIT       [Join]
@@ -29,6 +33,9 @@
 //     signal                -> STOPPED    [Exit(128+sig)]
 //   SUCCEEDED  every local worker exited 0; Done -> [Exit(0)]; Terminate -> [Exit(128+sig)].
 //   FAILED     terminal.
+//
+// A worker in uninterruptible sleep (D) survives SIGKILL: the agent never waits for it
+// without a deadline (stuck_worker.h); kExitWorkerStuck says this node left the job.
 //
 // Exit codes (launcher/exit_codes.h, documented in --help): 0 all workers
 // succeeded; 1 restarts used up (the summary names the worker's exit code or
@@ -59,6 +66,8 @@ struct GroupStatus {
   AfterStop after_stop = AfterStop::kNone;
   MonoClock::time_point kill_at{};  // when the grace period of a stop ends
   bool kill_sent = false;
+  MonoClock::time_point stuck_at{};  // kill_sent: when unreaped workers count as unkillable
+  bool kill_checked = false;         // CheckKill asked (once per stop)
   WorkerFailure failure;           // the failure reported in the summary (first one)
   bool has_failure = false;
   int exit_signal = 0;             // agent's terminating signal
@@ -78,6 +87,7 @@ enum class EventKind {
   kFatal,            // rendezvous on_fatal(message)
   kTerminate,        // agent got SIGTERM/INT/HUP/QUIT (signal)
   kForward,          // agent got SIGUSR1/USR2 (signal): pass it on
+  kWorkersStuck,     // CheckKill found workers alive --uninterruptible-timeout after SIGKILL
 };
 
 struct Event {
@@ -98,6 +108,7 @@ enum class ActionKind {
   kEndAttempt,          // every worker reaped: kill stragglers in their groups, drain output
   kJoin,
   kExit,                // exit_code; failure summary printed when has_failure
+  kCheckKill,           // read /proc: are the unreaped workers unkillable? (stuck_worker.h)
 };
 
 struct Action {
@@ -121,7 +132,8 @@ int FailureExitCode(const WorkerFailure& failure);
 // got (`stop_signal`, 0 if none yet): the group waits for its exit. 0: leave it.
 int LateStartSignal(WorkerState state, int stop_signal);
 
+// `uninterruptible_timeout`: from SIGKILL to CheckKill (--uninterruptible-timeout).
 Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
-                Millis shutdown_timeout);
+                Millis shutdown_timeout, Millis uninterruptible_timeout = Millis(60000));
 
 }  // namespace elastic

@@ -93,7 +93,20 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"UnhealthyLastExitRejoins", Status(S::kUnhealthy, 3, 1, AfterStop::kRejoin), Exited(0, SIGTERM),
             S::kInit, {K::kEndAttempt, K::kJoin}},
         Row{"UnhealthyTimeoutKills", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin), Simple(E::kStopTimeout),
-            S::kUnhealthy, {K::kSignalWorkers}},
+            S::kUnhealthy, {K::kSignalWorkers, K::kArmStopTimer}},
+        // Workers a SIGKILL could not end (stuck_worker.h): this node leaves with notice.
+        Row{"UnhealthyStuckLeaves", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin), Simple(E::kWorkersStuck),
+            S::kFailed, {K::kShutdownRendezvous, K::kExit}, 4},
+        Row{"UnhealthyStuckBeforeAnyVerdictLeaves", Status(S::kUnhealthy, 2, 2), Simple(E::kWorkersStuck),
+            S::kFailed, {K::kShutdownRendezvous, K::kExit}, 4},
+        Row{"UnhealthyStuckJobFailedKeepsItsCode", Status(S::kUnhealthy, 2, 1, AfterStop::kFail),
+            Simple(E::kWorkersStuck), S::kFailed, {K::kShutdownRendezvous, K::kExit}, 1},
+        Row{"UnhealthyStuckOnSignalKeeps128PlusSig",
+            [] { GroupStatus s = Status(S::kUnhealthy, 2, 1, AfterStop::kExitSignal); s.exit_signal = SIGTERM;
+                 return s; }(),
+            Simple(E::kWorkersStuck), S::kStopped, {K::kShutdownRendezvous, K::kExit}, 143},
+        Row{"StuckAfterTheLastExitIsStale", Status(S::kInit, 2, 0), Simple(E::kWorkersStuck), S::kInit, {}},
+        Row{"StuckWhileHealthyIsStale", Status(S::kHealthy, 2, 2), Simple(E::kWorkersStuck), S::kHealthy, {}},
         Row{"UnhealthyJobFailedWhileStopping", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin),
             Event{E::kJobFailed, 0, Exit(3), {}}, S::kUnhealthy, {}},
         Row{"InitRestartRequiredAlreadyRejoining", Status(S::kInit, 2, 0), Simple(E::kRestartRequired),
@@ -147,10 +160,32 @@ TEST(WorkerStateTest, StopTimeoutBeforeDeadlineDoesNothing) {
   s.kill_at = kT0 + Millis(5000);
   EXPECT_TRUE(StepWorkers(s, Simple(E::kStopTimeout), kT0 + Millis(4999), kGrace).actions.empty());
   Transition t = StepWorkers(s, Simple(E::kStopTimeout), kT0 + Millis(5000), kGrace);
-  ASSERT_EQ(Kinds(t), std::vector<K>{K::kSignalWorkers});
+  ASSERT_EQ(Kinds(t), (std::vector<K>{K::kSignalWorkers, K::kArmStopTimer}));
   EXPECT_EQ(t.actions[0].signal, SIGKILL);
   // SIGKILL goes out once.
   EXPECT_TRUE(StepWorkers(t.status, Simple(E::kStopTimeout), kT0 + Millis(9000), kGrace).actions.empty());
+}
+
+// --uninterruptible-timeout after SIGKILL, /proc is read once (CheckKill); before
+// that, and after, a stop timer does nothing; a group whose workers all exited has
+// nothing to check.
+TEST(WorkerStateTest, KillIsCheckedOnceUninterruptibleTimeoutAfterSigkill) {
+  const Millis stuck(2000);
+  GroupStatus s = Status(S::kUnhealthy, 2, 2, AfterStop::kRejoin);
+  s.kill_at = kT0 + Millis(1000);
+  Transition kill = StepWorkers(s, Simple(E::kStopTimeout), kT0 + Millis(1000), kGrace, stuck);
+  ASSERT_EQ(Kinds(kill), (std::vector<K>{K::kSignalWorkers, K::kArmStopTimer}));
+  EXPECT_EQ(kill.actions[1].deadline, kT0 + Millis(3000));
+  EXPECT_TRUE(StepWorkers(kill.status, Simple(E::kStopTimeout), kT0 + Millis(2999), kGrace, stuck).actions.empty());
+  Transition check = StepWorkers(kill.status, Simple(E::kStopTimeout), kT0 + Millis(3000), kGrace, stuck);
+  EXPECT_EQ(Kinds(check), std::vector<K>{K::kCheckKill});
+  EXPECT_TRUE(StepWorkers(check.status, Simple(E::kStopTimeout), kT0 + Millis(9000), kGrace, stuck).actions.empty());
+  GroupStatus gone = kill.status;
+  gone.alive = 0;
+  EXPECT_TRUE(StepWorkers(gone, Simple(E::kStopTimeout), kT0 + Millis(3000), kGrace, stuck).actions.empty());
+  // A new stop (the next round's) checks again.
+  Transition again = StepWorkers(Status(S::kHealthy, 2, 2), Exited(1), kT0, kGrace, stuck);
+  EXPECT_FALSE(again.status.kill_checked);
 }
 
 TEST(WorkerStateTest, StopTimerDeadlineIsNowPlusGrace) {
@@ -212,6 +247,8 @@ class FakeRun {
   int joins = 0;
   std::vector<int> signals;        // signals sent to the group
   int exit_code = -1;
+  int checks = 0;                  // CheckKill asked
+  int shutdowns = 0;               // the rendezvous left
   const GroupStatus& status() const { return status_; }
 
  private:
@@ -233,6 +270,8 @@ class FakeRun {
         break;
       case K::kReportSucceeded: queue->push_back(Simple(E::kDone)); break;
       case K::kExit: exit_code = a.exit_code; break;
+      case K::kCheckKill: ++checks; break;
+      case K::kShutdownRendezvous: ++shutdowns; break;
       default: break;
     }
   }
@@ -279,6 +318,25 @@ TEST(WorkerStateScenario, WorkerIgnoringTermIsKilledAfterGrace) {
   run.Send(Exited(0, SIGKILL));
   EXPECT_EQ(run.signals, (std::vector<int>{SIGTERM, SIGKILL}));
   EXPECT_EQ(run.exit_code, 1);
+}
+
+// A worker in D state: TERM, KILL after the grace period, the check after the
+// uninterruptible timeout finds it alive: leave with notice, exit 4; never a rejoin.
+TEST(WorkerStateScenario, UnkillableWorkerMakesTheNodeLeaveWithExit4) {
+  FakeRun run(2, 5);
+  run.Send(Simple(E::kRoundReady));
+  run.Send(Exited(1));  // rank 0 fails; rank 1 hangs in the kernel
+  run.Advance(kGrace);
+  run.Send(Simple(E::kStopTimeout));
+  run.Advance(Millis(60000));
+  run.Send(Simple(E::kStopTimeout));
+  EXPECT_EQ(run.checks, 1);
+  run.Send(Simple(E::kWorkersStuck));
+  EXPECT_EQ(run.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_EQ(run.shutdowns, 1);
+  EXPECT_EQ(run.joins, 0);
+  EXPECT_EQ(run.exit_code, 4);
+  EXPECT_EQ(run.status().state, S::kFailed);
 }
 
 TEST(WorkerStateScenario, AgentSigtermForwardsAndExits143) {

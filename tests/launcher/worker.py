@@ -10,6 +10,10 @@ Usage: worker.py MODE [ARGS]
                      SIGUSR1 -> DIR/usr1.<RANK>; SIGUSR2 -> exit 0. `child`: also start a
                      `sleep` in the worker's process group.
   lines N            print N numbered lines in odd-sized writes; the last one without newline
+  hang-fs MOUNT DIR  (hung_fs.py) on the node with HUNG_FS_NODE=1: local rank 0 records its pid
+                     in DIR/stuck.<RANK> and stats a file on MOUNT (never answered: it hangs
+                     there, in D state once signalled); local rank 1 waits for DIR/held, then
+                     exits 1. Elsewhere: at restart 0 wait for a signal, later exit 0.
 """
 import json
 import os
@@ -17,6 +21,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 
 RANK = int(os.environ.get("RANK", "-1"))
 
@@ -62,6 +67,23 @@ def mode_wait(out_dir, child):
         signal.pause()
 
 
+def mode_hang_fs(mount, out_dir):
+    if os.environ.get("HUNG_FS_NODE") != "1":
+        if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+            while True:
+                signal.pause()
+        print("rank %d done at restart %s" % (RANK, os.environ["TORCHELASTIC_RESTART_COUNT"]), flush=True)
+        return
+    if os.environ["LOCAL_RANK"] == "0":
+        touch(os.path.join(out_dir, "stuck.%d" % RANK), str(os.getpid()))
+        os.stat(os.path.join(mount, "never-answered"))
+        sys.exit("the hung filesystem answered")
+    while not os.path.exists(os.path.join(out_dir, "held")):
+        time.sleep(0.02)
+    print("rank %d fails while local rank 0 hangs on %s" % (RANK, mount), flush=True)
+    sys.exit(1)
+
+
 def mode_lines(n):
     lines = ["rank %d line %d with some padding to make it longer\n" % (RANK, i) for i in range(n)]
     data = "".join(lines)[:-1]  # the last line has no newline
@@ -91,6 +113,8 @@ def main():
             signal.pause()
     elif mode == "wait":
         mode_wait(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "child")
+    elif mode == "hang-fs":
+        mode_hang_fs(sys.argv[2], sys.argv[3])
     elif mode == "lines":
         mode_lines(int(sys.argv[2]))
     else:
