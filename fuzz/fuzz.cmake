@@ -114,6 +114,10 @@ elastic_add_fuzzer(error_file RUNS 20000
 elastic_add_fuzzer(job_event RUNS 20000
   SOURCES launcher/job_events.cc launcher/failure_report.cc launcher/child_process.cc rendezvous/messages.cc
           rendezvous/frame.cc common/parse.cc common/log.cc common/log_escape.cc common/endpoint.cc)
+# /proc/PID/wchan and /proc/PID/stat, read for a worker SIGKILL cannot end.
+elastic_add_fuzzer(proc_wchan RUNS 50000
+  SOURCES launcher/stuck_worker.cc launcher/descendants.cc common/log_escape.cc common/log.cc
+          common/event_loop.cc common/clock.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000
