@@ -118,9 +118,6 @@ elastic_add_fuzzer(job_event RUNS 20000
 elastic_add_fuzzer(proc_wchan RUNS 50000
   SOURCES launcher/stuck_worker.cc launcher/descendants.cc common/log_escape.cc common/log.cc
           common/event_loop.cc common/clock.cc)
-# `scontrol --oneliner show node NAME`'s answer (launcher/slurm_node_state.h).
-elastic_add_fuzzer(scontrol_node RUNS 50000
-  SOURCES launcher/slurm_node_state.cc common/log_escape.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000
