@@ -26,6 +26,8 @@ import struct
 import sys
 import time
 
+from launcher_test_util import proc_stats
+
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 0x4000, 1 << 18
 PR_SET_CHILD_SUBREAPER = 36
@@ -82,18 +84,8 @@ def proc_state(pid):
 
 
 def children():
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[1]) == me and fields[0] not in "ZX":
-                found.append(int(entry))
-    return found
+    me = os.getpid()
+    return [pid for pid, state, ppid, _ in proc_stats() if ppid == me and state not in "ZX"]
 
 
 def main():
