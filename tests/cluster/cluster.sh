@@ -244,6 +244,9 @@ SlurmdTimeout=10
 MessageTimeout=5
 KillWait=5
 InactiveLimit=0
+# Heterogeneous jobs are scheduled by the backfill scheduler only (every
+# bf_interval, 30 s by default): 1 s keeps the heterogeneous-step test short.
+SchedulerParameters=bf_interval=1
 GresTypes=gpu
 SlurmdParameters=config_overrides
 PlugStackConfig=$DIR/etc/plugstack.conf
