@@ -28,6 +28,7 @@ constexpr Rename kRenames[] = {
     {"--node-multiple", "--elastic-node-multiple"},
     {"--requeue", "--elastic-requeue"},
     {"--events", "--elastic-events"},
+    {"--log-line-prefix-template", "--elastic-log-line-prefix-template"},
 };
 
 bool FlagChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }

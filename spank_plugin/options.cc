@@ -162,6 +162,11 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error);
       if (ok) options->events = value;
       break;
+    case OptionId::kLogLinePrefixTemplate:
+      // Expanded by each node's agent (launcher/log_prefix.h): any text is a template.
+      ok = NonEmptyValue(id, value, &error);
+      if (ok) options->log_line_prefix_template = value;
+      break;
     case OptionId::kPreload:
       ok = NonEmptyValue(id, value, &error) && CheckModuleList("--elastic-preload", value, &error);
       if (ok) options->preload = value;

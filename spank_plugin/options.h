@@ -33,6 +33,7 @@ enum class OptionId {
   kNodeMultiple,
   kRequeue,
   kEvents,
+  kLogLinePrefixTemplate,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -45,7 +46,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 16> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 17> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -95,6 +96,10 @@ inline constexpr std::array<OptionSpec, 16> kOptionTable = {{
      "[elastic] Append the job's event record (JSON lines: rounds, failures, the end) to PATH "
      "(elasticrun --events)",
      1, OptionId::kEvents},
+    {"elastic-log-line-prefix-template", "TEMPLATE",
+     "[elastic] Prefix of each worker's console lines instead of [rankN]: with ${role_name}, "
+     "${rank}, ${local_rank} and ${hostname} replaced (elasticrun --log-line-prefix-template)",
+     1, OptionId::kLogLinePrefixTemplate},
 }};
 
 // --elastic's value.
@@ -120,6 +125,7 @@ struct ElasticOptions {
   std::optional<int> node_multiple;            // --elastic-node-multiple K
   std::optional<int> requeue;                  // --elastic-requeue=N
   std::optional<std::string> events;           // --elastic-events=PATH
+  std::optional<std::string> log_line_prefix_template;  // --elastic-log-line-prefix-template
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };

@@ -16,7 +16,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
   EXPECT_EQ(names.size(), kOptionTable.size());
-  EXPECT_EQ(names.size(), 16u);
+  EXPECT_EQ(names.size(), 17u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -278,6 +278,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kNodeMultiple, "2"},
       {OptionId::kRequeue, "2"},
       {OptionId::kEvents, "/shared/events.jsonl"},
+      {OptionId::kLogLinePrefixTemplate, "${hostname}:${rank} "},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -293,6 +294,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     d += " k=" + std::to_string(o.node_multiple.value_or(-1));
     d += " hc=" + o.health_check.value_or("-") + " requeue=" + std::to_string(o.requeue.value_or(-1));
     d += " events=" + o.events.value_or("-");
+    d += " prefix=" + o.log_line_prefix_template.value_or("-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

@@ -261,6 +261,10 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   }
   if (options.no_python) out.emplace_back("PET_NO_PYTHON", "1");
   if (options.events) out.emplace_back("PET_EVENTS", *options.events);
+  // PET_ beats an exported TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE in elasticrun: the flag wins.
+  if (options.log_line_prefix_template) {
+    out.emplace_back("PET_LOG_LINE_PREFIX_TEMPLATE", *options.log_line_prefix_template);
+  }
   if (options.python) {
     out.emplace_back("PET_PYTHON", *options.python);
   } else if (config.python) {

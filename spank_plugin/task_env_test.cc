@@ -145,6 +145,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.node_multiple = 3;
   o.requeue = 3;
   o.events = "/shared/ev.jsonl";
+  o.log_line_prefix_template = "${hostname}:${rank} ";
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
@@ -167,6 +168,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_NODE_MULTIPLE"], "3");
   EXPECT_EQ(m["PET_REQUEUE"], "3");
   EXPECT_EQ(m["PET_EVENTS"], "/shared/ev.jsonl");
+  EXPECT_EQ(m["PET_LOG_LINE_PREFIX_TEMPLATE"], "${hostname}:${rank} ");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -180,6 +182,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_NODE_MULTIPLE"], "2");
   EXPECT_EQ(m["PET_REQUEUE"], "1");
   EXPECT_EQ(m.count("PET_EVENTS"), 0u);
+  EXPECT_EQ(m.count("PET_LOG_LINE_PREFIX_TEMPLATE"), 0u);
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {

@@ -210,6 +210,24 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in records(stdout, "DONE")), [0, 1, 2, 3], text)
         self.assert_nothing_left()
 
+    def test_log_line_prefix_template_flag_names_each_lines_host(self):
+        # srun --elastic-log-line-prefix-template (issue 22): expanded by each node's
+        # agent, so ${hostname} is the node that printed the line; the flag wins over
+        # an exported TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE.
+        env = dict(ENV, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="LOST ")
+        r = self.cluster.srun(["-N2", "--elastic", "--gpus-per-node=2",
+                               "--elastic-log-line-prefix-template=<${hostname}|${role_name}|${rank}|${local_rank}> ",
+                               "/usr/bin/python3", WORKER], timeout=RUN_TIMEOUT, env=env)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        self.assertNotIn("LOST ", r.stdout)
+        lines = re.findall(r"^<(n\d)\|default\|(\d+)\|(\d+)> ENV (.*)$", r.stdout, re.M)
+        self.assertEqual(len(lines), 4, text)
+        for host, rank, local_rank, rest in lines:
+            e = dict(kv.split("=", 1) for kv in rest.split())
+            self.assertEqual((host, rank, local_rank), (e["host"], e["rank"], e["local_rank"]), rest)
+        self.assertEqual(sorted(int(rank) for _, rank, _, _ in lines), [0, 1, 2, 3], text)
+
     def test_example_train_py(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", TRAIN])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
