@@ -118,6 +118,9 @@ elastic_add_fuzzer(job_event RUNS 20000
 elastic_add_fuzzer(proc_wchan RUNS 50000
   SOURCES launcher/stuck_worker.cc launcher/descendants.cc common/log_escape.cc common/log.cc
           common/event_loop.cc common/clock.cc)
+# The record each other task of a node writes for task 0's agent (one task per GPU).
+elastic_add_fuzzer(task_record RUNS 50000
+  SOURCES launcher/task_record.cc launcher/option_values.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000

@@ -22,18 +22,7 @@
 
 namespace elastic {
 
-const char* const kTaskVariables[] = {
-    "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
-    "ZE_AFFINITY_MASK",     "SLURM_PROCID",         "SLURM_LOCALID",       nullptr};
-
 namespace {
-
-bool IsTaskVariable(const std::string& key) {
-  for (const char* const* v = kTaskVariables; *v; ++v) {
-    if (key == *v) return true;
-  }
-  return false;
-}
 
 long long NowMs() {
   timespec ts{};
@@ -104,34 +93,6 @@ std::optional<TaskGroup> ParseTaskGroup(const std::string& text, std::string* er
     return std::nullopt;
   }
   return TaskGroup{static_cast<int>(id), static_cast<int>(tasks)};
-}
-
-std::string FormatTaskRecord(const TaskRecord& record) {
-  std::string out;
-  for (const auto& [key, value] : record.set) out += key + "=" + value + "\n";
-  if (!record.cpus.empty()) out += "cpus=" + record.cpus + "\n";
-  return out;
-}
-
-bool ParseTaskRecord(const std::string& text, TaskRecord* record, std::string* err) {
-  TaskRecord out;
-  for (const std::string& line : Split(text, '\n')) {
-    if (line.empty()) continue;
-    size_t eq = line.find('=');
-    std::string key = line.substr(0, eq);
-    if (eq == std::string::npos || (key != "cpus" && !IsTaskVariable(key))) {
-      *err = fmt::format("task record: '{}' is not KEY=VALUE with KEY a task variable or cpus", line);
-      return false;
-    }
-    std::string value = line.substr(eq + 1);
-    if (key == "cpus") {
-      out.cpus = value;
-    } else {
-      out.set[key] = value;
-    }
-  }
-  *record = std::move(out);
-  return true;
 }
 
 TaskRecord CurrentTaskRecord(const std::map<std::string, std::string>& env) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/task_record.h"
+
 namespace elastic {
 
 // ELASTIC_SPANK_TASK_GROUP=K/N (set by the plugin when a node runs N > 1 tasks).
@@ -21,17 +23,6 @@ struct TaskGroup {
 // nullopt with *err naming the value when it does not parse (0 <= K < N, N >= 2).
 std::optional<TaskGroup> ParseTaskGroup(const std::string& text, std::string* err);
 
-// What one task hands its worker: the variables of kTaskVariables it has (a
-// variable it lacks is unset in its worker) and its CPU affinity as a CPU list.
-struct TaskRecord {
-  std::map<std::string, std::string> set;
-  std::string cpus;  // "0-3,8" ("" = not known: the worker inherits the agent's)
-};
-// The variables a task hands on: Slurm's per-task GPU binding and its ids.
-extern const char* const kTaskVariables[];
-// The record file: "KEY=VALUE" lines, KEY one of kTaskVariables or "cpus".
-std::string FormatTaskRecord(const TaskRecord& record);
-bool ParseTaskRecord(const std::string& text, TaskRecord* record, std::string* err);
 // This process's record, from its environment and sched_getaffinity.
 TaskRecord CurrentTaskRecord(const std::map<std::string, std::string>& env);
 
