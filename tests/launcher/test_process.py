@@ -433,6 +433,85 @@ class OutputTest(LauncherTestCase):
         self.assertEqual(sorted(texts), ["first run\n", "second run\n"])
 
 
+class FinishingEarlyTest(LauncherTestCase):
+    """One node's workers all exit 0 while another's still train (torchrun's exit
+    barrier; docs/user.md, "Nodes that finish early"). Two agents on loopback, node 0
+    hosting; each node's worker is a shell line of its own, the other waits for a
+    file the test creates."""
+
+    def start_pair(self, programs):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = []
+        for node, program in enumerate(programs):
+            conf = "munge=0,expected_nodes=2,is_host=%d" % (node == 0)
+            procs.append(self.start(["--nnodes=2", "--nproc-per-node=1", "--max-restarts=2",
+                                     "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:%d" % port,
+                                     "--rdzv-id=early-%d" % os.getpid(), "--rdzv-conf=" + conf,
+                                     "--no-python", "sh", "-c", program]))
+        return procs
+
+    def until_released(self, then):
+        return "touch %s; while [ ! -e %s ]; do sleep 0.05; done; %s" % (
+            self.path("waiting"), self.path("release"), then)
+
+    def finish(self, procs):
+        out = []
+        for proc in procs:
+            o, e = proc.communicate(timeout=60)
+            out.append((proc.returncode, o.decode(errors="replace"), e.decode(errors="replace")))
+        return out
+
+    def test_the_host_finishing_first_waits_for_the_others_and_every_node_exits_0(self):
+        procs = self.start_pair(["echo host-done", self.until_released("echo late-done")])
+        wait_for(self, lambda: os.path.exists(self.path("waiting")), "node 1's worker to wait")
+        # The host's worker is done and reaped (its agent, the guardian's child, has no
+        # child left); the host stays (it holds the rendezvous and the workers' store)
+        # until node 1's worker ends: it is still running when released.
+        wait_for(self, lambda: children_of(procs[0].pid), "node 0's agent")
+        agent = children_of(procs[0].pid)[0]
+        wait_for(self, lambda: not children_of(agent), "node 0's worker to be reaped")
+        self.assertIsNone(procs[0].poll())
+        with open(self.path("release"), "w"):
+            pass
+        (rc0, out0, err0), (rc1, out1, err1) = self.finish(procs)
+        self.assertEqual((rc0, rc1), (0, 0), err0 + err1)
+        self.assertIn("[rank0]: host-done", out0)
+        self.assertIn("[rank1]: late-done", out1)
+        self.assert_nothing_left()
+
+    def test_a_node_finishing_first_exits_0_while_the_others_train_on(self):
+        procs = self.start_pair([self.until_released("echo late-done"), "echo early-done"])
+        # Node 1 exits 0 as soon as its workers are done (torchrun's agent waits at its
+        # exit barrier, up to 300 s), while node 0's worker still runs.
+        wait_for(self, lambda: procs[1].poll() is not None, "node 1 to exit")
+        self.assertEqual(procs[1].returncode, 0)
+        self.assertIsNone(procs[0].poll())
+        with open(self.path("release"), "w"):
+            pass
+        (rc0, out0, err0), (rc1, out1, _) = self.finish(procs)
+        self.assertEqual(rc0, 0, err0)
+        self.assertIn("[rank1]: early-done", out1)
+        self.assertIn("[rank0]: late-done", out0)
+        self.assert_nothing_left()
+
+    def test_a_failure_after_a_node_finished_ends_the_job_without_a_restart(self):
+        # A restart would need every node again and the finished one's workers are
+        # gone: the job fails at once (torchrun: the restart's rendezvous waits for
+        # the finished node until its join timeout, 600 s).
+        procs = self.start_pair(["echo host-done", self.until_released("exit 3")])
+        wait_for(self, lambda: os.path.exists(self.path("waiting")), "node 1's worker to wait")
+        with open(self.path("release"), "w"):
+            pass
+        (rc0, _, err0), (rc1, _, err1) = self.finish(procs)
+        self.assertEqual((rc0, rc1), (1, 1), err0 + err1)
+        self.assertIn("job failed: first failure: rank 1 (local rank 0)", err0)
+        self.assertIn("restarts used: 0 of 2", err0)
+        self.assertNotIn("restarting", err0 + err1)
+        self.assert_nothing_left()
+
+
 class EnvironmentTest(LauncherTestCase):
     def test_worker_environment_contract(self):
         # HWLOC_XMLFILE must be a real topology (a missing one is an error before start);
