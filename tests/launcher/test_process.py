@@ -456,7 +456,10 @@ class FinishingEarlyTest(LauncherTestCase):
         return "touch %s; while [ ! -e %s ]; do sleep 0.05; done; %s" % (
             self.path("waiting"), self.path("release"), then)
 
-    def finish(self, procs):
+    def release_and_finish(self, procs):
+        """Lets the waiting worker go on; each agent's (exit code, stdout, stderr)."""
+        with open(self.path("release"), "w"):
+            pass
         out = []
         for proc in procs:
             o, e = proc.communicate(timeout=60)
@@ -473,9 +476,7 @@ class FinishingEarlyTest(LauncherTestCase):
         agent = children_of(procs[0].pid)[0]
         wait_for(self, lambda: not children_of(agent), "node 0's worker to be reaped")
         self.assertIsNone(procs[0].poll())
-        with open(self.path("release"), "w"):
-            pass
-        (rc0, out0, err0), (rc1, out1, err1) = self.finish(procs)
+        (rc0, out0, err0), (rc1, out1, err1) = self.release_and_finish(procs)
         self.assertEqual((rc0, rc1), (0, 0), err0 + err1)
         self.assertIn("[rank0]: host-done", out0)
         self.assertIn("[rank1]: late-done", out1)
@@ -488,9 +489,7 @@ class FinishingEarlyTest(LauncherTestCase):
         wait_for(self, lambda: procs[1].poll() is not None, "node 1 to exit")
         self.assertEqual(procs[1].returncode, 0)
         self.assertIsNone(procs[0].poll())
-        with open(self.path("release"), "w"):
-            pass
-        (rc0, out0, err0), (rc1, out1, _) = self.finish(procs)
+        (rc0, out0, err0), (rc1, out1, _) = self.release_and_finish(procs)
         self.assertEqual(rc0, 0, err0)
         self.assertIn("[rank1]: early-done", out1)
         self.assertIn("[rank0]: late-done", out0)
@@ -502,9 +501,7 @@ class FinishingEarlyTest(LauncherTestCase):
         # the finished node until its join timeout, 600 s).
         procs = self.start_pair(["echo host-done", self.until_released("exit 3")])
         wait_for(self, lambda: os.path.exists(self.path("waiting")), "node 1's worker to wait")
-        with open(self.path("release"), "w"):
-            pass
-        (rc0, _, err0), (rc1, _, err1) = self.finish(procs)
+        (rc0, _, err0), (rc1, _, err1) = self.release_and_finish(procs)
         self.assertEqual((rc0, rc1), (1, 1), err0 + err1)
         self.assertIn("job failed: first failure: rank 1 (local rank 0)", err0)
         self.assertIn("restarts used: 0 of 2", err0)
