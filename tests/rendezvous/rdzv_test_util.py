@@ -90,6 +90,12 @@ class Agent:
 
 
 class RendezvousTestCase(unittest.TestCase):
+    # Python workers are forked from a preloaded torch (--preload=torch, one
+    # `import torch` per agent instead of one per worker and round): the torch
+    # imports were most of the matrix's CPU time. TrainingTest keeps the plain
+    # start (one interpreter per worker) across agents.
+    preload_torch = True
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="elastic-rdzv-test-")
         self.marker = uuid.uuid4().hex
@@ -128,6 +134,8 @@ class RendezvousTestCase(unittest.TestCase):
             # Each test's regime records (rendezvous/regime_record.h) in its own directory.
             conf = ",".join(filter(None, ["state_dir=" + os.path.join(self.dir, "state"), conf]))
         args.append("--rdzv-conf=" + conf)
+        if self.preload_torch and program.endswith(".py") and "--no-python" not in extra:
+            args.append("--preload=torch")
         args += list(extra) + [program] + list(worker_args)
         with open(log, "wb") as out:
             proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=full_env,

@@ -209,6 +209,7 @@ class EndTest(RendezvousTestCase):
 
 
 class TrainingTest(RendezvousTestCase):
+    preload_torch = False  # the plain start of Python workers, across agents
     def test_three_agents_two_workers_each_all_reduce_with_contiguous_ranks(self):
         agents = [self.start_agent(3, program=TRAIN) for _ in range(3)]
         for agent in agents:
