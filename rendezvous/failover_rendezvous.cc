@@ -201,7 +201,11 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
       posted_.Post([this] { probe_.reset(); });
     };
     config.candidate_timeout_ms = params_.settings.heartbeat_interval_ms;
-    config.only_ahead_of = host_->state().quorum_round;
+    // Ranks compare only within the round both hosts took over from (the probed ones).
+    int64_t quorum = host_->state().quorum_round;
+    bool same_round = last_round_ && static_cast<int64_t>(last_round_->round) == quorum;
+    config.only_ahead_of = ProbeYieldsAfter(quorum, candidate_rank.value_or(-1),
+                                            same_round ? last_round_->group_rank : -1);
     config.on_welcomed = [this] { Yield(); };
   }
   auto client = std::make_unique<RendezvousClient>(loop_, std::move(config));

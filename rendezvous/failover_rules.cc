@@ -24,6 +24,10 @@ bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed) {
   return their_last_completed > my_last_completed;
 }
 
+int64_t ProbeYieldsAfter(int64_t quorum_round, int probed_rank, int own_rank) {
+  return own_rank >= 0 && probed_rank < own_rank ? quorum_round - 1 : quorum_round;
+}
+
 int RestartsBeforeLoss(const RestartsKnown& known) {
   int used = known.round_used + (known.reported_failure ? 1 : 0);
   return std::max(used, known.told);

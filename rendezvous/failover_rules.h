@@ -31,9 +31,19 @@ bool HostIsStale(uint64_t host_round, std::optional<uint64_t> last_round_run);
 
 // A host stuck without a majority (a former host back from a partition) gives
 // way to a host of the same run that completed a later round than the last one
-// it knows of (-1: none), and joins it as a latecomer. Two stuck minorities know
-// the same last round: neither gives way to the other.
+// it knows of (-1: none), and joins it as a latecomer. Two stuck hosts of the
+// same last round: see ProbeYieldsAfter.
 bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed);
+
+// What a stuck host's probe passes to ShouldYield as its own last completed round,
+// `quorum_round`, when it probes successor `probed_rank` of that round and is itself
+// `own_rank` of it (-1: none). Two hosts stuck on the same round (the former host back
+// from a SIGSTOP, and a successor that took over meanwhile) may each hold part of a
+// majority that they hold together: neither giving way, both waited for it until
+// join_timeout and the job ended (the randomized fault run, issue 19). So the later of
+// the two in the round's successor order gives way to the earlier one (which never
+// gives way to it: exactly one of the two moves), as to a host past that round.
+int64_t ProbeYieldsAfter(int64_t quorum_round, int probed_rank, int own_rank);
 
 // What an agent knows of the job-wide restarts used (--max-restarts is one budget
 // kept by the host) when it loses the host.

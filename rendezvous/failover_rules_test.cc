@@ -77,6 +77,27 @@ TEST(FailoverRulesTest, AStuckHostYieldsOnlyToAHostThatCompletedALaterRound) {
   for (const Row& r : rows) EXPECT_EQ(ShouldYield(r.mine, r.theirs), r.yield) << r.name;
 }
 
+TEST(FailoverRulesTest, OfTwoHostsStuckOnTheSameRoundTheLaterInTheSuccessorOrderYields) {
+  struct Row {
+    const char* name;
+    int64_t quorum_round;
+    int probed_rank, own_rank;
+    int64_t their_last_completed;
+    bool yield;
+  };
+  const Row rows[] = {
+      {"node 3 stuck on round 0 finds the former host (rank 0) stuck on it too", 0, 0, 3, 0, true},
+      {"the former host (rank 0) finds node 3: it stays", 0, 3, 0, 0, false},
+      {"a later round anywhere: yield whatever the order", 4, 5, 2, 5, true},
+      {"an earlier successor that completed nothing (a fresh host): never", 0, 0, 3, -1, false},
+      {"an earlier successor behind the round: never", 4, 0, 3, 3, false},
+      {"no rank of its own in the round: only to a later round", 4, 0, -1, 4, false},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(ShouldYield(ProbeYieldsAfter(r.quorum_round, r.probed_rank, r.own_rank),
+                          r.their_last_completed), r.yield) << r.name;
+}
+
 // --max-restarts is one job-wide budget: a successor carries every restart the
 // lost host counted, plus the loss itself.
 TEST(FailoverRulesTest, ASuccessorCarriesTheHostsRestartsPlusItsLoss) {
