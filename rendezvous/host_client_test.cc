@@ -2,12 +2,16 @@
 // process: rounds, ranks, restarts, the end of the job, refusals.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <functional>
 #include <map>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "rendezvous/frame.h"
+#include "rendezvous/messages.h"
 #include "common/net.h"
 #include "rendezvous/failover_rendezvous.h"
 #include "rendezvous/host_client_test_util.h"
@@ -639,6 +643,32 @@ TEST_F(CandidateTest, AHostNotPastTheLastRoundRunIsStale) {
   ASSERT_TRUE(RunUntil([&] { return !unreachable.empty(); }));
   EXPECT_NE(unreachable.find("a former host"), std::string::npos) << unreachable;
   EXPECT_TRUE(host_->state().nodes.empty());  // it never joined
+}
+
+// The candidate dies as this agent says hello (a reset after its challenge): the next
+// successor may be the host. It used to end the agent (exit 3) (the fault run, issue 19).
+TEST_F(CandidateTest, AHostLostAfterItsChallengeIsUnreachable) {
+  int port = 0;
+  UniqueFd listening = Listening(&port);
+  StartCandidate(port, std::nullopt);
+  UniqueFd peer;
+  ASSERT_TRUE(RunUntil([&] {
+    peer = UniqueFd(::accept4(listening.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    return peer.get() >= 0;
+  }));
+  std::string challenge = EncodeFrame(fmt::format(
+      R"({{"type":"challenge","version":{},"run_id":"job","nonce":"{}","auth":"token","round":1,)"
+      R"("last_completed":0}})", kRendezvousProtocolVersion, std::string(32, 'a')));
+  ASSERT_EQ(::write(peer.get(), challenge.data(), challenge.size()),
+            static_cast<ssize_t>(challenge.size()));
+  char hello[1];
+  ASSERT_TRUE(RunUntil([&] { return ::recv(peer.get(), hello, 1, MSG_DONTWAIT | MSG_PEEK) > 0; }));
+  linger reset{1, 0};  // close with a reset, as a killed host's kernel does to unread data
+  ::setsockopt(peer.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  peer = UniqueFd();
+  ASSERT_TRUE(RunUntil([&] { return !unreachable.empty() || !agents[1].fatal.empty(); }));
+  EXPECT_NE(unreachable.find("lost before its welcome"), std::string::npos) << unreachable;
+  EXPECT_TRUE(agents[1].fatal.empty()) << agents[1].fatal;
 }
 
 TEST_F(CandidateTest, AHostFormingTheNextRoundIsJoined) {

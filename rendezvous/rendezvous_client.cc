@@ -416,6 +416,10 @@ void RendezvousClient::OnClosed(const std::string& reason) {
     return RetryConnect("closed before its challenge: " + reason);
   }
   if (stage_ == Stage::kReady && config_.on_host_lost) return HostLost(reason);
+  // A candidate successor lost after its challenge, before its welcome (it died as this
+  // agent said hello), is not the host: the next one may be. It used to end the agent
+  // (exit 3) while the others went on to the next successor (the fault run, issue 19).
+  if (config_.on_unreachable) return Unreachable("lost before its welcome: " + reason);
   Fatal(fmt::format("lost the rendezvous host {}: {}", HostName(), reason), EndReason::kHostLost);
 }
 
