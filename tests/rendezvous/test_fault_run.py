@@ -1,9 +1,9 @@
 """The short randomized fault runs (issue 19, items 14-17 and the end of item 20;
 fault_run.py says what they do): 5 agents `2:5`, a fixed seed each, worker kills,
 agent SIGKILLs (and restarts with their own command lines) and SIGSTOPs, the host
-among the targets, two faults at once. On loopback with shell workers; in network
-namespaces with cuts of one or two agents (the host too) and shell workers; and in
-network namespaces with real PyTorch workers (gloo all_reduce, `--preload torch`).
+among the targets. On loopback with shell workers (one fault at a time); in network
+namespaces with two faults at once, cuts of one or two agents (the host too) and shell
+workers; and so with real PyTorch workers (gloo all_reduce, `--preload torch`).
 Each fails on two groups of the run training at once, a minority training alone, a
 requeue while a group trains, and an agent exit that no fault caused. The long runs:
 bench/rendezvous/fault_run.py."""
@@ -34,7 +34,8 @@ class FaultRunCase(unittest.TestCase):
             for kind in ("kill_worker", "kill_agent", "stop_agent") + (("cut",) if run.net else ()):
                 self.assertIn(kind, kinds, run.report())
             self.assertTrue([f for f in run.faults if f["host"]], run.report())
-            self.assertTrue([f for f in run.faults if f["concurrent"]], run.report())
+            if run.max_impaired >= 2:
+                self.assertTrue([f for f in run.faults if f["concurrent"]], run.report())
             return run
         finally:
             run.cleanup()
@@ -42,7 +43,11 @@ class FaultRunCase(unittest.TestCase):
 
 class FaultRunTest(FaultRunCase):
     def test_randomized_faults_never_give_two_groups_at_once_a_requeue_or_an_unexplained_exit(self):
-        run = self.run_faults(duration_s=60)
+        # One agent impaired at a time on loopback: there every node shares one address, so
+        # a restarted node's records go stale after two failovers in a row, which two faults
+        # at once make likely (issue 19 item 17, FoundByTheFaultRunTest); the runs in network
+        # namespaces below and the long runs have two at once.
+        run = self.run_faults(duration_s=60, max_impaired=1)
         self.assertGreater(run.trained_groups, 5, run.report())
 
 
