@@ -121,6 +121,8 @@ elastic_add_fuzzer(proc_wchan RUNS 50000
 # The record each other task of a node writes for task 0's agent (one task per GPU).
 elastic_add_fuzzer(task_record RUNS 50000
   SOURCES launcher/task_record.cc launcher/option_values.cc common/parse.cc common/log_escape.cc)
+# --progress-file's text (no_progress.h): whatever a worker or a stranger wrote there.
+elastic_add_fuzzer(progress_file RUNS 50000 SOURCES launcher/no_progress.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000

@@ -315,15 +315,8 @@ void ElasticAgent::Execute(const Action& action) {
       EndAttempt();
       break;
     case ActionKind::kJoin:
-      if (EndsInCrashLoop()) break;
-      if (status_.has_failure) {
-        Log(JobEvent(LogLevel::kInfo), "{}",
-            FormatRejoinLine(status_.failure, round_.restarts_used, config_.rdzv.max_restarts,
-                             RestartsFlag()));
-      } else {
-        Log(LogLevel::kDebug, "restarting the workers");
-      }
-      JoinRound();
+      if (EndsInCrashLoop() || ReadsProgress()) break;
+      Rejoin();
       break;
     case ActionKind::kExit:
       Finish(action.exit_code);
@@ -332,6 +325,16 @@ void ElasticAgent::Execute(const Action& action) {
       CheckKill();
       break;
   }
+}
+
+void ElasticAgent::Rejoin() {
+  if (status_.has_failure) {
+    Log(JobEvent(LogLevel::kInfo), "{}",
+        FormatRejoinLine(status_.failure, round_.restarts_used, config_.rdzv.max_restarts, RestartsFlag()));
+  } else {
+    Log(LogLevel::kDebug, "restarting the workers");
+  }
+  JoinRound();
 }
 
 // With --preload the workers wait for the zygote's import (its "ready" is a loop
@@ -614,6 +617,7 @@ void ElasticAgent::ReapOrphans() {
   }
   for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
+  if (progress_reader_ && progress_reader_->pid() > 0) workers.push_back(progress_reader_->pid());  // too
   if (requeuer_ && requeuer_->pid() > 0) workers.push_back(requeuer_->pid());  // and scontrol
   ReapExited(workers);
 }
@@ -662,6 +666,8 @@ void ElasticAgent::Finish(int exit_code) {
   crash_loop_answer_.Cancel();
   if (status_.after_stop == AfterStop::kFail && status_.fail_end.reason == EndReason::kCrashLoop)
     Log(JobEvent(LogLevel::kError), "{}", CrashLoopMessage());
+  if (status_.after_stop == AfterStop::kFail && status_.fail_end.reason == EndReason::kNoProgress)
+    Log(JobEvent(LogLevel::kError), "{}", NoProgressMessage());
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
     std::string summary =

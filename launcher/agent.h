@@ -33,6 +33,7 @@
 #include "launcher/launch_config.h"
 #include "launcher/task_group.h"
 #include "launcher/native_stacks.h"
+#include "launcher/no_progress.h"
 #include "launcher/requeue.h"
 #include "launcher/worker_output.h"
 #include "launcher/worker_state.h"
@@ -136,6 +137,12 @@ class ElasticAgent {
   bool EndsInCrashLoop();
   std::string CrashLoopMessage() const;
   void EndCrashLoopHere();  // the host did not answer EndJob
+  // After a failed round, with --progress-file: reads it (a child process, on the loop)
+  // and ends the job or rejoins (agent_progress.cc). True when it took over the rejoin.
+  bool ReadsProgress();
+  void OnProgressRead(const std::string& out, const HealthResult& r);
+  std::string NoProgressMessage() const;
+  void Rejoin();  // the rejoin line, then JoinRound
   // --uninterruptible-timeout after SIGKILL: reads /proc for workers that cannot be
   // killed, reports them and, if any, makes this node leave (agent_stuck.cc).
   void CheckKill();
@@ -190,6 +197,9 @@ class ElasticAgent {
   bool reap_deferred_ = false;      // ReapOrphans waited for the zygote's pending replies
   PythonCommand python_command_;    // what the zygote's workers run
   CrashLoopState crash_loop_;
+  NoProgressState no_progress_;
+  EndReason ending_here_ = EndReason::kCrashLoop;  // of the EndJob sent (EndCrashLoopHere)
+  std::unique_ptr<HealthCheck> progress_reader_;  // reads --progress-file
   RestartCause restart_cause_ = RestartCause::kMembership;  // of the last restart asked this round
   Timer crash_loop_answer_;  // EndJob sent: the host's job_failed is due
   MonoClock::time_point workers_started_{};

@@ -33,27 +33,31 @@ bool ElasticAgent::EndsInCrashLoop() {
   bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
   if (!NoteFailedRound(settings, uptime, worker_failed, &crash_loop_)) return false;
   Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", CrashLoopMessage());
+  ending_here_ = EndReason::kCrashLoop;
   rendezvous_->EndJob(EndReason::kCrashLoop, status_.has_failure ? status_.failure : WorkerFailure{},
                       CrashLoopMessage());
   crash_loop_answer_ = loop_.After(kCrashLoopAnswerTimeout, [this] { EndCrashLoopHere(); });
   return true;
 }
 
+// Also for no progress (agent_progress.cc): the same wait for the host's answer.
 void ElasticAgent::EndCrashLoopHere() {
   if (status_.exited || loop_.stopped()) return;
-  Log(LogLevel::kError, "{} (the rendezvous did not end the job within {} s)", CrashLoopMessage(),
+  EndReason reason = ending_here_;
+  Log(LogLevel::kError, "{} (the rendezvous did not end the job within {} s)",
+      reason == EndReason::kCrashLoop ? CrashLoopMessage() : NoProgressMessage(),
       kCrashLoopAnswerTimeout.count() / 1000);
   if (status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts,
-                             EndReason::kCrashLoop,
+                             reason,
                              config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   }
   rendezvous_->Shutdown();
   status_.state = WorkerState::kFailed;
   status_.exited = true;
-  exit_code_ = ExitCodeFor(EndReason::kCrashLoop);  // do not requeue
+  exit_code_ = ExitCodeFor(reason);  // do not requeue
   loop_.Stop();
 }
 

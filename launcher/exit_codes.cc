@@ -14,6 +14,8 @@ int ExitCodeFor(EndReason reason) {
     case EndReason::kCrashLoop:
     case EndReason::kBadInput:
       return kExitDoNotRequeue;
+    case EndReason::kNoProgress:
+      return kExitNoProgress;
     case EndReason::kWorkerFailed:
     case EndReason::kError:
     case EndReason::kUnknown:

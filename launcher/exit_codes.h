@@ -12,6 +12,8 @@
 //            so it cannot be a verdict on the job): requeueing may help
 //   4        this node left the job: a worker could not be killed (uninterruptible sleep,
 //            state D, --uninterruptible-timeout after SIGKILL); the others go on without it
+//   5        no progress, do not requeue: --no-progress-restarts failed rounds in a row
+//            without the iteration in --progress-file growing
 //   128+N    elasticrun got terminating signal N (scancel, preemption), or was killed by it
 #pragma once
 
@@ -25,6 +27,7 @@ enum ExitCode : int {
   kExitDoNotRequeue = 2,
   kExitNodesLost = 3,
   kExitWorkerStuck = 4,
+  kExitNoProgress = 5,
 };
 
 // The exit code of a job the rendezvous ended, from the reason it gave (never

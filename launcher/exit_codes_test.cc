@@ -11,7 +11,7 @@ TEST(ExitCodesTest, EachEndReasonHasItsCode) {
   const std::pair<R, int> rows[] = {
       {R::kDone, 0},        {R::kWorkerFailed, 1}, {R::kError, 1},       {R::kUnknown, 1},
       {R::kCrashLoop, 2},   {R::kBadInput, 2},     {R::kTooFewNodes, 3}, {R::kNodesLost, 3},
-      {R::kNoMajority, 3},  {R::kHostLost, 3},
+      {R::kNoMajority, 3},  {R::kHostLost, 3},     {R::kNoProgress, 5},
   };
   for (const auto& [reason, code] : rows) EXPECT_EQ(ExitCodeFor(reason), code) << EndReasonName(reason);
 }

@@ -36,7 +36,7 @@ enum class Opt : size_t {
   kRdzvBackend, kRdzvEndpoint, kRdzvId, kRdzvConf, kLocalAddr, kRole, kRedirects, kTee,
   kLogDir, kLocalRanksFilter, kNoPython, kModule, kRunPath, kSignalsToHandle,
   kShutdownTimeout, kUninterruptibleTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
-  kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kHealthCheck, kHealthCheckTimeout,
+  kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kProgressFile, kNoProgressRestarts, kHealthCheck, kHealthCheckTimeout,
   kNodeMultiple,
   kRequeue,
   kNativeStacks, kNativeStacksTimeout,
@@ -135,6 +135,13 @@ constexpr OptionDef kOptions[] = {
      "this many rounds in a row; 0: never."},
     {Opt::kCrashLoopWindow, "--crash-loop-window,--crash_loop_window", "crash_loop_window", "60", false,
      "Seconds from the workers' start within which a failure counts toward a crash loop."},
+    {Opt::kProgressFile, "--progress-file,--progress_file", "progress_file", "", false,
+     "A file the workers write their progress to as an iteration number (e.g. the checkpoint "
+     "iteration file: Megatron's latest_checkpointed_iteration.txt, NVRx's): read on the node of "
+     "group rank 0 after each failed round; --no-progress-restarts failed rounds in a row without "
+     "that number growing end the job (exit 5: do not requeue)."},
+    {Opt::kNoProgressRestarts, "--no-progress-restarts,--no_progress_restarts", "no_progress_restarts", "3",
+     false, "With --progress-file: failed rounds in a row without progress that end the job; 0: never."},
     {Opt::kHealthCheck, "--health-check,--health_check", "health_check", "", false,
      "Shell command run on this node before it joins each round; a non-zero exit or a "
      "timeout keeps the node out and it checks again every 10 s (output in "
@@ -254,7 +261,8 @@ came back, or the rendezvous host lost or refused this agent before it was
 authenticated (run id, version, token: unproven, so never "do not requeue"):
 requeueing may help (--requeue N does it in a batch job); 4 this node left
 the job: a worker could not be killed (--uninterruptible-timeout), the others
-go on without it; 128+N elasticrun got terminating signal N.)";
+go on without it; 5 do not requeue: no progress (--progress-file,
+--no-progress-restarts); 128+N elasticrun got terminating signal N.)";
 
 constexpr const char* kAuthHelp = R"(
 
@@ -565,6 +573,9 @@ bool Parser::ConvertResilience(std::string* err) {
     return false;
   }
   c_->crash_loop_count = static_cast<int>(n);
+  if (!ParseIntNamed(What(Opt::kNoProgressRestarts), Text(Opt::kNoProgressRestarts), 0, 1000000, &n, err)) return false;
+  c_->no_progress_restarts = static_cast<int>(n);
+  c_->progress_file = Text(Opt::kProgressFile);
   if (!ConvertUninterruptibleTimeout(err)) return false;
   if (!ParseIntNamed(What(Opt::kRequeue), Text(Opt::kRequeue), 0, 1000000, &n, err)) return false;
   c_->requeue = static_cast<int>(n);

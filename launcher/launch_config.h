@@ -68,6 +68,8 @@ struct LaunchConfig {
   bool verbose = false;
   int crash_loop_count = 3;                // --crash-loop-count; 0 = never end early (crash_loop.h)
   long long crash_loop_window_ms = 60000;  // --crash-loop-window
+  std::string progress_file;               // --progress-file ("" = none; no_progress.h)
+  int no_progress_restarts = 3;            // --no-progress-restarts; 0 = never
   std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
   long long health_check_timeout_ms = 60000;  // --health-check-timeout
   int requeue = 0;                            // --requeue N: most requeues (requeue.h); 0 = never

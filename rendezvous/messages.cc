@@ -135,6 +135,7 @@ constexpr std::pair<EndReason, const char*> kEndReasonNames[] = {
     {EndReason::kTooFewNodes, "too_few_nodes"}, {EndReason::kNoMajority, "no_majority"},
     {EndReason::kHostLost, "host_lost"},      {EndReason::kCrashLoop, "crash_loop"},
     {EndReason::kBadInput, "bad_input"},      {EndReason::kError, "error"},
+    {EndReason::kNoProgress, "no_progress"},
 };
 
 bool DecodeHello(const json& j, HelloMsg* h, std::string* err) {

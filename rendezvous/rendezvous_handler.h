@@ -81,6 +81,7 @@ enum class EndReason {
   kNoMajority,    // no strict majority of the last round came back: others may go on
   kHostLost,      // the rendezvous host is lost and no successor could take over
   kCrashLoop,     // the workers failed soon after their start round after round
+  kNoProgress,    // failed rounds in a row made no progress (--progress-file)
   kBadInput,      // a configuration that cannot work (on the wire only: since protocol 4 a
                   // refusal before the welcome is unauthenticated and ends as kHostLost)
   kError,         // another error (out of descriptors, a protocol error)

@@ -62,6 +62,43 @@ class RestartTest(LauncherTestCase):
         self.assert_nothing_left()
 
 
+class NoProgressTest(LauncherTestCase):
+    """--progress-file (issue 19 "Beyond the peers"): a worker that fails at the same step
+    every round (its checkpoint never moves) ends the job, exit 5; one that gets further
+    each round is restarted until --max-restarts is used."""
+
+    def run_progress(self, crash_at, extra=()):
+        progress = self.path("iteration.txt")
+        return self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=6", "--crash-loop-count=0",
+                               "--progress-file", progress] + list(extra)
+                              + self.worker_args("progress", progress, crash_at, 3))
+
+    def test_same_step_every_time_stops_after_n_restarts_with_exit_5(self):
+        rc, out, err = self.run_progress(5, ["--no-progress-restarts=2"])
+        self.assertEqual(rc, 5, err)  # do not requeue
+        # Round 0 writes iteration 3 and fails at step 5; rounds 1 and 2 resume at 3, fail again.
+        self.assertEqual(out.count("[rank0]: rank 0 fails at step 5"), 3, out)
+        self.assertEqual(err.count("restarting the workers"), 2, err)
+        self.assertIn("no progress: 2 failed round(s) in a row without the iteration in %s growing, last 3 "
+                      "(--progress-file, --no-progress-restarts=2): ending the job instead of restarting "
+                      "(exit 5: do not requeue)" % self.path("iteration.txt"), err)
+        self.assertIn("job failed: first failure: rank 0 (local rank 0)", err)
+        self.assert_nothing_left()
+
+    def test_progress_every_round_is_not_stopped(self):
+        rc, out, err = self.run_progress(0, ["--no-progress-restarts=1"])
+        self.assertEqual(rc, 1, err)  # the restarts used up, never "no progress"
+        self.assertNotIn("no progress", err)
+        self.assertIn("restarts used: 6 of 6", err)
+        self.assertIn("[rank0]: rank 0 resumes at step 18 (restart 6)", out)
+        self.assert_nothing_left()
+
+    def test_no_progress_restarts_0_never_stops(self):
+        rc, _, err = self.run_progress(5, ["--no-progress-restarts=0"])
+        self.assertEqual(rc, 1, err)
+        self.assertNotIn("no progress", err)
+
+
 class HealthCheckTest(LauncherTestCase):
     def check(self, passes_from, fail_with="exit 3"):
         """A --health-check that fails its first `passes_from` runs (with `fail_with`), then passes."""

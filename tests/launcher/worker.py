@@ -10,6 +10,10 @@ Usage: worker.py MODE [ARGS]
                      SIGUSR1 -> DIR/usr1.<RANK>; SIGUSR2 -> exit 0. `child`: also start a
                      `sleep` in the worker's process group.
   lines N            print N numbered lines in odd-sized writes; the last one without newline
+  progress FILE CRASH_AT EVERY
+                     resume from the iteration in FILE, write it (rank 0, atomically) every
+                     EVERY steps, fail at step CRASH_AT every round (0: EVERY+1 steps after
+                     the resumed one: progress each round)
   hang-fs MOUNT DIR  (hung_fs.py) on the node with HUNG_FS_NODE=1: local rank 0 records its pid
                      in DIR/stuck.<RANK> and stats a file on MOUNT (never answered: it hangs
                      there, in D state once signalled); local rank 1 waits for DIR/held, then
@@ -84,6 +88,30 @@ def mode_hang_fs(mount, out_dir):
     sys.exit(1)
 
 
+def mode_progress(path, crash_at, checkpoint_every):
+    """Rank 0 resumes from the iteration in PATH, writes PATH every `checkpoint_every`
+    steps (atomically) and fails at step `crash_at` (0: checkpoint_every+1 steps after
+    the resumed one); the other ranks wait for the stop."""
+    if RANK != 0:
+        while True:
+            signal.pause()
+    try:
+        with open(path) as f:
+            step = int(f.read())
+    except (OSError, ValueError):
+        step = 0
+    restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+    crash_at = crash_at if crash_at > 0 else step + checkpoint_every + 1
+    print("rank %d resumes at step %d (restart %d)" % (RANK, step, restart), flush=True)
+    while True:
+        step += 1
+        if step == crash_at:
+            print("rank %d fails at step %d" % (RANK, step), flush=True)
+            sys.exit(1)
+        if step % checkpoint_every == 0:
+            touch(path, "%d\n" % step)
+
+
 def mode_lines(n):
     lines = ["rank %d line %d with some padding to make it longer\n" % (RANK, i) for i in range(n)]
     data = "".join(lines)[:-1]  # the last line has no newline
@@ -113,6 +141,8 @@ def main():
             signal.pause()
     elif mode == "wait":
         mode_wait(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "child")
+    elif mode == "progress":
+        mode_progress(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif mode == "hang-fs":
         mode_hang_fs(sys.argv[2], sys.argv[3])
     elif mode == "lines":

@@ -1,0 +1,80 @@
+// ElasticAgent: stop on no progress (no_progress.h).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/unique_fd.h"
+#include "launcher/agent.h"
+#include "launcher/exit_codes.h"
+#include "launcher/failure_report.h"
+#include "launcher/native_stacks.h"
+#include "launcher/no_progress.h"
+
+namespace elastic {
+namespace {
+
+// How long reading the progress file may take (a child process: a file on a hung
+// filesystem never blocks the loop); past it the read counts as no progress known.
+constexpr Millis kProgressReadTimeout{10000};
+
+}  // namespace
+
+std::string ElasticAgent::NoProgressMessage() const {
+  std::string last = no_progress_.best ? fmt::format(", last {}", *no_progress_.best) : std::string();
+  return fmt::format("no progress: {} failed round(s) in a row without the iteration in {} growing{} "
+                     "(--progress-file, --no-progress-restarts={}): ending the job instead of restarting "
+                     "(exit {}: do not requeue)", config_.no_progress_restarts, config_.progress_file, last,
+                     config_.no_progress_restarts, ExitCodeFor(EndReason::kNoProgress));
+}
+
+// After a round that a worker's failure ended, the node of group rank 0 (where rank 0,
+// which writes checkpoints in most trainers, runs) reads the progress file; the rejoin
+// waits for that read. True when it started (Rejoin or the job's end follows).
+bool ElasticAgent::ReadsProgress() {
+  bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
+  if (config_.progress_file.empty() || config_.no_progress_restarts <= 0 || !worker_failed ||
+      round_.group_rank != 0 || round_.restarts_used >= config_.rdzv.max_restarts)
+    return false;
+  std::string out = spec_.log_dir + "/progress.out";
+  unlink(out.c_str());
+  HealthCheck::Spec spec;
+  spec.command = "exec cat -- " + ShellQuote(config_.progress_file);
+  spec.timeout = kProgressReadTimeout;
+  spec.log_path = out;
+  spec.env = SideProgramEnv();
+  spec.child_mask = original_mask_;
+  spec.default_signals = handled_list_;
+  spec.label = "progress";
+  progress_reader_ = std::make_unique<HealthCheck>(loop_, std::move(spec));
+  std::string err;
+  auto done = [this, out](const HealthResult& r) { loop_.Post([this, out, r] { OnProgressRead(out, r); }); };
+  if (!progress_reader_->Start(done, &err)) loop_.Post([this, out, err] { OnProgressRead(out, HealthResult{false, 0, 0, false, err}); });
+  return true;
+}
+
+void ElasticAgent::OnProgressRead(const std::string& out, const HealthResult& r) {
+  progress_reader_.reset();
+  if (status_.exited || loop_.stopped() || status_.state != WorkerState::kInit) return;
+  std::optional<int64_t> now;
+  if (r.passed) {
+    // The runner's file: its header line, then what cat printed (a local file).
+    UniqueFd fd(open(out.c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[512];
+    ssize_t n = fd ? read(fd.get(), buf, sizeof buf) : -1;
+    std::string_view text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    size_t eol = text.find('\n');
+    if (eol != std::string_view::npos) now = ParseProgress(text.substr(eol + 1));
+  }
+  Log(LogLevel::kDebug, "progress: {} ({})", now ? std::to_string(*now) : std::string("none known"),
+      DescribeHealthResult(r, kProgressReadTimeout));
+  if (!NoteRoundProgress(config_.no_progress_restarts, now, &no_progress_)) return Rejoin();
+  Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", NoProgressMessage());
+  ending_here_ = EndReason::kNoProgress;
+  rendezvous_->EndJob(EndReason::kNoProgress, status_.has_failure ? status_.failure : WorkerFailure{},
+                      NoProgressMessage());
+  crash_loop_answer_ = loop_.After(Millis(10000), [this] { EndCrashLoopHere(); });
+}
+
+}  // namespace elastic
