@@ -9,10 +9,11 @@ run) and the user's `train.py` is a tiny DDP program that accepts any argument.
 A block that is not run (building, installing: other suites cover them) is
 listed in NOT_RUN with why; a block that is neither run nor listed fails
 test_every_block_is_run_or_listed. Blocks of one kind share one allocation.
-Two blocks have a test of their own (OWN_TEST): the scale-up job (4 nodes,
-its `sleep` replaced by a wait until the first step trains) and the
+Three blocks have a test of their own (OWN_TEST): the scale-up job (4 nodes,
+its `sleep` replaced by a wait until the first step trains), the
 standalone multi-machine command (run on two nodes of the cluster outside
-Slurm, as two machines).
+Slurm, as two machines) and the stop on no progress (a train.py stuck at
+one checkpoint: the job ends with exit 5).
 
 Environment: SPANK_SO, ELASTICRUN (the built binaries).
 """
@@ -57,6 +58,7 @@ NOT_RUN = [
 OWN_TEST = [
     (r"--relative=2", "test_scale_up_block"),
     (r"--rdzv-endpoint=host1:29400", "test_multi_machine_block"),
+    (r"PET_PROGRESS_FILE=", "test_no_progress_block"),
 ]
 
 # Lines of a run block left out: (regex, why).
@@ -68,9 +70,18 @@ LINES_NOT_RUN = [
 # The user's program: what docs call train.py (and mypkg.train): DDP over gloo,
 # one all_reduce, any arguments accepted. With DOCS_TRAIN_UNTIL_WORLD=N a world
 # smaller than N goes on training (rank 0 creates DOCS_TRAINING_MARK once it
-# trains) until its agent stops it for a bigger round.
+# trains) until its agent stops it for a bigger round. With DOCS_STUCK_AT=N rank
+# 0 fails at the same step every round (before importing torch: cheap), its last
+# checkpoint N in $CKPT/latest_checkpointed_iteration.txt; the others wait.
 TRAIN = '''\
 import os, signal, sys
+if os.environ.get("DOCS_STUCK_AT"):
+    if os.environ["RANK"] != "0":
+        signal.pause()  # until the agent stops it for the next round
+    with open(os.path.join(os.environ["CKPT"], "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write(os.environ["DOCS_STUCK_AT"] + "\\n")
+    print(f"DOCS-STUCK restart={os.environ['TORCHELASTIC_RESTART_COUNT']}", flush=True)
+    sys.exit(1)
 import torch
 import torch.distributed as dist
 dist.init_process_group("gloo")
@@ -313,6 +324,34 @@ class TestDocsCommands(ClusterTestCase):
                 self.assertEqual(([rank for rank, _ in job], sorted(host for _, host in job)),
                                  ([0, 1], ["n1", "n2"]), where)
         self.assertEqual(len(ran), 1, ran)  # the documents' one standalone command ran
+
+    def test_no_progress_block(self):
+        """docs/user.md's 'Stop on no progress' block as written (inside a 2-node
+        allocation, as the plain blocks): train.py fails at the same step every
+        round (rank 0 on n1), its checkpoint stuck at iteration 1500. The first failed round sets
+        the baseline; after 3 more without progress every agent ends the job with
+        exit 5 although 96 of the 100 restarts are left. Quick failures would be a
+        crash loop first (exit 2, the rule that comes first): PET_CRASH_LOOP_COUNT=0
+        stands for a training that fails more slowly than the crash-loop window."""
+        [(doc, line, block)] = own_test_blocks("test_no_progress_block")
+        ckpt = self.work / "ckpt"
+        ckpt.mkdir(exist_ok=True)
+        script = adapt(block)
+        path = self.work / f"block-{line}.sh"
+        path.write_text("set -e\n" + script)
+        env = {**self.env(), "CKPT": str(ckpt), "DOCS_STUCK_AT": "1500", "PET_CRASH_LOOP_COUNT": "0"}
+        r = self.cluster.run(["salloc", f"-N{MAX_NODES}", "--no-kill", "--gpus-per-node=1", "bash", str(path)],
+                             timeout=TIMEOUT, env=env, cwd=self.work)
+        out = r.stdout + r.stderr
+        where = f"{doc}:{line}\n{script}\n{out}"
+        self.assertEqual(r.returncode, 5, where)
+        self.assertEqual(out.count(
+            f"no progress: 3 failed round(s) in a row without the iteration in {ckpt}/latest_checkpointed_iteration.txt "
+            "growing, last 1500 (--progress-file, --no-progress-restarts=3): ending the job instead of restarting "
+            "(exit 5: do not requeue)"), 1, where)
+        self.assertIn("job failed: first failure: rank 0 (local rank 0) on n1: exit code 1", out)
+        # Rounds 0-3, no fifth.
+        self.assertEqual(re.findall(r"DOCS-STUCK restart=(\d+)", out), ["0", "1", "2", "3"], where)
 
     def test_plain_blocks(self):
         self.assertGreater(self.run_blocks(batch=False), 3)

@@ -27,6 +27,7 @@ ELASTICRUN = os.environ.get("ELASTICRUN", str(HERE.parents[1] / "build/launcher/
 WORKER = str(HERE / "worker.py")
 TRAIN = str(HERE.parents[1] / "examples" / "train.py")
 CHECKPOINT_TRAIN = str(HERE.parents[1] / "examples" / "checkpoint_train.py")
+LAUNCHER_WORKER = str(HERE.parents[1] / "tests" / "launcher" / "worker.py")  # no torch: cheap rounds
 ENV = {"GLOO_SOCKET_IFNAME": "eth0"}
 RUN_TIMEOUT = float(os.environ.get("SPANK_E2E_TIMEOUT", "300"))  # 12 workers importing torch on a small machine
 
@@ -289,6 +290,34 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertEqual([(f["rank"], f["restart"]) for f in failing], [("1", "0"), ("1", "1"), ("1", "2")],
                          text)
         self.assertEqual({e["restart"] for e in records(r.stdout, "ENV")}, {"0", "1", "2"}, text)
+        self.assert_nothing_left()
+
+    def test_no_progress_ends_a_batch_job_with_exit_5_never_requeued(self):
+        # Issue 19 "Beyond the peers": rank 0 (n1) resumes from the iteration in the
+        # progress file (3) and fails at step 5 in every round, so the file never grows.
+        # The first failed round sets the baseline; after 2 more (PET_NO_PROGRESS_RESTARTS=2)
+        # every agent ends with exit 5 although 8 of the 10 restarts are left, and the
+        # job, allowed a requeue (--elastic-requeue=1, sbatch --requeue), is not requeued.
+        # Quick failures would be a crash loop first: PET_CRASH_LOOP_COUNT=0 stands for
+        # a training that fails more slowly than the crash-loop window.
+        progress = Path(self.cluster.dir) / "no-progress-iteration.txt"
+        progress.unlink(missing_ok=True)
+        script = ("#!/bin/sh\n#SBATCH -N2 --gpus-per-node=1\n#SBATCH --elastic=2 --elastic-max-restarts=10 --elastic-requeue=1\n"
+                  f"export PET_PROGRESS_FILE={progress} PET_NO_PROGRESS_RESTARTS=2 PET_CRASH_LOOP_COUNT=0\n"
+                  f"srun /usr/bin/python3 {LAUNCHER_WORKER} progress {progress} 5 3\n"
+                  "echo \"SRUN_EXIT=$? RESTARTS=${SLURM_RESTART_COUNT:-0}\"\n")
+        try:
+            rc, job, out = self.cluster.sbatch(script, args=["--requeue"], timeout=RUN_TIMEOUT)
+        finally:
+            progress.unlink(missing_ok=True)
+        self.assertIn("SRUN_EXIT=5 RESTARTS=0", out)
+        self.assertEqual(out.count(
+            f"no progress: 2 failed round(s) in a row without the iteration in {progress} growing, last 3 "
+            "(--progress-file, --no-progress-restarts=2): ending the job instead of restarting "
+            "(exit 5: do not requeue)"), 1, out)
+        self.assertIn("job failed: first failure: rank 0 (local rank 0) on n1: exit code 1", out)
+        self.assertEqual(re.findall(r"rank 0 fails at step (\d+)", out), ["5", "5", "5"], out)
+        self.assertNotIn("requeueing job", out)
         self.assert_nothing_left()
 
     def test_checkpoint_train_resumes_on_two_nodes_after_losing_one(self):
