@@ -123,6 +123,9 @@ elastic_add_fuzzer(task_record RUNS 50000
   SOURCES launcher/task_record.cc launcher/option_values.cc common/parse.cc common/log_escape.cc)
 # --progress-file's text (no_progress.h): whatever a worker or a stranger wrote there.
 elastic_add_fuzzer(progress_file RUNS 50000 SOURCES launcher/no_progress.cc)
+# `scontrol --oneliner show node NAME`'s answer (launcher/slurm_node_state.h).
+elastic_add_fuzzer(scontrol_node RUNS 50000
+  SOURCES launcher/slurm_node_state.cc common/log_escape.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000

@@ -198,11 +198,13 @@ void ElasticAgent::SetCallbacks() {
     round_ = info;
     restart_cause_ = RestartCause::kMembership;
     gloo_ifname_ = ChooseGlooInterface(hostname_resolves_, info.store_addr, info.group_world_size);
+    OnRoundFormed();
     Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
   };
   cb.on_restart_required = [this](const std::string& reason, RestartCause cause) {
     restart_cause_ = cause;
     Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
+    AskSlurm();  // a round is about to form: Slurm answers while the workers stop
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };
   cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& end) {
@@ -240,6 +242,9 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
   if (!config_.rdzv.standalone && config_.rdzv.max_nodes > 1)  // else one node: no gloo choice
     hostname_resolves_ = HostnameResolvesUsably(config_.rdzv.hostname);
   SetCallbacks();
+  // Slurm's verdict on this node before each later round (slurm_node_state.h).
+  auto node = env_.find("SLURMD_NODENAME");
+  if (!config_.rdzv.standalone && node != env_.end() && env_.count("SLURM_JOB_ID")) slurm_node_ = node->second;
   Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
       fmt::join(spec_.argv, " "));
   JoinRound();
@@ -304,6 +309,7 @@ void ElasticAgent::Execute(const Action& action) {
       break;
     case ActionKind::kReportFailure:
       rendezvous_->ReportWorkerFailure(status_.failure);
+      AskSlurm();  // as on_restart_required
       break;
     case ActionKind::kReportSucceeded:
       rendezvous_->ReportSucceeded();
@@ -619,6 +625,7 @@ void ElasticAgent::ReapOrphans() {
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
   if (progress_reader_ && progress_reader_->pid() > 0) workers.push_back(progress_reader_->pid());  // too
   if (requeuer_ && requeuer_->pid() > 0) workers.push_back(requeuer_->pid());  // and scontrol
+  if (node_reader_ && node_reader_->pid() > 0) workers.push_back(node_reader_->pid());  // show node
   ReapExited(workers);
 }
 

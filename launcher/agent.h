@@ -35,6 +35,7 @@
 #include "launcher/native_stacks.h"
 #include "launcher/no_progress.h"
 #include "launcher/requeue.h"
+#include "launcher/slurm_node_state.h"
 #include "launcher/worker_output.h"
 #include "launcher/worker_state.h"
 #include "launcher/zygote.h"
@@ -154,6 +155,12 @@ class ElasticAgent {
   std::vector<std::string> SideProgramEnv() const;
   void RunHealthCheck();
   void OnHealthChecked(const HealthResult& result);
+  // Slurm's verdict on this node (slurm_node_state.h, agent_resilience.cc): asked before
+  // a round forms (rate-limited), then the join carries it.
+  void JoinWithNodeState();
+  void AskSlurm();  // no-op while a question is in flight or within the rate limit
+  void OnNodeState(bool ok, const SlurmNodeState& node, const std::string& why);
+  void OnRoundFormed();
 
   const LaunchConfig& config_;
   const EnvMap& env_;
@@ -211,6 +218,16 @@ class ElasticAgent {
   std::string timer_dir_;  // private directory of the FIFO when the user named none
   NativeStackTool native_tool_;  // --native-stacks, found on PATH by StartFileTimer; name "" = none
   std::unique_ptr<JobRequeuer> requeuer_;  // --requeue: scontrol requeue, while it runs
+  std::string slurm_node_;                    // SLURMD_NODENAME: "" = not asked (outside Slurm)
+  std::unique_ptr<SlurmNodeReader> node_reader_;
+  bool node_asking_ = false;                  // a question is in flight
+  std::optional<MonoClock::time_point> node_asked_;  // the last question (the rate limit)
+  std::string node_standby_;                  // StandByReason of the last answer ("": may train)
+  bool join_on_node_state_ = false;           // the join waits for the answer in flight
+  bool standing_by_ = false;                  // joined with a verdict, no round since
+  bool node_reader_warned_ = false;
+  bool had_round_ = false;                    // a round formed since the start
+  Timer node_recheck_;                        // kNodeStateRecheck while standing by
 };
 
 }  // namespace elastic

@@ -6,6 +6,7 @@
 #include "launcher/exit_codes.h"
 #include "launcher/failure_report.h"
 #include "launcher/worker_env.h"
+#include "common/log_escape.h"
 
 namespace elastic {
 
@@ -63,10 +64,78 @@ void ElasticAgent::EndCrashLoopHere() {
 
 void ElasticAgent::JoinRound() {
   if (config_.health_check.empty()) {
-    rendezvous_->Join(config_.nproc);
+    JoinWithNodeState();
     return;
   }
   RunHealthCheck();
+}
+
+// Round 0 is joined at once: Slurm has just allocated this node, so it was neither
+// drained nor down; later rounds wait for Slurm's answer (asked when the restart
+// began: AskSlurm) or reuse one younger than kNodeStateMinInterval.
+void ElasticAgent::JoinWithNodeState() {
+  if (!slurm_node_.empty() && had_round_ && !node_asking_) AskSlurm();
+  if (node_asking_) {
+    join_on_node_state_ = true;  // OnNodeState joins
+    return;
+  }
+  rendezvous_->SetStandBy(node_standby_);
+  rendezvous_->Join(config_.nproc);
+  standing_by_ = !node_standby_.empty();
+  if (standing_by_ && !node_recheck_.armed())
+    node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
+}
+
+void ElasticAgent::AskSlurm() {
+  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_asked_, loop_.Now())) return;
+  if (!node_reader_) {
+    NodeReaderSpec spec;
+    spec.log_path = spec_.log_dir + "/slurm_node_state.log";
+    spec.output_path = spec_.log_dir + "/slurm_node_state.out";
+    spec.env = SideProgramEnv();
+    spec.child_mask = original_mask_;
+    spec.default_signals = handled_list_;
+    node_reader_ = MakeScontrolNodeReader(loop_, std::move(spec));
+  }
+  node_asking_ = true;
+  node_asked_ = loop_.Now();
+  node_reader_->Read(slurm_node_, [this](bool ok, SlurmNodeState node, std::string why) {
+    OnNodeState(ok, node, why);
+  });
+}
+
+void ElasticAgent::OnNodeState(bool ok, const SlurmNodeState& node, const std::string& why) {
+  node_asking_ = false;
+  if (status_.exited || loop_.stopped()) return;
+  std::string before = node_standby_;
+  if (!ok && !node_reader_warned_)
+    Log(LogLevel::kWarning, "cannot read node {}'s state from Slurm: {}: it takes part as if Slurm had "
+        "no verdict on it", EscapeForLog(slurm_node_), why);
+  node_reader_warned_ = node_reader_warned_ || !ok;
+  node_standby_ = ok ? StandByReason(node) : std::string();
+  if (join_on_node_state_) {
+    join_on_node_state_ = false;
+    JoinWithNodeState();
+    return;
+  }
+  if (!standing_by_) return;  // a prefetch, or a recheck that a round overtook
+  if (!node_standby_.empty()) {
+    node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
+    return;
+  }
+  // Cleared while it stood by: it joins again (a round below MAX grows by it).
+  Log(LogLevel::kInfo, "Slurm's verdict on node {} cleared (was: {}): joining the next round",
+      EscapeForLog(slurm_node_), before);
+  JoinWithNodeState();
+}
+
+void ElasticAgent::OnRoundFormed() {
+  node_recheck_.Cancel();
+  if (standing_by_ && !node_standby_.empty())
+    Log(LogLevel::kWarning, "{}: training all the same: the round needs this node to reach its "
+        "minimum (--nnodes MIN)", node_standby_);
+  standing_by_ = false;
+  had_round_ = true;
 }
 
 // The environment of the programs the agent runs beside its workers (health check,
@@ -106,7 +175,7 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   if (r.passed) {
     if (health_failing_since_) Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
     health_failing_since_.reset();
-    rendezvous_->Join(config_.nproc);
+    JoinWithNodeState();
     return;
   }
   if (!health_failing_since_) health_failing_since_ = loop_.Now();

@@ -37,11 +37,19 @@ bool HealthCheck::Start(std::function<void(const HealthResult&)> done, std::stri
   if (write(log.get(), header.data(), header.size()) < 0) {
     // The check still runs; its log is best effort.
   }
+  UniqueFd out;
+  if (!spec_.stdout_path.empty()) {
+    out.Reset(open(spec_.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!out) {
+      *err = fmt::format("cannot open '{}': {}", spec_.stdout_path, strerror(errno));
+      return false;
+    }
+  }
   ChildSpec child;
   child.path = "/bin/sh";
   child.argv = {"/bin/sh", "-c", spec_.command};
   child.env = spec_.env;
-  child.stdout_fd = log.get();
+  child.stdout_fd = out ? out.get() : log.get();
   child.stderr_fd = log.get();
   child.child_mask = spec_.child_mask;
   child.default_signals = spec_.default_signals;

@@ -53,6 +53,7 @@ class HealthCheck {
     sigset_t child_mask{};
     std::vector<int> default_signals;
     std::string label = "health check";  // the log's header line (requeue.h runs scontrol too)
+    std::string stdout_path;  // "": stdout to the log too; else this file, truncated (slurm_node_state.h)
   };
   HealthCheck(EventLoop& loop, Spec spec);
   ~HealthCheck();

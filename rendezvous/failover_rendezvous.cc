@@ -54,6 +54,12 @@ void FailoverRendezvous::Join(int local_world_size) {
   if (inner_) inner_->Join(local_world_size);
 }
 
+void FailoverRendezvous::SetStandBy(std::string reason) {
+  standby_ = std::move(reason);
+  if (inner_) inner_->SetStandBy(standby_);
+  if (probe_) probe_->SetStandBy(standby_);
+}
+
 // An observer that loses its host walks the successors of the last round its
 // workers ran, as every member does; one that never ran a round knows none and
 // ends with the host lost (OnHostLost), as a latecomer does.
@@ -112,6 +118,7 @@ void FailoverRendezvous::UseHost(std::unique_ptr<RendezvousHost> host) {
   host_text_ = fmt::format("this node (port {})", host->port());
   host->SetCallbacks(InnerCallbacks());
   inner_ = std::move(host);
+  inner_->SetStandBy(standby_);
   if (join_) inner_->Join(*join_);
   if (watching_) inner_->Watch();
   if (!probe_timer_.armed())
@@ -141,6 +148,7 @@ void FailoverRendezvous::Probe() {
     if (rank == r.group_rank || s.port == 0) continue;
     probe_text_ = fmt::format("{}:{}", s.addr, s.port);
     probe_ = MakeClient(s.addr, s.port, rank, /*probe=*/true);
+    probe_->SetStandBy(standby_);
     probe_->Join(*join_);  // connects; the join is sent only once it is welcomed
     return;
   }
@@ -168,6 +176,7 @@ void FailoverRendezvous::UseClient(std::string host, int port, std::optional<int
   client_ = client.get();
   host_ = nullptr;
   inner_ = std::move(client);
+  inner_->SetStandBy(standby_);
   if (join_) inner_->Join(*join_);
   if (watching_) inner_->Watch();
 }

@@ -70,6 +70,7 @@ class FailoverRendezvous : public RendezvousHandler {
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
   void Join(int local_world_size) override;
+  void SetStandBy(std::string reason) override;
   void Watch() override;
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
@@ -120,6 +121,7 @@ class FailoverRendezvous : public RendezvousHandler {
   bool running_ = false;                 // ... and still run (no Join since)
   std::optional<int> join_;              // the agent's Join, not answered by a round yet
   bool watching_ = false;                // the agent's Watch, no Join since (an observer)
+  std::string standby_;                  // the agent's SetStandBy, for every inner rendezvous
   bool failing_over_ = false;
   bool rejoining_ = false;               // last_round_ is a record, not a round this agent ran
   std::set<int> excluded_;               // successors lost or found unreachable

@@ -102,6 +102,32 @@ TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) 
   }
 }
 
+// Slurm's verdict through the protocol (join's standby): the drained client stands by
+// at the next round, the others train; cleared, it joins again and the round grows.
+TEST_F(HostClientTest, ADrainedClientStandsByAtTheNextRoundAndRejoinsOnceCleared) {
+  StartThreeAndRun();
+  WorkerFailure f;
+  f.global_rank = 0;
+  agents[0].handler->ReportWorkerFailure(f);
+  agents[0].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[1].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  agents[1].handler->SetStandBy("n2 is DRAIN in Slurm (reason: test)");
+  agents[1].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[0].rounds.size() == 2 && agents[2].rounds.size() == 2; }));
+  EXPECT_EQ(agents[1].rounds.size(), 1u);
+  EXPECT_EQ(agents[0].rounds[1].group_world_size, 2);
+  EXPECT_EQ(agents[0].rounds[1].spares, 1);
+  agents[1].handler->SetStandBy("");
+  agents[1].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[2].restarts.size() == 2; }));
+  agents[0].handler->Join(2);
+  agents[2].handler->Join(2);
+  ASSERT_TRUE(RunUntil([&] { return agents[1].rounds.size() == 2 && agents[0].rounds.size() == 3; }));
+  EXPECT_EQ(agents[1].rounds[1].group_world_size, 3);
+  EXPECT_EQ(agents[1].rounds[1].restarts_used, 1);  // growth is no failure
+}
+
 // A client in a crash loop ends the job for every node, restarts left or not:
 // each is told job_failed with the reason and the client's failure (the host's
 // own agent included), and no round forms.

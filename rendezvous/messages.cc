@@ -17,6 +17,7 @@ namespace {
 
 constexpr int64_t kMaxCount = 1 << 30;     // ranks, sizes, rounds: anything past this is garbage
 constexpr size_t kMaxNonceBytes = 128;
+constexpr size_t kMaxStandByBytes = 512;   // join's standby: one console line
 
 bool Fail(std::string* err, std::string message) {
   if (err) *err = std::move(message);
@@ -393,6 +394,10 @@ bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err)
     out->kind = K::kJoin, ok = GetIntIn(j, "local_world_size", 1, 1 << 20, &value, &why);
     out->local_world_size = static_cast<int>(value);
     ok = ok && GetIntOr(j, "member_of", -1, -1, INT64_MAX, &out->member_of, &why);
+    ok = ok && GetTextOr(j, "standby", &out->standby, &why);
+    if (ok && out->standby.size() > kMaxStandByBytes)
+      ok = Fail(&why, fmt::format("field 'standby' is {} bytes (at most {})", out->standby.size(),
+                                  kMaxStandByBytes));
   } else if (msg.type == "succeeded" || msg.type == "failure") {
     out->kind = msg.type == "failure" ? K::kFailure : K::kSucceeded;
     ok = GetIntIn(j, "round", 0, INT64_MAX, &value, &why);

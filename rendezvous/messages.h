@@ -5,7 +5,7 @@
 //   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port,
 //                          guest?}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
-//   agent -> host   join {local_world_size, member_of} | heartbeat | failure {round, failure}
+//   agent -> host   join {local_world_size, member_of, standby?} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave | end_job {end_reason, failure, message}
 //   host  -> agent  round {round info} | restart {round, reason, restarts_used, worker_failed}
 //                   | job_failed {failure, message, end_reason} | done {message}
@@ -21,6 +21,10 @@
 // each of its first failover_successors members' agents listens should it take
 // over (docs/design.md "Failover"); never the whole member list, which made every
 // round message grow with N. A standby carries the round's group_world_size too.
+// join's standby: why the node should stand by rather than train (Slurm's verdict on it:
+// "n2 is DRAIN in Slurm (reason: ...)"); absent or "": it may train. The host puts such a
+// node on its wait list unless the round needs it to reach MIN (docs/user.md, "Slurm's
+// node state"); a host without the field ignores it (the node trains).
 // end_job: the agent ends the job for all (its workers' crash loop); a host without it
 // drops the agent as for any unknown message, which ends the job as a lost node does.
 // The failover fields (round, last_completed, listen_port, member_of, successors, regime) are optional,
@@ -135,6 +139,7 @@ struct AgentMessage {
   HelloMsg hello;
   int local_world_size = 0;  // join
   int64_t member_of = -1;    // join: the last round its workers ran in (-1: none)
+  std::string standby;       // join: why it should stand by ("": it may train); at most 512 bytes
   uint64_t round = 0;        // failure, succeeded
   WorkerFailure failure;     // failure, end_job
   EndReason end_reason = EndReason::kUnknown;  // end_job

@@ -134,6 +134,7 @@ TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type":"join","local_world_size":"2"})", "'local_world_size'"},
       {R"({"type":"join","local_world_size":0})", "'local_world_size'"},
+      {R"({"type":"join","local_world_size":1,"standby":7})", "'standby'"},
       {R"({"type":"succeeded","round":-1})", "'round'"},
       {R"({"type":"failure","round":0})", "'failure'"},
       {R"({"type":"end_job","message":"m"})", "'end_reason'"},
@@ -152,6 +153,21 @@ TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
     EXPECT_FALSE(DecodeAgentMessage(Raw(text), &out, &err)) << text;
     EXPECT_NE(err.find(field), std::string::npos) << text << " -> " << err;
   }
+}
+
+// join's standby (issue 19, Slurm's node state): optional, a string, bounded.
+TEST(MessagesTest, JoinCarriesAnOptionalBoundedStandByReason) {
+  AgentMessage out;
+  std::string err;
+  ASSERT_TRUE(DecodeAgentMessage(Raw(R"({"type":"join","local_world_size":2})"), &out, &err)) << err;
+  EXPECT_EQ(out.standby, "");
+  ASSERT_TRUE(DecodeAgentMessage(
+      Raw(R"x({"type":"join","local_world_size":2,"standby":"n2 is DRAIN in Slurm (reason: test)"})x"), &out,
+      &err)) << err;
+  EXPECT_EQ(out.standby, "n2 is DRAIN in Slurm (reason: test)");
+  std::string long_text = R"({"type":"join","local_world_size":2,"standby":")" + std::string(513, 'x') + R"("})";
+  EXPECT_FALSE(DecodeAgentMessage(Raw(long_text), &out, &err));
+  EXPECT_NE(err.find("'standby' is 513 bytes (at most 512)"), std::string::npos) << err;
 }
 
 // A spare's standby (round, successors, spares, restarts) and a round's spare count

@@ -300,7 +300,9 @@ void RendezvousClient::OnAuthDeadline() {
 
 void RendezvousClient::SendJoin(int local_world_size) {
   int64_t member_of = config_.last_round_run ? static_cast<int64_t>(*config_.last_round_run) : -1;
-  Send("join", {{"local_world_size", local_world_size}, {"member_of", member_of}});
+  nlohmann::json body = {{"local_world_size", local_world_size}, {"member_of", member_of}};
+  if (!standby_reason_.empty()) body["standby"] = standby_reason_;
+  Send("join", std::move(body));
   ArmRoundDeadline();
 }
 
@@ -385,6 +387,8 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
 void RendezvousClient::OnStandBy(const RoundInfo& round, const std::string& why) {
   if (standby_ && standby_->round == round.round) return;
   standby_ = round;
+  if (!standby_reason_.empty())  // its own verdict, already escaped (slurm_node_state.h)
+    return Log(LogLevel::kInfo, "{}: standing by (a spare of round {})", standby_reason_, round.round);
   Log(LogLevel::kInfo, "rendezvous: this node stands by as a spare: {}; it joins the next round "
       "if a node is lost", EscapeForLog(why));
 }

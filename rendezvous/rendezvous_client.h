@@ -63,6 +63,7 @@ class RendezvousClient : public RendezvousHandler {
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
   void Join(int local_world_size) override;
+  void SetStandBy(std::string reason) override { standby_reason_ = std::move(reason); }
   void Watch() override;  // connects like Join, sends no join (the host keeps it as an observer)
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
@@ -137,6 +138,7 @@ class RendezvousClient : public RendezvousHandler {
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
   std::string last_waiting_;                // printed once, not every tick
   std::optional<RoundInfo> standby_;        // a spare's round (waiting {standby})
+  std::string standby_reason_;              // SetStandBy: sent with every join
   bool challenged_ = false;                 // the challenge came (then: await welcome)
   MonoClock::time_point last_heard_{};
   Timer retry_timer_;

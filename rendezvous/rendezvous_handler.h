@@ -121,6 +121,11 @@ class RendezvousHandler {
   virtual void SetCallbacks(Callbacks callbacks) = 0;
   // Joins the next round with this node's number of workers.
   virtual void Join(int local_world_size) = 0;
+  // Why this node should stand by rather than train ("": it may train), sent with
+  // every later Join: Slurm drained it (launcher/slurm_node_state.h). The host puts
+  // it on its wait list unless the round needs it to reach MIN; once the reason
+  // clears, Join again and a round below MAX grows by it.
+  virtual void SetStandBy(std::string reason) = 0;
   // Stays connected to the rendezvous as an observer without joining: never a
   // member, a voter or a participant counted for MIN, expected nodes or the
   // majority, but told the job's end (on_done, on_job_failed, on_fatal) like

@@ -68,7 +68,7 @@ TrafficCounters RendezvousHost::Traffic() const {
 
 void RendezvousHost::Join(int local_world_size) {
   ConnectLocal();
-  Feed(EvJoin{kLocalNode, local_world_size, local_member_of_});
+  Feed(EvJoin{kLocalNode, local_world_size, local_member_of_, local_standby_});
 }
 
 void RendezvousHost::Watch() { ConnectLocal(); }
@@ -252,7 +252,7 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       peer.conn->Send("heartbeat");
       return Feed(EvHeartbeat{id});
     case K::kJoin:
-      return Feed(EvJoin{id, msg.local_world_size, msg.member_of});
+      return Feed(EvJoin{id, msg.local_world_size, msg.member_of, msg.standby});
     case K::kSucceeded:
       return Feed(EvSucceeded{id, msg.round});
     case K::kFailure:
@@ -454,8 +454,11 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
     case RendezvousActionKind::kDisconnect:
       return;
     case RendezvousActionKind::kStandBy:
-      Log(LogLevel::kInfo, "rendezvous: this node stands by as a spare: {}; it joins the next "
-          "round if a node is lost", action.message);
+      if (!local_standby_.empty())  // its own verdict, already escaped (slurm_node_state.h)
+        Log(LogLevel::kInfo, "{}: standing by (a spare of round {})", local_standby_, action.round.round);
+      else
+        Log(LogLevel::kInfo, "rendezvous: this node stands by as a spare: {}; it joins the next "
+            "round if a node is lost", action.message);
       return;
   }
 }

@@ -67,6 +67,7 @@ class RendezvousHost : public RendezvousHandler {
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }
   void Join(int local_world_size) override;
+  void SetStandBy(std::string reason) override { local_standby_ = std::move(reason); }
   void Watch() override;  // the local agent connected, not joined: told the end like any node
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
@@ -139,6 +140,7 @@ class RendezvousHost : public RendezvousHandler {
   uint64_t local_round_ = 0;
   int64_t local_member_of_ = -1;  // the last round the local workers ran in
   bool local_connected_ = false;
+  std::string local_standby_;      // SetStandBy: sent with the local agent's joins
   Timer deadline_timer_;   // the state machine's next deadline (NextDeadline)
   Timer heartbeat_timer_;  // every heartbeat_interval
   Timer close_timer_;      // the end: the others get close_timeout to disconnect

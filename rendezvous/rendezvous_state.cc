@@ -104,10 +104,14 @@ void EmitStandBy(Ctx& c, NodeId id, bool voter) {
     a.round.successors = Successors(c.settings, c.s);
     a.round.spares = static_cast<int>(c.s.wait_list.size());
   }
-  a.message = fmt::format("round {} is full ({} node(s){})", c.s.round, c.s.members.size(),
-                          c.settings.node_multiple > 1
-                              ? fmt::format(", a multiple of {}", c.settings.node_multiple)
-                              : std::string());
+  const std::string& standby = c.s.nodes.at(id).standby;
+  a.message = !standby.empty()
+                  ? fmt::format("{}: standing by (round {} has {} node(s) without it)", standby,
+                                c.s.round, c.s.members.size())
+                  : fmt::format("round {} is full ({} node(s){})", c.s.round, c.s.members.size(),
+                                c.settings.node_multiple > 1
+                                    ? fmt::format(", a multiple of {}", c.settings.node_multiple)
+                                    : std::string());
   c.out.push_back(std::move(a));
 }
 
@@ -115,9 +119,17 @@ void CompleteRound(Ctx& c) {
   std::vector<NodeRecord*> joined;
   for (auto& [id, rec] : c.s.nodes)
     if (rec.joined) joined.push_back(&rec);
-  std::sort(joined.begin(), joined.end(),
-            [](const NodeRecord* a, const NodeRecord* b) { return RankBefore(*a, *b); });
-  size_t size = RoundSize(c.settings, joined.size());
+  auto rank_order = [](const NodeRecord* a, const NodeRecord* b) { return RankBefore(*a, *b); };
+  std::sort(joined.begin(), joined.end(), rank_order);
+  // Nodes Slurm drained stand by unless the round needs them to reach MIN (never
+  // below MIN because of a drain); then the lowest ranks of them train.
+  size_t available = static_cast<size_t>(std::count_if(
+      joined.begin(), joined.end(), [](const NodeRecord* r) { return r->standby.empty(); }));
+  size_t size = RoundSize(c.settings, available);
+  if (size == 0) size = std::min(joined.size(), SmallestRound(c.settings));
+  std::stable_partition(joined.begin(), joined.end(), [](const NodeRecord* r) { return r->standby.empty(); });
+  std::sort(joined.begin(), joined.begin() + static_cast<ptrdiff_t>(size), rank_order);
+  std::sort(joined.begin() + static_cast<ptrdiff_t>(size), joined.end(), rank_order);
   c.s.members.clear();
   c.s.wait_list.clear();
   int world_size = 0;
@@ -128,7 +140,7 @@ void CompleteRound(Ctx& c) {
       c.s.members.push_back(joined[i]->desc.id);
       world_size += joined[i]->local_world_size;
     } else {
-      c.s.wait_list.push_back(joined[i]->desc.id);  // over max: next round
+      c.s.wait_list.push_back(joined[i]->desc.id);  // over max, or drained: next round
     }
   }
   int offset = 0;
@@ -335,6 +347,7 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
   if (it == c.s.nodes.end()) return;
   NodeRecord& rec = it->second;
   rec.last_heard = c.now;
+  rec.standby = ev.standby;
   switch (c.s.phase) {
     case RendezvousPhase::kJoining:
       rec.member_of = ev.member_of;
@@ -348,9 +361,11 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
       if (!member && std::find(c.s.wait_list.begin(), c.s.wait_list.end(), ev.node) ==
                          c.s.wait_list.end())
         c.s.wait_list.push_back(ev.node);
-      // Growth only when the round can get bigger (a multiple of node_multiple, within max).
-      if (!member && RoundSize(c.settings, c.s.members.size() + c.s.wait_list.size()) <=
-                         c.s.members.size()) {
+      // Growth only when the round can get bigger (a multiple of node_multiple, within max)
+      // with nodes that may train: a drained spare whose verdict clears joins again.
+      size_t may_train = static_cast<size_t>(std::count_if(
+          c.s.wait_list.begin(), c.s.wait_list.end(), [&](NodeId id) { return c.s.nodes.at(id).standby.empty(); }));
+      if (!member && RoundSize(c.settings, c.s.members.size() + may_train) <= c.s.members.size()) {
         EmitStandBy(c, ev.node, /*voter=*/false);
         return;
       }

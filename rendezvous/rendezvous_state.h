@@ -7,6 +7,8 @@
 // MIN..MAX (RoundSize); the joined nodes beyond it stand by as spares (the wait
 // list) and fill the next round after a loss. Spares present when a round
 // completes are voters of that round for the majority rule, like its members.
+// A node that joins with a standby reason (Slurm drained it: EvJoin::standby) is
+// taken only when the round needs it to reach MIN; otherwise it stands by as a spare.
 //   kJoining   -> kRunning   round complete (max reached, expected_nodes reached, every
 //                            survivor of the previous round rejoined, or last call over),
 //                            and after a first round only with a strict majority of the
@@ -61,6 +63,7 @@ struct NodeRecord {
   int64_t member_of = -1;      // the last round its workers ran in, as it says (-1: none)
   bool joined = false;         // a participant of the round being formed
   bool succeeded = false;      // of the running round
+  std::string standby;         // its last join's standby reason ("": it may train)
 };
 
 enum class RendezvousPhase { kJoining, kRunning, kFinishing, kClosed };
@@ -100,7 +103,9 @@ struct CarriedRound {
 
 // Events (from the network, the local agent, or the clock).
 struct EvConnect { NodeDesc desc; };
-struct EvJoin { NodeId node; int local_world_size; int64_t member_of = -1; };
+// `standby`: why the node should not train (Slurm's verdict: "n2 is DRAIN in Slurm
+// (reason: ...)"); "": it may. Its latest join says: a spare whose verdict clears joins again.
+struct EvJoin { NodeId node; int local_world_size; int64_t member_of = -1; std::string standby = {}; };
 // A node's agent is gone. `notice`: it said so itself (`leave`: its job ends, scancel,
 // time limit, preemption) and never comes back: it stops being a voter, so the next
 // round forms at once without it and the majority is weighed without it; not a

@@ -3,6 +3,7 @@
 #include "rendezvous/rendezvous_state.h"
 #include "rendezvous/rendezvous_state_test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -340,6 +341,95 @@ TEST_F(RendezvousStateTest, SparesAndAllowedSizes) {
     for (auto& [id, info] : rounds)
       EXPECT_EQ(info.world_size, static_cast<int>(2 * r.next_members)) << r.name;
   }
+}
+
+// ---- Slurm's node state (docs/user.md "Slurm's node state") ----
+
+// A node that joins with a standby reason (Slurm drained it) stands by as a spare
+// unless the round needs it to reach MIN; then the lowest ranks of them train.
+TEST_F(RendezvousStateTest, DrainedNodesStandByUnlessTheRoundNeedsThem) {
+  struct Row {
+    const char* name;
+    int min, max, multiple, nodes;
+    std::vector<NodeId> drained;
+    std::vector<NodeId> members, spares;
+  };
+  const Row rows[] = {
+      {"3 nodes for 2:3, n2 drained: n1 and n3 train", 2, 3, 1, 3, {2}, {1, 3}, {2}},
+      {"3 nodes for 2:3, n2 and n3 drained: never below MIN, n2 trains", 2, 3, 1, 3, {2, 3}, {1, 2}, {3}},
+      {"2 nodes for 2:2, n1 drained: both train", 2, 2, 1, 2, {1}, {1, 2}, {}},
+      {"every node drained in 1:3: the first trains", 1, 3, 1, 3, {1, 2, 3}, {1}, {2, 3}},
+      {"pairs of 4 in 2:4, n3 drained: a pair trains", 2, 4, 2, 4, {3}, {1, 2}, {3, 4}},
+      {"4 nodes for 3:3, n1 drained: the spare trains instead", 3, 3, 1, 4, {1}, {2, 3, 4}, {1}},
+      {"nothing drained: as before", 2, 3, 1, 3, {}, {1, 2, 3}, {}},
+  };
+  for (const Row& r : rows) {
+    settings.min_nodes = r.min;
+    settings.max_nodes = r.max;
+    settings.node_multiple = r.multiple;
+    settings.expected_nodes = r.nodes;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    state = InitialState(settings, now);
+    std::vector<RendezvousAction> last;
+    for (int i = 1; i <= r.nodes; ++i) {
+      NodeId id = static_cast<NodeId>(i);
+      Connect(id, i - 1);
+      bool drained = std::count(r.drained.begin(), r.drained.end(), id) > 0;
+      last = Do(EvJoin{id, 2, -1, drained ? fmt::format("n{} is DRAIN in Slurm (reason: test)", id) : ""});
+    }
+    auto rounds = Rounds(last);
+    std::vector<NodeId> members;
+    for (auto& [id, info] : rounds) members.push_back(id);
+    EXPECT_EQ(members, r.members) << r.name;
+    EXPECT_EQ(state.members, r.members) << r.name << ": group ranks in node order";
+    EXPECT_EQ(state.wait_list, r.spares) << r.name;
+    for (auto& [id, info] : rounds) EXPECT_EQ(info.world_size, static_cast<int>(2 * r.members.size())) << r.name;
+    std::vector<NodeId> standby = Targets(last, RendezvousActionKind::kStandBy);
+    EXPECT_EQ(standby, r.spares) << r.name;
+    for (const auto& a : last) {
+      if (a.kind != RendezvousActionKind::kStandBy || !std::count(r.drained.begin(), r.drained.end(), a.node))
+        continue;
+      EXPECT_EQ(a.message, fmt::format("n{} is DRAIN in Slurm (reason: test): standing by (round 0 has {} "
+                                       "node(s) without it)", a.node, r.members.size())) << r.name;
+      EXPECT_FALSE(a.round.successors.empty()) << r.name << ": a voter, as every spare";
+    }
+  }
+}
+
+// After a restart the drained node's join keeps it out; a loss makes the round need
+// it; a spare whose verdict clears joins again and a round below MAX grows by it.
+TEST_F(RendezvousStateTest, ADrainedSpareFillsInBelowMinAndRejoinsOnceCleared) {
+  settings.heartbeat_timeout_ms = 3'600'000;
+  RunRound(3);
+  const std::string drained = "n2 is DRAIN in Slurm (reason: test)";
+  auto restart = Do(EvWorkerFailed{1, 0, WorkerFailure{}});
+  ASSERT_EQ(Targets(restart, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{2, 3}));
+  Do(EvJoin{1, 2, 0});
+  Do(EvJoin{2, 2, 0, drained});
+  auto round1 = Do(EvJoin{3, 2, 0});  // every survivor is back: no last call
+  EXPECT_EQ(state.members, (std::vector<NodeId>{1, 3}));
+  EXPECT_EQ(Targets(round1, RendezvousActionKind::kStandBy), (std::vector<NodeId>{2}));
+  EXPECT_EQ(Rounds(round1).at(1).spares, 1);
+  EXPECT_EQ(state.quorum_size, 3u) << "the drained spare votes";
+  // Still drained, it joins again: it stays a spare (no restart of the others).
+  auto again = Do(EvJoin{2, 2, 0, drained});
+  EXPECT_TRUE(Targets(again, RendezvousActionKind::kRestartRequired).empty());
+  // Cleared: the round (2 of MAX 3) grows by it, not counted against the restarts.
+  auto cleared = Do(EvJoin{2, 2, 0});
+  EXPECT_EQ(Targets(cleared, RendezvousActionKind::kRestartRequired), (std::vector<NodeId>{1, 3}));
+  Do(EvJoin{1, 2, 1});
+  EXPECT_EQ(Rounds(Do(EvJoin{3, 2, 1})).size(), 3u);
+  EXPECT_EQ(state.restarts_used, 1);
+  // Drained again at the next restart, then n3 lost: MIN 2 needs n2, which trains.
+  Do(EvWorkerFailed{1, 2, WorkerFailure{}});
+  Do(EvJoin{1, 2, 2});
+  Do(EvJoin{2, 2, 2, drained});
+  Do(EvJoin{3, 2, 2});
+  ASSERT_EQ(state.members, (std::vector<NodeId>{1, 3}));
+  Do(EvLeave{3, "connection closed"});  // the spare n2 is a participant of the next round
+  auto needed = Do(EvJoin{1, 2, 3});
+  EXPECT_EQ(state.members, (std::vector<NodeId>{1, 2}));
+  EXPECT_EQ(Rounds(needed).size(), 2u);
 }
 
 TEST_F(RendezvousStateTest, AllowedRoundSizes) {

@@ -653,6 +653,36 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertEqual({e["world"] for e in env}, {"4"}, env)
         self.assert_nothing_left()
 
+    def test_a_node_slurm_drains_stands_by_at_the_next_round(self):
+        # An admin drains n2 while the job trains on n1-n3 (MIN 2); a worker's failure
+        # makes the next round: n2's agent asks Slurm first, joins with the verdict,
+        # and the host keeps it out as a spare: n1 and n3 train at world size 4.
+        trigger = Path(self.cluster.dir) / "drain-test-fail"
+        trigger.unlink(missing_ok=True)
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=2",
+                                       "/usr/bin/python3", WORKER, "--seconds=1", f"--fail-on-file={trigger}:0"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 6, RUN_TIMEOUT), bg.text())
+            self.cluster.run(["scontrol", "update", "nodename=n2", "state=drain", "reason=test drain"],
+                             timeout=30)
+            trigger.touch()
+            rc = bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            trigger.unlink(missing_ok=True)
+            self.cluster.run(["scontrol", "update", "nodename=n2", "state=resume"], timeout=30)
+        text = bg.text()
+        self.assertEqual(rc, 0, text)
+        self.assertRegex(text, r"n2 is DRAIN in Slurm \(reason: test drain\): standing by")
+        again = [e for e in records(text, "ENV") if e["restart"] == "1"]
+        self.assertEqual({(e["host"], e["group_rank"]) for e in again}, {("n1", "0"), ("n3", "1")}, text)
+        done = records(text, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(4)), text)
+        self.assertEqual({(d["world"], d["restart"]) for d in done}, {("4", "1")}, text)
+        self.assertIn("the job finished while this node stood by", text)
+        self.assert_nothing_left()
+
     def test_node_loss_with_no_kill(self):
         bg, _ = self.lose_node_during(
             ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4", "--elastic-max-restarts=3",

@@ -38,6 +38,9 @@ def main():
                    help="rank K exits 1 after the first all_reduce of attempt 0 (benchmarks)")
     p.add_argument("--kill-agent-rank", type=int, default=-1,
                    help="rank K SIGKILLs its agent after the all_reduce (the node's agent is lost)")
+    p.add_argument("--fail-on-file", default="",
+                   help="PATH:K: in restart 0 the training runs until PATH exists (at most 120 s), "
+                        "then rank K exits 1 (a failure at a moment the test chooses)")
     p.add_argument("--default-signals", action="store_true",
                    help="keep SIGTERM's default action, so a worker blocked in a collective dies at once")
     args = p.parse_args()
@@ -80,6 +83,15 @@ def main():
     # The same number of barriers on every rank: a deadline of its own per rank
     # (they start up to seconds apart) paired one rank's last barrier with
     # another's loop barrier, and the extra one then failed once that rank left.
+    if args.fail_on_file and restart == 0:
+        path, fail_rank = args.fail_on_file.rsplit(":", 1)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            dist.barrier()
+        if rank == int(fail_rank):
+            say("FAILING", f"rank={rank} restart={restart}")
+            os._exit(1)
     for _ in range(int(args.seconds / 0.2)):
         time.sleep(0.2)
         dist.barrier()
