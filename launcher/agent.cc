@@ -559,9 +559,14 @@ void ElasticAgent::OnZygoteSpawned(uint64_t attempt, int lr, const ChildSpec& ch
   }
 }
 
+// Processes below the agent that are not the workers' (their stop and leftovers
+// spare them): the zygote, and scontrol asking Slurm about this node (it runs
+// while the workers stop: AskSlurm).
 std::vector<pid_t> ElasticAgent::Spared() const {
-  if (zygote_ && zygote_->pid() > 0) return {zygote_->pid()};
-  return {};
+  std::vector<pid_t> spared;
+  if (zygote_ && zygote_->pid() > 0) spared.push_back(zygote_->pid());
+  if (node_reader_ && node_reader_->pid() > 0) spared.push_back(node_reader_->pid());
+  return spared;
 }
 
 void ElasticAgent::OnWorkerExit(Worker* w) {
@@ -621,11 +626,10 @@ void ElasticAgent::ReapOrphans() {
     if (w->alive) workers.push_back(w->child.pid);  // reaped through their pidfd
     if (w->native_running) workers.push_back(w->native_stacks->pid());  // reaped by its HealthCheck
   }
-  for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h)
+  for (pid_t pid : Spared()) workers.push_back(pid);  // reaped through its pidfd (zygote.h, HealthCheck)
   if (health_ && health_->pid() > 0) workers.push_back(health_->pid());  // reaped by HealthCheck
   if (progress_reader_ && progress_reader_->pid() > 0) workers.push_back(progress_reader_->pid());  // too
   if (requeuer_ && requeuer_->pid() > 0) workers.push_back(requeuer_->pid());  // and scontrol
-  if (node_reader_ && node_reader_->pid() > 0) workers.push_back(node_reader_->pid());  // show node
   ReapExited(workers);
 }
 

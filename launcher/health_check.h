@@ -63,6 +63,7 @@ class HealthCheck {
   // Starts one run. Returns false (and calls nothing) only when it could not start.
   bool Start(std::function<void(const HealthResult&)> done, std::string* err);
   pid_t pid() const { return child_.pid; }
+  bool running() const { return running_; }
 
  private:
   void OnExit();

@@ -83,7 +83,7 @@ class ScontrolNodeReader : public SlurmNodeReader {
     };
     if (!check_->Start(finish, &err)) loop_.Post([done, err] { done(false, {}, "cannot start scontrol: " + err); });
   }
-  pid_t pid() const override { return check_ ? check_->pid() : -1; }
+  pid_t pid() const override { return check_ && check_->running() ? check_->pid() : -1; }
 
  private:
   EventLoop& loop_;

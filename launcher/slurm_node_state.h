@@ -65,8 +65,9 @@ bool ShouldAskSlurm(std::optional<MonoClock::time_point> last_asked, MonoClock::
                     std::chrono::milliseconds min_interval = kNodeStateMinInterval);
 
 // Asks Slurm for one node. done(ok, node, why) is called once, from the loop, never
-// from Read itself; `why` says what failed. pid(): the process it runs (-1: none),
-// which its owner must not reap (the agent reaps orphans: agent.h).
+// from Read itself; `why` says what failed. pid(): the process it runs while it runs
+// (-1: none), which its owner must neither reap nor kill with the workers' leftovers
+// (the agent reaps and kills orphans: agent.h; it asks while the workers stop).
 class SlurmNodeReader {
  public:
   virtual ~SlurmNodeReader() = default;
