@@ -672,6 +672,9 @@ class TestSpankEndToEnd(ClusterTestCase):
                 bg.proc.kill()
             trigger.unlink(missing_ok=True)
             self.cluster.run(["scontrol", "update", "nodename=n2", "state=resume"], timeout=30)
+            deadline = time.monotonic() + 30  # later tests get all the nodes
+            while "drain" in self.cluster.node_states().get("n2", "") and time.monotonic() < deadline:
+                time.sleep(0.5)
         text = bg.text()
         self.assertEqual(rc, 0, text)
         self.assertRegex(text, r"n2 is DRAIN in Slurm \(reason: test drain\): standing by")
