@@ -225,7 +225,7 @@ class ElasticAgent {
   std::string node_standby_;                  // StandByReason of the last answer ("": may train)
   bool join_on_node_state_ = false;           // the join waits for the answer in flight
   bool standing_by_ = false;                  // joined with a verdict, no round since
-  bool node_reader_warned_ = false;
+  bool node_state_unknown_ = false;           // a question failed: never asked again (one warning)
   bool had_round_ = false;                    // a round formed since the start
   Timer node_recheck_;                        // kNodeStateRecheck while standing by
 };

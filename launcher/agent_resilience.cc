@@ -87,9 +87,12 @@ void ElasticAgent::JoinWithNodeState() {
 }
 
 void ElasticAgent::AskSlurm() {
-  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_asked_, loop_.Now())) return;
+  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_state_unknown_, node_asked_, loop_.Now()))
+    return;
   if (!node_reader_) {
-    NodeReaderSpec spec;
+    ScontrolSpec spec;
+    spec.timeout = kNodeStateTimeout;
+    spec.label = "slurm node state";
     spec.log_path = spec_.log_dir + "/slurm_node_state.log";
     spec.output_path = spec_.log_dir + "/slurm_node_state.out";
     spec.env = SideProgramEnv();
@@ -108,10 +111,11 @@ void ElasticAgent::OnNodeState(bool ok, const SlurmNodeState& node, const std::s
   node_asking_ = false;
   if (status_.exited || loop_.stopped()) return;
   std::string before = node_standby_;
-  if (!ok && !node_reader_warned_)
+  // Unknown from now on (ShouldAskSlurm): one warning, and no later round waits for scontrol.
+  if (!ok && !node_state_unknown_)
     Log(LogLevel::kWarning, "cannot read node {}'s state from Slurm: {}: it takes part as if Slurm had "
-        "no verdict on it", EscapeForLog(slurm_node_), why);
-  node_reader_warned_ = node_reader_warned_ || !ok;
+        "no verdict on it, and Slurm is not asked again in this run", EscapeForLog(slurm_node_), why);
+  node_state_unknown_ = node_state_unknown_ || !ok;
   node_standby_ = ok ? StandByReason(node) : std::string();
   if (join_on_node_state_) {
     join_on_node_state_ = false;

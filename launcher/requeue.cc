@@ -5,7 +5,6 @@
 #include <cstdint>
 
 #include "common/parse.h"
-#include "launcher/health_check.h"
 
 namespace elastic {
 
@@ -56,33 +55,17 @@ namespace {
 
 class ScontrolRequeuer : public JobRequeuer {
  public:
-  ScontrolRequeuer(EventLoop& loop, ScontrolSpec spec) : loop_(loop), spec_(std::move(spec)) {}
+  ScontrolRequeuer(EventLoop& loop, ScontrolSpec spec) : scontrol_(loop, std::move(spec)) {}
 
   void Requeue(const std::string& job_id, std::function<void(bool, std::string)> done) override {
-    HealthCheck::Spec run;
-    run.command = fmt::format("{} requeue {}", spec_.scontrol, job_id);
-    run.timeout = spec_.timeout;
-    run.log_path = spec_.log_path;
-    run.env = spec_.env;
-    run.child_mask = spec_.child_mask;
-    run.default_signals = spec_.default_signals;
-    run.label = "requeue";
-    check_ = std::make_unique<HealthCheck>(loop_, std::move(run));
-    std::string err;
-    auto finish = [this, done](const HealthResult& r) {
-      std::string what = r.passed ? std::string()
-                         : r.timed_out ? fmt::format("killed after {} s", spec_.timeout.count() / 1000.0)
-                                       : DescribeHealthResult(r, spec_.timeout);
-      loop_.Post([done, ok = r.passed, what] { done(ok, what); });
-    };
-    if (!check_->Start(finish, &err)) loop_.Post([done, err] { done(false, "cannot start: " + err); });
+    scontrol_.Run("requeue " + job_id, [done](bool ok, const std::string&, const std::string& why) {
+      done(ok, why);
+    });
   }
-  pid_t pid() const override { return check_ ? check_->pid() : -1; }
+  pid_t pid() const override { return scontrol_.pid(); }
 
  private:
-  EventLoop& loop_;
-  ScontrolSpec spec_;
-  std::unique_ptr<HealthCheck> check_;
+  Scontrol scontrol_;
 };
 
 }  // namespace

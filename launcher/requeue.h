@@ -19,6 +19,7 @@
 
 #include "common/event_loop.h"
 #include "launcher/launch_config.h"
+#include "launcher/scontrol.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace elastic {
@@ -62,17 +63,8 @@ class JobRequeuer {
   virtual pid_t pid() const = 0;
 };
 
-// The real one: `scontrol requeue JOB` through /bin/sh (scontrol from PATH), with
-// the agent's environment (SLURM_CONF), its output appended to log_path, killed
-// past `timeout`.
-struct ScontrolSpec {
-  std::string scontrol = "scontrol";
-  std::chrono::milliseconds timeout{30000};
-  std::string log_path;
-  std::vector<std::string> env;  // KEY=VALUE
-  sigset_t child_mask{};
-  std::vector<int> default_signals;
-};
+// The real one: `scontrol requeue JOB` through the one scontrol runner
+// (scontrol.h: its output appended to spec.log_path, killed past spec.timeout).
 std::unique_ptr<JobRequeuer> MakeScontrolRequeuer(EventLoop& loop, ScontrolSpec spec);
 
 }  // namespace elastic

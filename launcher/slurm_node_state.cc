@@ -88,8 +88,9 @@ std::string StandByReason(const SlurmNodeState& node) {
   return fmt::format("{} is {} in Slurm ({})", EscapeForLog(node.name, 100), verdict, reason);
 }
 
-bool ShouldAskSlurm(std::optional<MonoClock::time_point> last_asked, MonoClock::time_point now,
-                    std::chrono::milliseconds min_interval) {
+bool ShouldAskSlurm(bool unknown, std::optional<MonoClock::time_point> last_asked,
+                    MonoClock::time_point now, std::chrono::milliseconds min_interval) {
+  if (unknown) return false;
   return !last_asked || now - *last_asked >= min_interval;
 }
 

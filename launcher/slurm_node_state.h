@@ -8,10 +8,10 @@
 // while it stands by for that reason, again every kNodeStateRecheck: once the
 // verdict clears it joins again. The question goes through SlurmNodeReader, a
 // child process on the event loop with a deadline (the real one runs
-// `scontrol --oneliner show node NAME`: elasticrun does not link libslurm, whose
-// node_info_t changes from release to release, and runs outside Slurm and in
-// containers without it); a failed or late answer counts as "no verdict" (the
-// node trains, as before).
+// `scontrol --oneliner show node NAME` through scontrol.h). A failed or late
+// answer (scontrol or its configuration missing in a container, no munge, the
+// controller silent) means "node state unknown": one warning, the node trains as
+// before, and Slurm is not asked again in this run, so no later round waits for it.
 //
 // Pure parts here (parser, verdict, rate limit), tested as tables; the shell is
 // ScontrolNodeReader (slurm_node_state.cc) and the agent (agent_resilience.cc).
@@ -30,13 +30,13 @@
 
 #include "common/clock.h"
 #include "common/event_loop.h"
+#include "launcher/scontrol.h"
 
 namespace elastic {
 
 constexpr std::chrono::milliseconds kNodeStateMinInterval{5000};  // between two questions
 constexpr std::chrono::milliseconds kNodeStateRecheck{10000};     // while standing by for it
 constexpr std::chrono::milliseconds kNodeStateTimeout{10000};     // one question's deadline
-constexpr size_t kNodeStateMaxOutput = 64 * 1024;                 // of scontrol's answer, read
 
 // One node as `scontrol --oneliner show node NAME` prints it (Slurm 22.05 .. 26.05):
 // "NodeName=n2 Arch=... State=MIXED+DRAIN ThreadsPerCore=... Reason=test [root@2026-...]".
@@ -60,8 +60,9 @@ std::string NodeVerdict(const std::string& state);
 // escaped, the reason cut at 200 bytes; "" when the node may train.
 std::string StandByReason(const SlurmNodeState& node);
 
-// The rate limit: ask Slurm now, or reuse the last answer (asked at `last_asked`).
-bool ShouldAskSlurm(std::optional<MonoClock::time_point> last_asked, MonoClock::time_point now,
+// The rate limit: ask Slurm now, or reuse the last answer (asked at `last_asked`);
+// never once `unknown` (a question failed: no later round waits for another).
+bool ShouldAskSlurm(bool unknown, std::optional<MonoClock::time_point> last_asked, MonoClock::time_point now,
                     std::chrono::milliseconds min_interval = kNodeStateMinInterval);
 
 // Asks Slurm for one node. done(ok, node, why) is called once, from the loop, never
@@ -76,18 +77,9 @@ class SlurmNodeReader {
   virtual pid_t pid() const = 0;
 };
 
-// The real one: `scontrol --oneliner show node NAME` (scontrol from PATH, the
-// agent's environment: SLURM_CONF), killed past `timeout`; its stderr goes to
-// log_path, its stdout to a private file read once it exited.
-struct NodeReaderSpec {
-  std::string scontrol = "scontrol";
-  std::chrono::milliseconds timeout = kNodeStateTimeout;
-  std::string log_path;     // LOG_DIR/slurm_node_state.log
-  std::string output_path;  // LOG_DIR/slurm_node_state.out
-  std::vector<std::string> env;
-  sigset_t child_mask{};
-  std::vector<int> default_signals;
-};
-std::unique_ptr<SlurmNodeReader> MakeScontrolNodeReader(EventLoop& loop, NodeReaderSpec spec);
+// The real one: `scontrol --oneliner show node NAME` through the one scontrol
+// runner (scontrol.h: a deadline, SLURM_CONF checked first); spec.timeout should
+// be kNodeStateTimeout, spec.output_path a private file (its stdout).
+std::unique_ptr<SlurmNodeReader> MakeScontrolNodeReader(EventLoop& loop, ScontrolSpec spec);
 
 }  // namespace elastic

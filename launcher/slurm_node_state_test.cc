@@ -72,22 +72,26 @@ TEST(SlurmNodeStateTest, StandByReasonIsOneEscapedLine) {
   EXPECT_LE(StandByReason({"n2", "DRAIN", std::string(5000, 'x')}).size(), 260u);
 }
 
-// At most one question per interval: the answer is reused in between (fake clock).
-TEST(SlurmNodeStateTest, AsksAtMostOncePerInterval) {
+// At most one question per interval: the answer is reused in between (fake clock);
+// never again once a question failed (the node state is unknown: nothing waits for it).
+TEST(SlurmNodeStateTest, AsksAtMostOncePerIntervalAndNeverOnceUnknown) {
   const MonoClock::time_point t0(std::chrono::hours(1));
   const struct {
     const char* name;
+    bool unknown;
     std::optional<MonoClock::time_point> last;
     MonoClock::time_point now;
     bool ask;
   } rows[] = {
-      {"never asked", std::nullopt, t0, true},
-      {"just asked", t0, t0, false},
-      {"within the interval", t0, t0 + kNodeStateMinInterval - Millis(1), false},
-      {"at the interval", t0, t0 + kNodeStateMinInterval, true},
-      {"long after", t0, t0 + std::chrono::hours(1), true},
+      {"never asked", false, std::nullopt, t0, true},
+      {"just asked", false, t0, t0, false},
+      {"within the interval", false, t0, t0 + kNodeStateMinInterval - Millis(1), false},
+      {"at the interval", false, t0, t0 + kNodeStateMinInterval, true},
+      {"long after", false, t0, t0 + std::chrono::hours(1), true},
+      {"unknown: the first question failed", true, std::nullopt, t0, false},
+      {"unknown, long after", true, t0, t0 + std::chrono::hours(1), false},
   };
-  for (const auto& r : rows) EXPECT_EQ(ShouldAskSlurm(r.last, r.now), r.ask) << r.name;
+  for (const auto& r : rows) EXPECT_EQ(ShouldAskSlurm(r.unknown, r.last, r.now), r.ask) << r.name;
 }
 
 }  // namespace
