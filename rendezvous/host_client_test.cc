@@ -59,6 +59,19 @@ class HostClientTest : public LoopbackRendezvousTest {
              agents[2].rounds.size() == 1;
     }));
   }
+  // A worker of `rank` fails on agents[failing], which rejoins at once; true once the
+  // other two were asked to restart.
+  bool FailAndRejoin(int failing, int rank) {
+    WorkerFailure f;
+    f.global_rank = rank;
+    agents[failing].handler->ReportWorkerFailure(f);
+    agents[failing].handler->Join(2);
+    return RunUntil([&] {
+      for (int i = 0; i < 3; ++i)
+        if (i != failing && agents[i].restarts.size() != 1) return false;
+      return true;
+    });
+  }
 };
 
 TEST_F(HostClientTest, ThreeAgentsGetContiguousRanksAndTheAgentStore) {
@@ -80,11 +93,7 @@ TEST_F(HostClientTest, ThreeAgentsGetContiguousRanksAndTheAgentStore) {
 
 TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) {
   StartThreeAndRun();
-  WorkerFailure f;
-  f.global_rank = 3;
-  agents[1].handler->ReportWorkerFailure(f);
-  agents[1].handler->Join(2);
-  ASSERT_TRUE(RunUntil([&] { return agents[0].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  ASSERT_TRUE(FailAndRejoin(1, 3));
   EXPECT_TRUE(agents[1].restarts.empty());
   // A worker's failure, on the host's own agent and through the protocol alike: it counts
   // toward a crash loop (issue 19 item 19).
@@ -106,11 +115,7 @@ TEST_F(HostClientTest, WorkerFailureOnAClientRestartsEveryNodeIntoTheSameRound) 
 // at the next round, the others train; cleared, it joins again and the round grows.
 TEST_F(HostClientTest, ADrainedClientStandsByAtTheNextRoundAndRejoinsOnceCleared) {
   StartThreeAndRun();
-  WorkerFailure f;
-  f.global_rank = 0;
-  agents[0].handler->ReportWorkerFailure(f);
-  agents[0].handler->Join(2);
-  ASSERT_TRUE(RunUntil([&] { return agents[1].restarts.size() == 1 && agents[2].restarts.size() == 1; }));
+  ASSERT_TRUE(FailAndRejoin(0, 0));
   agents[1].handler->SetStandBy("n2 is DRAIN in Slurm (reason: test)");
   agents[1].handler->Join(2);
   agents[2].handler->Join(2);

@@ -304,12 +304,7 @@ TEST_F(RendezvousStateTest, SparesAndAllowedSizes) {
       {"triples of 3 in 3:6, one lost: below the smallest round", 3, 6, 3, 3, 3, 1, 0},
   };
   for (const Row& r : rows) {
-    settings.min_nodes = r.min;
-    settings.max_nodes = r.max;
-    settings.node_multiple = r.multiple;
-    settings.expected_nodes = r.nodes;
-    settings.heartbeat_timeout_ms = 3'600'000;
-    state = InitialState(settings, now);
+    StartStep(r.min, r.max, r.multiple, r.nodes);
     std::vector<RendezvousAction> last;
     for (int i = 1; i <= r.nodes; ++i) {
       last = ConnectJoin(static_cast<NodeId>(i), 2, i - 1);
@@ -364,12 +359,7 @@ TEST_F(RendezvousStateTest, DrainedNodesStandByUnlessTheRoundNeedsThem) {
       {"nothing drained: as before", 2, 3, 1, 3, {}, {1, 2, 3}, {}},
   };
   for (const Row& r : rows) {
-    settings.min_nodes = r.min;
-    settings.max_nodes = r.max;
-    settings.node_multiple = r.multiple;
-    settings.expected_nodes = r.nodes;
-    settings.heartbeat_timeout_ms = 3'600'000;
-    state = InitialState(settings, now);
+    StartStep(r.min, r.max, r.multiple, r.nodes);
     std::vector<RendezvousAction> last;
     for (int i = 1; i <= r.nodes; ++i) {
       NodeId id = static_cast<NodeId>(i);

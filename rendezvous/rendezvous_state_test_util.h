@@ -38,6 +38,16 @@ class RendezvousStateTest : public ::testing::Test {
     return Do(EvJoin{id, lws});
   }
   void Advance(int64_t ms) { now += Millis(ms); }
+  // A fresh state for a step of `nodes` nodes in MIN:MAX rounds of a multiple of
+  // `multiple` (the table tests of spares and of Slurm's node state), no heartbeat loss.
+  void StartStep(int min, int max, int multiple, int nodes) {
+    settings.min_nodes = min;
+    settings.max_nodes = max;
+    settings.node_multiple = multiple;
+    settings.expected_nodes = nodes;
+    settings.heartbeat_timeout_ms = 3'600'000;
+    state = InitialState(settings, now);
+  }
   static std::map<NodeId, RoundInfo> Rounds(const std::vector<RendezvousAction>& actions) {
     std::map<NodeId, RoundInfo> rounds;
     for (const auto& a : actions)
