@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -28,6 +29,7 @@ WORKER = str(HERE / "worker.py")
 TRAIN = str(HERE.parents[1] / "examples" / "train.py")
 CHECKPOINT_TRAIN = str(HERE.parents[1] / "examples" / "checkpoint_train.py")
 LAUNCHER_WORKER = str(HERE.parents[1] / "tests" / "launcher" / "worker.py")  # no torch: cheap rounds
+HUNG_FS = str(HERE.parents[1] / "tests" / "launcher" / "hung_fs.py")  # a filesystem that never answers
 ENV = {"GLOO_SOCKET_IFNAME": "eth0"}
 RUN_TIMEOUT = float(os.environ.get("SPANK_E2E_TIMEOUT", "300"))  # 12 workers importing torch on a small machine
 
@@ -86,13 +88,8 @@ def sigterm_ranks(text):
     return {int(m.group(1)) for m in re.finditer(r"SIGNAL SIGTERM rank=(\d+)", text)}
 
 
-class TestSpankEndToEnd(ClusterTestCase):
-    nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
-    plugin = SPANK_SO
-    plugin_args = [f"launcher={ELASTICRUN}"]
-
-    def srun(self, args, timeout=RUN_TIMEOUT):
-        return self.cluster.srun(args, timeout=timeout, env=ENV)
+class JobProcesses:
+    """What a run left on the cluster's nodes (a mixin of the cluster test classes)."""
 
     def job_processes(self):
         """Processes left on the nodes other than slurmd (and zombies)."""
@@ -107,6 +104,21 @@ class TestSpankEndToEnd(ClusterTestCase):
                 if comm != "slurmd" and state not in ("Z", "X"):
                     left.append(f"{node}:{pid}:{comm}")
         return left
+
+    def assert_nothing_left(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while self.job_processes() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(self.job_processes(), [])
+
+
+class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
+    nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
+    plugin = SPANK_SO
+    plugin_args = [f"launcher={ELASTICRUN}"]
+
+    def srun(self, args, timeout=RUN_TIMEOUT):
+        return self.cluster.srun(args, timeout=timeout, env=ENV)
 
     def lose_node_during(self, args, ready, node):
         """srun ARGS in the background; once `ready(output)` holds, every process of
@@ -138,12 +150,6 @@ class TestSpankEndToEnd(ClusterTestCase):
                 self.cluster.run(["scontrol", "update", f"nodename={node}", "state=resume"], timeout=30)
             time.sleep(1)
         self.fail(f"node {node} did not come back: {self.cluster.node_states()}")
-
-    def assert_nothing_left(self, timeout=30):
-        deadline = time.monotonic() + timeout
-        while self.job_processes() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        self.assertEqual(self.job_processes(), [])
 
     def check_contract(self, text, nodes=3, per_node=4):
         env = records(text, "ENV")
@@ -868,6 +874,60 @@ class TestSpankEndToEnd(ClusterTestCase):
         self.assertNotIn("cancelled by Slurm", bg.text())
         for wrong in ("left, below", "was lost", "job failed"):
             self.assertNotIn(wrong, bg.text())
+        self.assert_nothing_left()
+
+
+@unittest.skipUnless(os.geteuid() == 0 and os.path.exists("/dev/fuse"), "needs root and /dev/fuse (hung_fs.py)")
+class TestStuckWorkerThroughSrun(JobProcesses, ClusterTestCase):
+    """A worker in uninterruptible sleep (state D) through real srun (issue 19 "Beyond
+    the peers"). This cluster's launcher= is a wrapper that runs n2's elasticrun under
+    a filesystem that never answers (tests/launcher/hung_fs.py, as a dead NFS server
+    makes one) and n1's as it is; the worker is tests/launcher/worker.py's hang-fs."""
+    nodes = 2
+    plugin = SPANK_SO
+    release_after_s = 60  # the filesystem answers (fails) then: a hanging agent fails the test
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = Path(tempfile.mkdtemp(prefix="elastic-stuck-"))
+        cls.addClassCleanup(shutil.rmtree, cls.work, ignore_errors=True)
+        (cls.work / "mnt").mkdir()
+        wrapper = cls.work / "elasticrun-hung-on-n2"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            'if [ "$SLURMD_NODENAME" = n2 ]; then\n'
+            f'  HUNG_FS_NODE=1 exec /usr/bin/python3 {HUNG_FS} {cls.work}/mnt {cls.work} {cls.release_after_s} '
+            f'-- {ELASTICRUN} "$@"\n'
+            "fi\n"
+            f'exec {ELASTICRUN} "$@"\n')
+        wrapper.chmod(0o755)
+        cls.plugin_args = [f"launcher={wrapper}"]
+        super().setUpClass()
+
+    def test_a_worker_in_d_state_makes_its_node_leave_and_the_other_goes_on(self):
+        # n2's local rank 0 hangs on the filesystem, its local rank 1 then fails: at the
+        # stop SIGKILL cannot end rank 0 (state D). 2 s later (--uninterruptible-timeout)
+        # n2's agent reports it and leaves with exit 4; n1 forms round 1 alone (MIN 1)
+        # and finishes, long before the filesystem would answer.
+        env = {**ENV, "PET_UNINTERRUPTIBLE_TIMEOUT": "2", "PET_SHUTDOWN_TIMEOUT": "1"}
+        start = time.monotonic()
+        r = self.cluster.srun(["-N2", "--no-kill", "--elastic=1:2", "--gpus-per-node=2", "--elastic-max-restarts=3",
+                               "/usr/bin/python3", LAUNCHER_WORKER, "hang-fs", str(self.work / "mnt"),
+                               str(self.work)], timeout=RUN_TIMEOUT, env=env)
+        took = time.monotonic() - start
+        text = r.stdout + r.stderr
+        [stuck] = list(self.work.glob("stuck.*"))
+        pid = int(stuck.read_text())
+        left = json.loads((self.work / "left.json").read_text())
+        self.assertTrue(left["command_exited"], "n2's elasticrun still waited for its stuck worker:\n" + text)
+        self.assertEqual(left["left"].get(str(pid)), "D", left)  # still stuck when the agent left
+        self.assertRegex(text, r"local rank 0 \(rank \d+, pid %d\) is in uninterruptible sleep \(state D, "
+                               r"wchan \w+\) 2 s after SIGKILL \(--uninterruptible-timeout=2s\)" % pid)
+        self.assertIn("workers cannot be killed on n2: this node leaves the job (exit 4; the other nodes go on "
+                      "without it)", text)
+        self.assertEqual(sorted(re.findall(r"rank (\d) done at restart (\d)", text)), [("0", "1"), ("1", "1")], text)
+        self.assertLess(took, self.release_after_s, text)
+        self.assertNotEqual(r.returncode, 0, text)  # n2's task: exit 4
         self.assert_nothing_left()
 
 
