@@ -127,9 +127,11 @@ void ElasticAgent::OnNodeState(bool ok, const SlurmNodeState& node, const std::s
     node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
     return;
   }
-  // Cleared while it stood by: it joins again (a round below MAX grows by it).
-  Log(LogLevel::kInfo, "Slurm's verdict on node {} cleared (was: {}): joining the next round",
-      EscapeForLog(slurm_node_), before);
+  // Cleared while it stood by, or unknown from now on (the warning above said so): it
+  // joins again (a round below MAX grows by it).
+  if (ok)
+    Log(LogLevel::kInfo, "Slurm's verdict on node {} cleared (was: {}): joining the next round",
+        EscapeForLog(slurm_node_), before);
   JoinWithNodeState();
 }
 
