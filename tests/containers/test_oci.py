@@ -168,6 +168,12 @@ class TestOciContainer(ClusterTestCase):
             self.assertEqual(int(e["rank"]), int(e["group_rank"]) * 2 + int(e["local_rank"]), e)
         done = records(r.stdout, "DONE")
         self.assertEqual(sorted(int(d["rank"]) for d in done), [0, 1, 2, 3], text)
+        # Slurm's node state before round 1: the container has the job's SLURM_CONF, not
+        # the file: scontrol is not run, one warning per node that asked, nothing waits.
+        warned = re.findall(r"cannot read node (n\d)'s state from Slurm: scontrol: SLURM_CONF names no file here",
+                            text)
+        self.assertTrue(warned, text)
+        self.assertEqual(len(warned), len(set(warned)), text)
         self.assert_nothing_left()
         # The workers ran the image's python and glibc, none of our files in the
         # rootfs, no loader path and no descriptor of ours inherited.
