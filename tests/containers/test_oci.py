@@ -30,8 +30,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "cluster"))
 sys.path.insert(0, str(HERE.parent / "spank"))
 from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
-from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS  # noqa: E402
-from test_spank_e2e import records  # noqa: E402
+from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS, assert_contract_after_one_restart  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(REPO / "build/spank_plugin/spank_elastic.so"))
 AGENT_BUNDLE = os.environ.get("AGENT_BUNDLE", str(REPO / "build/agent-bundle"))
@@ -159,15 +158,7 @@ class TestOciContainer(ClusterTestCase):
     def test_worker_contract_and_a_restart_in_the_bundle(self):
         r = self.srun(["--elastic=2", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-once-rank=1"])
-        text = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 0, text)
-        env = [e for e in records(r.stdout, "ENV") if e["restart"] == "1"]
-        self.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2, 3], text)
-        for e in env:
-            self.assertEqual(int(e["world"]), 4, e)
-            self.assertEqual(int(e["rank"]), int(e["group_rank"]) * 2 + int(e["local_rank"]), e)
-        done = records(r.stdout, "DONE")
-        self.assertEqual(sorted(int(d["rank"]) for d in done), [0, 1, 2, 3], text)
+        text = assert_contract_after_one_restart(self, r)
         # Slurm's node state before round 1: the container has the job's SLURM_CONF, not
         # the file: scontrol is not run, one warning per node that asked, nothing waits.
         warned = re.findall(r"cannot read node (n\d)'s state from Slurm: scontrol: SLURM_CONF names no file here",

@@ -46,6 +46,22 @@ IMAGE = image_root()
 
 
 @unittest.skipIf(IMAGE is None, f"no rootfs of another Debian release in {ROOTS} (scripts/make-root.sh)")
+
+def assert_contract_after_one_restart(test, r):
+    """2 nodes x 2 workers, rank 1 failed once: the step ended 0 and round 1 had
+    elasticrun's contract (not enroot's RANK=SLURM_PROCID / WORLD_SIZE=SLURM_NTASKS)
+    on all four ranks, each of which finished. Returns the step's whole output."""
+    text = r.stdout + r.stderr
+    test.assertEqual(r.returncode, 0, text)
+    env = [e for e in records(r.stdout, "ENV") if e["restart"] == "1"]
+    test.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2, 3], text)
+    for e in env:
+        test.assertEqual(int(e["world"]), 4, e)
+        test.assertEqual(int(e["rank"]), int(e["group_rank"]) * 2 + int(e["local_rank"]), e)
+    done = records(r.stdout, "DONE")
+    test.assertEqual(sorted(int(d["rank"]) for d in done), [0, 1, 2, 3], text)
+    return text
+
 class TestPyxisStandin(ClusterTestCase):
     nodes = 2
 
@@ -69,16 +85,7 @@ class TestPyxisStandin(ClusterTestCase):
     def test_worker_contract_and_a_restart_inside_the_image(self):
         r = self.srun(["--elastic=2", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-once-rank=1"])
-        text = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 0, text)
-        env = [e for e in records(r.stdout, "ENV") if e["restart"] == "1"]
-        self.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2, 3], text)
-        for e in env:
-            # elasticrun's contract, not enroot's RANK=SLURM_PROCID / WORLD_SIZE=SLURM_NTASKS.
-            self.assertEqual(int(e["world"]), 4, e)
-            self.assertEqual(int(e["rank"]), int(e["group_rank"]) * 2 + int(e["local_rank"]), e)
-        done = records(r.stdout, "DONE")
-        self.assertEqual(sorted(int(d["rank"]) for d in done), [0, 1, 2, 3], text)
+        assert_contract_after_one_restart(self, r)
         # The workers ran the image's python and glibc.
         probe = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", "/usr/bin/python3", "-c",
                            "import os, platform; print('IMAGE', platform.libc_ver()[1], "
