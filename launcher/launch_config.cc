@@ -21,6 +21,7 @@
 #include "common/module_list.h"
 #include "common/node_range.h"
 #include "common/parse.h"
+#include "launcher/completion.h"
 #include "launcher/option_values.h"
 #include "launcher/stuck_worker.h"
 
@@ -195,8 +196,9 @@ constexpr OptionDef kOptions[] = {
     {Opt::kDuplicateStderrFilters, "--duplicate-stderr-filters,--duplicate_stderr_filters",
      "duplicate_stderr_filters", "", false, "The same for stderr: accepted and ignored with a warning."},
     {Opt::kLogsSpecs, "--logs-specs,--logs_specs", "logs_specs", "", false,
-     "torchrun's torchrun.logs_specs entry point: accepted and ignored with a warning (--log-dir, "
-     "--redirects, --tee and --log-line-prefix-template say where output goes)."},
+     "torchrun's torchrun.logs_specs entry point: default is what elasticrun does; others are "
+     "ignored with a warning (--log-dir, --redirects, --tee and --log-line-prefix-template say "
+     "where output goes)."},
     {Opt::kNumaBinding, "--numa-binding,--numa_binding", "numa_binding", "", false,
      "torchrun's binding near each worker's GPU: node (--bind=gpu), exclusive (--bind=gpu-exclusive), "
      "socket or core-complex (--bind=gpu, with a warning: binding is per NUMA node here); --bind wins."},
@@ -208,9 +210,12 @@ constexpr std::pair<Opt, const char*> kTorchrunEnv[] = {
     {Opt::kLogLinePrefixTemplate, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"},
     {Opt::kShutdownTimeout, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"},
     {Opt::kUninterruptibleTimeout, "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT"},
-    {Opt::kSignalsToHandle, "TORCHELASTIC_SIGNALS_TO_HANDLE"},
     {Opt::kPython, "PYTHON_EXEC"},
 };
+
+// Set by torchrun's agent for its workers (from --signals-to-handle), never read from
+// the user: given, it is ignored with a warning, as torchrun overwrites it.
+constexpr const char* kWorkerSignalsVar = "TORCHELASTIC_SIGNALS_TO_HANDLE";
 
 constexpr bool RowsInOrder() {
   size_t i = 0;
@@ -382,6 +387,12 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
                     ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
   }
+  std::string completion_shell;
+  CLI::Option* completion_opt =
+      app.add_option("--print-completion,--print_completion", completion_shell,
+                     "Print a shell completion script for elasticrun (bash, zsh or tcsh) and exit, "
+                     "e.g. elasticrun --print-completion bash > ~/.local/share/bash-completion/completions/elasticrun.")
+          ->check(CLI::IsMember(std::vector<std::string>(std::begin(kCompletionShells), std::end(kCompletionShells))));
   std::string print_binding;
   CLI::Option* print_opt =
       app.add_option("--print-binding,--print_binding", print_binding,
@@ -445,6 +456,15 @@ ParseOutcome Parser::Parse(int argc, const char* const* argv, std::string* out, 
       v.given = true;
     }
   }
+  if (completion_opt->count() > 0) {
+    std::vector<std::string> names;
+    for (const CLI::Option* opt : app.get_options()) {
+      for (const std::string& name : opt->get_lnames()) names.push_back("--" + name);
+      for (const std::string& name : opt->get_snames()) names.push_back("-" + name);
+    }
+    *out = CompletionScript(completion_shell, names);
+    return ParseOutcome::kExitOk;
+  }
   if (print_opt->count() > 0) {
     c_->print_binding = print_binding.empty() ? "table" : print_binding;
     if (!OneOf("--print-binding", c_->print_binding, {"table", "json"}, err)) {
@@ -507,6 +527,13 @@ bool Parser::Convert(std::string* err) {
       !ParseSignals(What(Opt::kSignalsToHandle), Text(Opt::kSignalsToHandle), &c_->signals_to_handle, err)) {
     return false;
   }
+  c_->signals_to_handle_text = Text(Opt::kSignalsToHandle);
+  if (const std::string* given = Env(kWorkerSignalsVar); given && *given != c_->signals_to_handle_text) {
+    c_->warnings.push_back(fmt::format("{}={}: ignored, as torchrun does (it sets the variable for its workers "
+                                       "from --signals-to-handle); the workers get {}; use --signals-to-handle "
+                                       "or PET_SIGNALS_TO_HANDLE", kWorkerSignalsVar, EscapeForLog(*given),
+                                       c_->signals_to_handle_text));
+  }
   c_->log_dir = Text(Opt::kLogDir);
   c_->events_path = Text(Opt::kEvents);
   c_->log_line_prefix_template = Text(Opt::kLogLinePrefixTemplate);
@@ -541,7 +568,8 @@ bool Parser::ConvertTorchrunOnly(std::string* err) {
                                      What(opt)));
     }
   }
-  if (!Text(Opt::kLogsSpecs).empty()) {
+  // torch registers one entry point, `default` (DefaultLogsSpecs): what elasticrun does.
+  if (!Text(Opt::kLogsSpecs).empty() && Text(Opt::kLogsSpecs) != "default") {
     warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun has no torchrun.logs_specs entry points "
                                    "(--log-dir, --redirects, --tee, --log-line-prefix-template)",
                                    What(Opt::kLogsSpecs), Text(Opt::kLogsSpecs)));

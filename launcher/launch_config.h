@@ -62,6 +62,9 @@ struct LaunchConfig {
   bool module = false;                // -m
   bool run_path = false;              // --run-path
   std::vector<int> signals_to_handle;  // terminating signals: forward, stop, exit 128+sig
+  // --signals-to-handle as given: the workers' TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun 2.14's
+  // agent sets that variable from the flag, for its workers' start_processes).
+  std::string signals_to_handle_text = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   bool virtual_local_rank = false;
   std::string python = "python3";     // --python
   std::vector<std::string> preload;   // --preload: modules the zygote imports (zygote.h)

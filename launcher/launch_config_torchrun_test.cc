@@ -178,6 +178,11 @@ TEST(LaunchConfigTorchrunTest, OptionsWithoutAMeaningHereWarnOnce) {
       {{"--duplicate-stdout-filters=loss,,acc", "--duplicate_stderr_filters=err", "t.py"}, {},
        {"--duplicate-stdout-filters: ignored", "--duplicate-stderr-filters: ignored"}, BindMode::kAuto},
       {{"--logs-specs=mine", "t.py"}, {}, {"--logs-specs: 'mine' ignored"}, BindMode::kAuto},
+      {{"--logs_specs=default", "t.py"}, {}, {}, BindMode::kAuto},
+      {{"--signals-to-handle=SIGTERM,SIGUSR1", "t.py"}, {{"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGUSR1"}},
+       {}, BindMode::kAuto},
+      {{"t.py"}, {{"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGUSR2"}},
+       {"TORCHELASTIC_SIGNALS_TO_HANDLE=SIGUSR2: ignored, as torchrun does"}, BindMode::kAuto},
       {{"--numa-binding=node", "t.py"}, {}, {}, BindMode::kGpu},
       {{"--numa_binding=exclusive", "t.py"}, {}, {}, BindMode::kGpuExclusive},
       {{"--numa-binding=socket", "t.py"}, {}, {"--numa-binding=socket: binding each worker"}, BindMode::kGpu},
@@ -211,7 +216,11 @@ TEST(LaunchConfigTorchrunTest, TorchrunVariables) {
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
   EXPECT_EQ(p.config.shutdown_timeout_ms, 120000);
   EXPECT_EQ(p.config.python, "/opt/py/bin/python3");
-  EXPECT_EQ(p.config.signals_to_handle, (std::vector<int>{SIGTERM, SIGUSR1}));
+  // torchrun 2.14 sets TORCHELASTIC_SIGNALS_TO_HANDLE from its flag, never reads the user's.
+  EXPECT_EQ(p.config.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
+  EXPECT_EQ(p.config.signals_to_handle_text, "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
+  p = Parse({"--signals_to_handle=SIGTERM,SIGUSR1", "t.py"});
+  EXPECT_EQ(p.config.signals_to_handle_text, "SIGTERM,SIGUSR1");
   p = Parse({"--shutdown-timeout=5", "t.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "120"}, {"PET_PYTHON", "py"},
                                                {"PYTHON_EXEC", "other"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;

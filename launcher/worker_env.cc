@@ -50,6 +50,7 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   env["TORCHELASTIC_RUN_ID"] = c.rdzv.run_id;
   env["TORCHELASTIC_USE_AGENT_STORE"] = r.use_agent_store ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = in.error_file;
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = c.signals_to_handle_text;  // as torchrun 2.14's agent
   // PyTorch 2.x reads TORCH_NCCL_ASYNC_ERROR_HANDLING, 1.13 the old name: set both,
   // and if the user set either one, give the other the same value.
   auto torch_name = env.find("TORCH_NCCL_ASYNC_ERROR_HANDLING");

@@ -9,7 +9,8 @@ import sys
 KEYS = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
         "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
         "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS"]
+        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS",
+        "TORCHELASTIC_SIGNALS_TO_HANDLE", "COMPAT_VIA"]
 
 
 def main():
@@ -17,6 +18,7 @@ def main():
     record = {key: os.environ.get(key) for key in KEYS}
     record["argv"] = sys.argv[1:]
     record["unbuffered"] = getattr(sys.stdout, "write_through", False)  # python -u or PYTHONUNBUFFERED
+    print("compat-line local_rank=%s" % os.environ.get("LOCAL_RANK"), flush=True)  # the console's prefix
     path = os.path.join(out, "rank.%s.json" % os.environ.get("RANK", "x"))
     with open(path + ".tmp", "w") as f:
         json.dump(record, f)

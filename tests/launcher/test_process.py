@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 import unittest
 
@@ -656,6 +657,22 @@ class UsageTest(LauncherTestCase):
         rc, out, _ = self.run_agent(["--version"])
         self.assertEqual(rc, 0)
         self.assertIn("elasticrun", out)
+
+    def test_print_completion_for_bash_completes_options_in_bash(self):
+        # torchrun 2.14's --print-completion (issue 22): the script, sourced by bash,
+        # completes a partial option; an unknown shell is a usage error (exit 2).
+        rc, script, err = self.run_agent(["--print-completion", "bash"])
+        self.assertEqual(rc, 0, err)
+        with open(self.path("elasticrun.bash"), "w") as f:
+            f.write(script)
+        probe = ("source %s; COMP_WORDS=(elasticrun --nproc-per --max_rest); COMP_CWORD=%%d; _elasticrun; "
+                 "echo \"${COMPREPLY[*]}\"" % self.path("elasticrun.bash"))
+        for cword, expected in ((1, "--nproc-per-node"), (2, "--max_restarts")):
+            out = subprocess.run(["bash", "-c", probe % cword], capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.stdout.split(), [expected], out.stderr)
+        rc, _, err = self.run_agent(["--print_completion=fish"])
+        self.assertEqual(rc, 2)
+        self.assertIn("fish", err)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ the same workers, the same contract values where torchrun's contract fixes them
 torchrun 1.13; torchrun 2.x leaves --no-python programs buffered), and the
 variables a worker needs present (MASTER_ADDR/PORT, run id, agent store, error
 file). MASTER_ADDR/MASTER_PORT values differ by design: elasticrun's workers use
-the agent's store on a port of its own (docs/user.md, "torchrun's flags")."""
+the agent's store on a port of its own (docs/user.md, "torchrun's flags"). Rows
+of newer torchrun's flags and variables (min2.6, min2.14) run through torchrun
+where it has them and through elasticrun everywhere; with "lines" the workers'
+console lines (their prefix) must be equal too."""
 import json
 import os
 import socket
@@ -22,11 +25,12 @@ from launcher_test_util import ELASTICRUN, PYTHON
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "compat_worker.py")
 CONSOLE_SCRIPT = os.path.join(HERE, "compat-worker")
+PYTHON_EXEC = os.path.join(HERE, "compat-python")  # sets COMPAT_VIA, then runs $COMPAT_PYTHON
 SHIM = os.path.join(HERE, "../../launcher/python")  # the no-libuv sitecustomize (ELASTIC_TORCH_NO_LIBUV=1)
 DEADLINE_S = 120
 EQUAL = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
          "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT",
-         "TORCHELASTIC_MAX_RESTARTS", "argv"]
+         "TORCHELASTIC_MAX_RESTARTS", "argv", "COMPAT_VIA"]
 PRESENT = ["MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
            "TORCHELASTIC_ERROR_FILE"]
 
@@ -46,7 +50,10 @@ def free_port():
 # name, [command line per node] ({port} and {W}/{C} filled in), expected workers
 # (0: both refuse), what else: "dash" (torchrun >= 2 only: 1.13 knows underscores
 # only), "id" (the run id is given: compare it), "standalone1" (1.13's --standalone
-# binds the fixed port 29400: skipped there).
+# binds the fixed port 29400: skipped there), "min2.6"/"min2.14" (torchrun's flag
+# or variable is that new: older ones are skipped), "lines" (compare the workers'
+# console lines), "sig" (compare TORCHELASTIC_SIGNALS_TO_HANDLE: torchrun >= 2.14
+# sets it); optionally the launchers' extra environment.
 ROWS = [
     ("plain, single node", [["--nproc_per_node=2", "{W}"]], 2, ""),
     ("plain, dash", [["--nproc-per-node=2", "{W}", "a", "b"]], 2, "dash"),
@@ -78,6 +85,23 @@ ROWS = [
     ("console script, no .py", [["--nproc_per_node=1", "{C}", "x"]], 1, ""),
     ("no_python", [["--nproc_per_node=1", "--no_python", "{C}", "y"]], 1, ""),
     ("bad nproc", [["--nproc_per_node=many", "{W}"]], 0, ""),
+    ("nproc xpu on a machine without one", [["--nproc-per-node=xpu", "{W}"]], 0, "min2.6"),
+    ("PYTHON_EXEC", [["--nproc_per_node=2", "{W}"]], 2, "", {"PYTHON_EXEC": PYTHON_EXEC}),
+    ("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", [["--nproc_per_node=1", "{W}"]], 1, "",
+     {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "5"}),
+    ("TORCH_ELASTIC_SHUTDOWN_TIMEOUT not a number", [["--nproc_per_node=1", "{W}"]], 0, "min2.14",
+     {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "soon"}),
+    ("prefix template from the variable, tee", [["--tee=3", "--nproc_per_node=2", "{W}"]], 2, "min2.6 lines",
+     {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[${role_name}:${rank}] "}),
+    ("prefix template flag with hostname, tee",
+     [["--tee=3", "--log-line-prefix-template=<${{hostname}}|${{role_name}}|${{rank}}|${{local_rank}}> ",
+       "--nproc-per-node=2", "{W}"]], 2, "min2.14 lines"),
+    ("signals to handle", [["--signals-to-handle=SIGTERM,SIGUSR1", "--nproc-per-node=1", "{W}"]], 1, "min2.14 sig"),
+    ("TORCHELASTIC_SIGNALS_TO_HANDLE exported: set by the launcher", [["--nproc_per_node=1", "{W}"]], 1, "sig",
+     {"TORCHELASTIC_SIGNALS_TO_HANDLE": "SIGUSR2"}),
+    ("shutdown timeout, event log handler, logs specs, virtual local rank",
+     [["--shutdown-timeout=5", "--event-log-handler=console", "--logs-specs=default", "--virtual-local-rank",
+       "--nproc-per-node=2", "{W}"]], 2, "min2.14"),
     ("unknown option", [["--nproc_per_node=1", "--no-such-option", "{W}"]], 0, ""),
 ]
 
@@ -87,16 +111,17 @@ class TorchrunCompatTest(unittest.TestCase):
     def setUpClass(cls):
         cls.version = torch_version()
         cls.torchrun = [PYTHON, "-m", "torch.distributed.run"]
-        cls.env = dict(os.environ)
+        cls.env = dict(os.environ, COMPAT_PYTHON=PYTHON)
         cls.env.pop("OMP_NUM_THREADS", None)
         if os.environ.get("ELASTIC_TORCH_NO_LIBUV") == "1":
             # torchrun's own agent on a torch without libuv needs the same shim as the workers.
             cls.env["PYTHONPATH"] = os.path.abspath(SHIM) + (":" + cls.env["PYTHONPATH"]
                                                              if cls.env.get("PYTHONPATH") else "")
 
-    def launch(self, launcher, lines, out_dir):
-        """Starts one launcher per node line at once; returns their exit codes and stderr."""
-        env = dict(self.env, COMPAT_OUT=out_dir)
+    def launch(self, launcher, lines, out_dir, extra_env):
+        """Starts one launcher per node line at once; returns their exit codes, stderr and
+        the workers' console lines (compat-line)."""
+        env = dict(self.env, COMPAT_OUT=out_dir, **extra_env)
         if launcher is ELASTICRUN:
             env["PATH"] = os.path.dirname(PYTHON) + ":" + env.get("PATH", "")
         procs = []
@@ -108,15 +133,16 @@ class TorchrunCompatTest(unittest.TestCase):
                 argv = argv[:3] + ["--redirects=9:1", "--tee=9:1"] + argv[3:]
             procs.append(subprocess.Popen(argv, env=env, cwd=HERE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, start_new_session=True))
-        results = []
+        results, lines_out = [], []
         for proc in procs:
             try:
-                _, err = proc.communicate(timeout=DEADLINE_S)
+                out, err = proc.communicate(timeout=DEADLINE_S)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
-                _, err = proc.communicate()
+                out, err = proc.communicate()
             results.append((proc.returncode, err.decode(errors="replace")[-3000:]))
-        return results
+            lines_out += [line for line in out.decode(errors="replace").splitlines() if "compat-line" in line]
+        return results, sorted(lines_out)
 
     def records(self, out_dir):
         found = {}
@@ -127,21 +153,29 @@ class TorchrunCompatTest(unittest.TestCase):
                 found[int(record["RANK"])] = record
         return found
 
-    def run_row(self, name, lines, workers, flags):
+    def torchrun_has(self, flags):
+        if self.version < (2, 0) and ("dash" in flags or "standalone1" in flags):
+            return False  # 1.13 knows underscores only; its --standalone binds the fixed port 29400
+        for flag in flags.split():
+            if flag.startswith("min") and self.version < tuple(int(p) for p in flag[3:].split(".")):
+                return False
+        return True
+
+    def run_row(self, name, lines, workers, flags, extra_env=None):
         port = free_port()
         fill = {"port": port, "W": WORKER, "C": CONSOLE_SCRIPT}
         lines = [[arg.format(**fill) for arg in line] for line in lines]
         got = {}
         for launcher, tag in ((ELASTICRUN, "elasticrun"), ("torchrun", "torchrun")):
-            if tag == "torchrun" and self.version < (2, 0) and ("dash" in flags or "standalone1" in flags):
-                continue  # 1.13 knows underscores only; its --standalone binds the fixed port 29400
+            if tag == "torchrun" and not self.torchrun_has(flags):
+                continue
             out_dir = tempfile.mkdtemp(prefix="elastic-compat-")
             try:
-                results = self.launch(launcher, lines, out_dir)
-                got[tag] = (results, self.records(out_dir))
+                results, console = self.launch(launcher, lines, out_dir, extra_env or {})
+                got[tag] = (results, self.records(out_dir), console)
             finally:
                 shutil.rmtree(out_dir, ignore_errors=True)
-        for tag, (results, records) in got.items():
+        for tag, (results, records, _) in got.items():
             if workers == 0:
                 self.assertTrue(all(rc != 0 for rc, _ in results), "%s: %s ran %s" % (name, tag, results))
                 self.assertEqual(records, {}, "%s: %s started workers" % (name, tag))
@@ -151,7 +185,13 @@ class TorchrunCompatTest(unittest.TestCase):
         if "torchrun" not in got or workers == 0:
             return
         ours, theirs = got["elasticrun"][1], got["torchrun"][1]
+        if "lines" in flags:
+            self.assertEqual(got["elasticrun"][2], got["torchrun"][2], name)
+            self.assertEqual(len(got["elasticrun"][2]), workers, name)
         for rank in range(workers):
+            if "sig" in flags and self.version >= (2, 14):
+                key = "TORCHELASTIC_SIGNALS_TO_HANDLE"
+                self.assertEqual(ours[rank][key], theirs[rank][key], "%s: rank %d: %s" % (name, rank, key))
             for key in EQUAL:
                 self.assertEqual(ours[rank][key], theirs[rank][key], "%s: rank %d: %s" % (name, rank, key))
             # Output is unbuffered wherever torchrun's is, and also for a program
@@ -166,9 +206,9 @@ class TorchrunCompatTest(unittest.TestCase):
 
     def test_torchrun_command_lines_run_alike(self):
         start = time.monotonic()
-        for name, lines, workers, flags in ROWS:
+        for name, lines, workers, flags, *extra_env in ROWS:
             with self.subTest(name):
-                self.run_row(name, lines, workers, flags)
+                self.run_row(name, lines, workers, flags, *extra_env)
         print("%d command lines against torch %s in %.1f s" % (len(ROWS), ".".join(map(str, self.version)),
                                                                time.monotonic() - start))
 
