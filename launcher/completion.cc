@@ -3,36 +3,35 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <string_view>
+
 namespace elastic {
 namespace {
 
+// Both shells: an option where the word starts with '-', else a file name.
+std::string OptionOrFile(std::string_view word, std::string_view options, std::string_view files,
+                         std::string_view indent) {
+  return fmt::format("{0}if [[ {1} == -* ]]; then\n{0}  {2}\n{0}else\n{0}  {3}\n{0}fi\n", indent, word,
+                     options, files);
+}
+
 std::string Bash(const std::vector<std::string>& options) {
-  return fmt::format(
-      "# elasticrun completion for bash (elasticrun --print-completion bash)\n"
-      "_elasticrun() {{\n"
-      "  local cur=\"${{COMP_WORDS[COMP_CWORD]}}\"\n"
-      "  if [[ \"$cur\" == -* ]]; then\n"
-      "    COMPREPLY=($(compgen -W \"{}\" -- \"$cur\"))\n"
-      "  else\n"
-      "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
-      "  fi\n"
-      "}}\n"
-      "complete -o default -F _elasticrun elasticrun\n",
-      fmt::join(options, " "));
+  std::string body = OptionOrFile("\"$cur\"", fmt::format("COMPREPLY=($(compgen -W \"{}\" -- \"$cur\"))",
+                                                           fmt::join(options, " ")),
+                                  "COMPREPLY=($(compgen -f -- \"$cur\"))", "  ");
+  return "# elasticrun completion for bash (elasticrun --print-completion bash)\n"
+         "_elasticrun() {\n"
+         "  local cur=\"${COMP_WORDS[COMP_CWORD]}\"\n" +
+         body + "}\ncomplete -o default -F _elasticrun elasticrun\n";
 }
 
 std::string Zsh(const std::vector<std::string>& options) {
-  return fmt::format(
-      "#compdef elasticrun\n"
-      "# elasticrun completion for zsh (elasticrun --print-completion zsh)\n"
-      "local -a opts\n"
-      "opts=({})\n"
-      "if [[ $PREFIX == -* ]]; then\n"
-      "  compadd -a opts\n"
-      "else\n"
-      "  _files\n"
-      "fi\n",
-      fmt::join(options, " "));
+  return fmt::format("#compdef elasticrun\n"
+                     "# elasticrun completion for zsh (elasticrun --print-completion zsh)\n"
+                     "local -a opts\n"
+                     "opts=({})\n",
+                     fmt::join(options, " ")) +
+         OptionOrFile("$PREFIX", "compadd -a opts", "_files", "");
 }
 
 // tcsh: `c/-/(...)/` completes a word starting with '-' from the list (the list's
