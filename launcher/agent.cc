@@ -37,6 +37,14 @@ UniqueFd OpenLog(const std::string& path) {
   return UniqueFd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 }
 
+// torchrun's attempt_N/filtered_std*.log: every worker of the attempt appends to it.
+std::shared_ptr<DuplicateSink> OpenDuplicateSink(const std::vector<std::string>& filters, const std::string& path) {
+  if (filters.empty()) return nullptr;
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd) Log(LogLevel::kWarning, "cannot write {}: {}", path, strerror(errno));
+  return std::make_shared<DuplicateSink>(filters, std::move(fd));
+}
+
 }  // namespace
 
 ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
@@ -376,6 +384,12 @@ void ElasticAgent::StartWorkersNow() {
   workers_started_ = loop_.Now();
   if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
   std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
+  if (!config_.duplicate_stdout_filters.empty() || !config_.duplicate_stderr_filters.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(attempt_dir, ec);
+  }
+  duplicate_out_ = OpenDuplicateSink(config_.duplicate_stdout_filters, attempt_dir + "/filtered_stdout.log");
+  duplicate_err_ = OpenDuplicateSink(config_.duplicate_stderr_filters, attempt_dir + "/filtered_stderr.log");
   Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
       config_.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
   if (zygote_ && !zygote_->ready() && !zygote_->why().empty() && !zygote_warned_) {
@@ -413,7 +427,8 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
     UniqueFd file;
     if (to_file & mask) file = OpenLog(dir + "/" + name);
     Console* to = (on_console && !(redirect & mask)) ? console : nullptr;
-    return std::make_unique<WorkerOutput>(loop_, prefix, to, std::move(file));
+    return std::make_unique<WorkerOutput>(loop_, prefix, to, std::move(file),
+                                          mask == kStdOut ? duplicate_out_ : duplicate_err_);
   };
   w->out = make(kStdOut, &stdout_console_, "stdout.log");
   w->err = make(kStdErr, &stderr_console_, "stderr.log");

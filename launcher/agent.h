@@ -176,6 +176,8 @@ class ElasticAgent {
   // loop (console.h); declared before workers_, whose outputs use them.
   Console stdout_console_;
   Console stderr_console_;
+  // This attempt's --duplicate-std{out,err}-filters files (null: no filter).
+  std::shared_ptr<DuplicateSink> duplicate_out_, duplicate_err_;
   int log_source_ = 0;            // the agent's own log lines on stderr_console_
   size_t log_lines_dropped_ = 0;  // while stderr_console_ held too much of them
   std::vector<std::unique_ptr<Worker>> workers_;

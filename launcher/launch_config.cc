@@ -22,6 +22,7 @@
 #include "common/node_range.h"
 #include "common/parse.h"
 #include "launcher/completion.h"
+#include "launcher/duplicate_filter.h"
 #include "launcher/option_values.h"
 #include "launcher/stuck_worker.h"
 
@@ -191,10 +192,10 @@ constexpr OptionDef kOptions[] = {
      "the host's console; null and dynamic_rendezvous: nothing; others are ignored with a warning."},
     {Opt::kDuplicateStdoutFilters, "--duplicate-stdout-filters,--duplicate_stdout_filters",
      "duplicate_stdout_filters", "", false,
-     "torchrun's copy of matching stdout lines to a file: accepted and ignored with a warning "
-     "(use --tee and grep the LOG_DIR files)."},
+     "Also write the workers' stdout lines that contain one of these comma-separated filters (,, "
+     "is a comma) to LOG_DIR/attempt_N/filtered_stdout.log, with their prefix (torchrun's)."},
     {Opt::kDuplicateStderrFilters, "--duplicate-stderr-filters,--duplicate_stderr_filters",
-     "duplicate_stderr_filters", "", false, "The same for stderr: accepted and ignored with a warning."},
+     "duplicate_stderr_filters", "", false, "The same for stderr: LOG_DIR/attempt_N/filtered_stderr.log."},
     {Opt::kLogsSpecs, "--logs-specs,--logs_specs", "logs_specs", "", false,
      "torchrun's torchrun.logs_specs entry point: default is what elasticrun does; others are "
      "ignored with a warning (--log-dir, --redirects, --tee and --log-line-prefix-template say "
@@ -561,13 +562,8 @@ bool Parser::ConvertTorchrunOnly(std::string* err) {
                                    "event record: --events)",
                                    What(Opt::kEventLogHandler), handler));
   }
-  for (Opt opt : {Opt::kDuplicateStdoutFilters, Opt::kDuplicateStderrFilters}) {
-    if (!Text(opt).empty()) {
-      warnings.push_back(fmt::format("{}: ignored: elasticrun does not copy matching lines to a file of "
-                                     "their own (use --tee and grep LOG_DIR/attempt_N/*/std*.log)",
-                                     What(opt)));
-    }
-  }
+  c_->duplicate_stdout_filters = ParseDuplicateFilters(Text(Opt::kDuplicateStdoutFilters));
+  c_->duplicate_stderr_filters = ParseDuplicateFilters(Text(Opt::kDuplicateStderrFilters));
   // torch registers one entry point, `default` (DefaultLogsSpecs): what elasticrun does.
   if (!Text(Opt::kLogsSpecs).empty() && Text(Opt::kLogsSpecs) != "default") {
     warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun has no torchrun.logs_specs entry points "

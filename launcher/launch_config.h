@@ -58,6 +58,8 @@ struct LaunchConfig {
   bool events_to_console = false;     // --event-log-handler=console
   std::vector<int> local_ranks_filter;  // empty = every local rank on the console
   std::string log_line_prefix_template;  // "" = "[rankN]: " (log_prefix.h)
+  std::vector<std::string> duplicate_stdout_filters;  // duplicate_filter.h ({}: none)
+  std::vector<std::string> duplicate_stderr_filters;
   bool no_python = false;
   bool module = false;                // -m
   bool run_path = false;              // --run-path

@@ -24,8 +24,15 @@ bool WriteAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-WorkerOutput::WorkerOutput(EventLoop& loop, std::string prefix, Console* console, UniqueFd file)
-    : loop_(loop), splitter_(std::move(prefix)), console_(console), file_(std::move(file)) {
+WorkerOutput::WorkerOutput(EventLoop& loop, std::string prefix, Console* console, UniqueFd file,
+                           std::shared_ptr<DuplicateSink> duplicate)
+    : loop_(loop),
+      splitter_(prefix),
+      console_(console),
+      duplicate_(std::move(duplicate)),
+      duplicate_splitter_(prefix),
+      prefix_size_(prefix.size()),
+      file_(std::move(file)) {
   if (console_) source_ = console_->AddSource([this] { Resume(); });
 }
 
@@ -109,6 +116,11 @@ void WorkerOutput::Emit(const char* data, size_t size) {
     captured_.append(data, std::min(size, capture_limit_ - captured_.size()));
   }
   if (file_ && !WriteAll(file_.get(), data, size)) file_.Reset();
+  if (duplicate_) {
+    std::string lines;
+    duplicate_splitter_.Feed(std::string_view(data, size), &lines);
+    if (!lines.empty()) duplicate_->Write(lines, prefix_size_);
+  }
   if (!console_) return;
   std::string lines;
   splitter_.Feed(std::string_view(data, size), &lines);
@@ -134,6 +146,11 @@ void WorkerOutput::Close() {
     std::string last;
     splitter_.Finish(&last);
     if (!last.empty()) console_->Write(source_, std::move(last));
+  }
+  if (duplicate_) {
+    std::string last;
+    duplicate_splitter_.Finish(&last);
+    if (!last.empty()) duplicate_->Write(last, prefix_size_);
   }
   file_.Reset();
   write_end_.Reset();

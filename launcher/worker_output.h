@@ -11,11 +11,13 @@
 // one pipe's worth past the limit), and Close() queues a last line without newline.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "common/event_loop.h"
 #include "common/unique_fd.h"
 #include "launcher/console.h"
+#include "launcher/duplicate_filter.h"
 #include "launcher/line_splitter.h"
 
 namespace elastic {
@@ -23,8 +25,10 @@ namespace elastic {
 class WorkerOutput {
  public:
   // console: where the lines go, or null for none (it must outlive this). file:
-  // open log file, or invalid for none.
-  WorkerOutput(EventLoop& loop, std::string prefix, Console* console, UniqueFd file);
+  // open log file, or invalid for none. duplicate: this attempt's
+  // --duplicate-std*-filters file (shared by the workers), or null.
+  WorkerOutput(EventLoop& loop, std::string prefix, Console* console, UniqueFd file,
+               std::shared_ptr<DuplicateSink> duplicate = nullptr);
   ~WorkerOutput();
   WorkerOutput(const WorkerOutput&) = delete;
   WorkerOutput& operator=(const WorkerOutput&) = delete;
@@ -63,6 +67,9 @@ class WorkerOutput {
   EventLoop& loop_;
   LineSplitter splitter_;
   Console* console_;
+  std::shared_ptr<DuplicateSink> duplicate_;
+  LineSplitter duplicate_splitter_;  // its own: the console may be off for this rank
+  size_t prefix_size_ = 0;
   int source_ = 0;
   UniqueFd file_;
   UniqueFd read_end_;

@@ -470,6 +470,26 @@ class OutputTest(LauncherTestCase):
                 texts.append(f.read())
         self.assertEqual(sorted(texts), ["first run\n", "second run\n"])
 
+    def test_duplicate_filters_copy_matching_lines_per_attempt(self):
+        # torchrun 2.14's --duplicate-stdout-filters/--duplicate-stderr-filters (issue 22):
+        # the lines of every local rank that contain a filter (",," a comma in one) are
+        # also in LOG_DIR/attempt_N/filtered_std*.log, prefixed; a restart starts new files.
+        log_dir = self.path("logs")
+        script = ('echo "loss, $RANK"; echo "other $RANK"; echo "warn $RANK" >&2; echo "quiet" >&2; '
+                  '[ "$TORCHELASTIC_RESTART_COUNT" = 1 ] || [ "$RANK" = 0 ] || exit 3')
+        rc, out, err = self.run_agent(["--nproc-per-node=2", "--max-restarts=1", "--log-dir", log_dir,
+                                       "--duplicate-stdout-filters=loss,,", "--duplicate_stderr_filters=warn,nope",
+                                       "--no-python", "sh", "-c", script])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("[rank1]: other 1", out)  # the console is unchanged
+        run = run_log_dir(log_dir)
+        for attempt in (0, 1):
+            with open(os.path.join(run, "attempt_%d" % attempt, "filtered_stdout.log")) as f:
+                self.assertEqual(sorted(f.read().splitlines()), ["[rank0]: loss, 0", "[rank1]: loss, 1"])
+            with open(os.path.join(run, "attempt_%d" % attempt, "filtered_stderr.log")) as f:
+                self.assertEqual(sorted(f.read().splitlines()), ["[rank0]: warn 0", "[rank1]: warn 1"])
+        self.assertNotIn("ignored", err)
+
 
 class FinishingEarlyTest(LauncherTestCase):
     """One node's workers all exit 0 while another's still train (torchrun's exit

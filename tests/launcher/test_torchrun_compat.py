@@ -11,6 +11,7 @@ the agent's store on a port of its own (docs/user.md, "torchrun's flags"). Rows
 of newer torchrun's flags and variables (min2.6, min2.14) run through torchrun
 where it has them and through elasticrun everywhere; with "lines" the workers'
 console lines (their prefix) must be equal too."""
+import glob
 import json
 import os
 import socket
@@ -53,7 +54,8 @@ def free_port():
 # binds the fixed port 29400: skipped there), "min2.6"/"min2.14" (torchrun's flag
 # or variable is that new: older ones are skipped), "lines" (compare the workers'
 # console lines), "sig" (compare TORCHELASTIC_SIGNALS_TO_HANDLE: torchrun >= 2.14
-# sets it); optionally the launchers' extra environment.
+# sets it), "filtered" (compare LOG_DIR/*/attempt_0/filtered_stdout.log, {L} the
+# log directory); optionally the launchers' extra environment.
 ROWS = [
     ("plain, single node", [["--nproc_per_node=2", "{W}"]], 2, ""),
     ("plain, dash", [["--nproc-per-node=2", "{W}", "a", "b"]], 2, "dash"),
@@ -102,6 +104,9 @@ ROWS = [
     ("shutdown timeout, event log handler, logs specs, virtual local rank",
      [["--shutdown-timeout=5", "--event-log-handler=console", "--logs-specs=default", "--virtual-local-rank",
        "--nproc-per-node=2", "{W}"]], 2, "min2.14"),
+    ("duplicate stdout filters, tee", [["--tee=3", "--log-dir={L}", "--log-line-prefix-template=[${{rank}}] ",
+                                        "--duplicate-stdout-filters=local_rank=1,no,,such", "--nproc-per-node=2",
+                                        "{W}"]], 2, "min2.14 filtered"),
     ("unknown option", [["--nproc_per_node=1", "--no-such-option", "{W}"]], 0, ""),
 ]
 
@@ -153,6 +158,15 @@ class TorchrunCompatTest(unittest.TestCase):
                 found[int(record["RANK"])] = record
         return found
 
+    @staticmethod
+    def filtered(log_dir):
+        """The lines of LOG_DIR/<run>/attempt_0/filtered_stdout.log (torchrun's and ours)."""
+        found = []
+        for path in glob.glob(os.path.join(log_dir, "*", "attempt_0", "filtered_stdout.log")):
+            with open(path) as f:
+                found += f.read().splitlines()
+        return sorted(found)
+
     def torchrun_has(self, flags):
         if self.version < (2, 0) and ("dash" in flags or "standalone1" in flags):
             return False  # 1.13 knows underscores only; its --standalone binds the fixed port 29400
@@ -163,15 +177,18 @@ class TorchrunCompatTest(unittest.TestCase):
 
     def run_row(self, name, lines, workers, flags, extra_env=None):
         port = free_port()
-        fill = {"port": port, "W": WORKER, "C": CONSOLE_SCRIPT}
-        lines = [[arg.format(**fill) for arg in line] for line in lines]
         got = {}
         for launcher, tag in ((ELASTICRUN, "elasticrun"), ("torchrun", "torchrun")):
             if tag == "torchrun" and not self.torchrun_has(flags):
                 continue
             out_dir = tempfile.mkdtemp(prefix="elastic-compat-")
+            log_dir = os.path.join(out_dir, "logs")
+            fill = {"port": port, "W": WORKER, "C": CONSOLE_SCRIPT, "L": log_dir}
+            filled = [[arg.format(**fill) for arg in line] for line in lines]
             try:
-                results, console = self.launch(launcher, lines, out_dir, extra_env or {})
+                results, console = self.launch(launcher, filled, out_dir, extra_env or {})
+                if "filtered" in flags:
+                    console = self.filtered(log_dir)
                 got[tag] = (results, self.records(out_dir), console)
             finally:
                 shutil.rmtree(out_dir, ignore_errors=True)
@@ -185,9 +202,9 @@ class TorchrunCompatTest(unittest.TestCase):
         if "torchrun" not in got or workers == 0:
             return
         ours, theirs = got["elasticrun"][1], got["torchrun"][1]
-        if "lines" in flags:
+        if "lines" in flags or "filtered" in flags:
             self.assertEqual(got["elasticrun"][2], got["torchrun"][2], name)
-            self.assertEqual(len(got["elasticrun"][2]), workers, name)
+            self.assertEqual(len(got["elasticrun"][2]), workers if "lines" in flags else 1, name)
         for rank in range(workers):
             if "sig" in flags and self.version >= (2, 14):
                 key = "TORCHELASTIC_SIGNALS_TO_HANDLE"
