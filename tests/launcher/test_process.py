@@ -559,6 +559,13 @@ class FinishingEarlyTest(LauncherTestCase):
         # the finished node until its join timeout, 600 s).
         procs = self.start_pair(["echo host-done", self.until_released("exit 3")])
         wait_for(self, lambda: os.path.exists(self.path("waiting")), "node 1's worker to wait")
+        # Node 1 fails only once the host's worker has finished and been reaped. (A
+        # failure that crosses the host's own success can leave both agents waiting for
+        # each other until join_timeout: a known race, see docs/user.md "Nodes that
+        # finish early".)
+        wait_for(self, lambda: children_of(procs[0].pid), "node 0's agent")
+        agent = children_of(procs[0].pid)[0]
+        wait_for(self, lambda: not children_of(agent), "node 0's worker to be reaped")
         (rc0, _, err0), (rc1, _, err1) = self.release_and_finish(procs)
         self.assertEqual((rc0, rc1), (1, 1), err0 + err1)
         self.assertIn("job failed: first failure: rank 1 (local rank 0)", err0)
