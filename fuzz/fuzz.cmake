@@ -149,13 +149,11 @@ elastic_add_fuzzer(gpu_lists RUNS 5000
 
 # store/: the TCPStore frame parser in both dialects (it needs only the standard library).
 elastic_add_fuzzer(store_parser RUNS 200000 MAX_LEN 512
-  MAIN store/fuzz/store_parser_fuzz.cc CORPUS store/fuzz/store_corpus
   SOURCES store/store_protocol.cc)
 # store/: the whole server (connections, limits, state) driven over loopback;
 # about 10 ms per run, hence few runs. Its log goes to a quiet stub.
 elastic_add_fuzzer(store_server RUNS 1500 MAX_LEN 1024
-  MAIN store/fuzz/store_server_fuzz.cc CORPUS store/fuzz/store_server_corpus
-  SOURCES store/fuzz/quiet_log.cc store/store_server.cc store/store_state.cc store/store_protocol.cc
+  SOURCES fuzz/quiet_log.cc store/store_server.cc store/store_state.cc store/store_protocol.cc
           store/store_net.cc common/event_loop.cc common/clock.cc common/log_limit.cc
           common/log_escape.cc common/net.cc common/parse.cc common/endpoint.cc)
 
@@ -163,6 +161,6 @@ elastic_add_fuzzer(store_server RUNS 1500 MAX_LEN 1024
 # agent, and what any peer can send the host.
 foreach(_target frame client_message host_message)
   elastic_add_fuzzer(rdzv_${_target} RUNS 20000 MAX_LEN 4096
-    MAIN rendezvous/${_target}_fuzz.cc CORPUS fuzz/corpus/rendezvous
+    CORPUS fuzz/corpus/rdzv
     SOURCES rendezvous/frame.cc rendezvous/messages.cc common/log_escape.cc common/endpoint.cc common/parse.cc)
 endforeach()

@@ -5,7 +5,7 @@
 // reason is always one the agent knows (its name parses back to it).
 #include <cstdlib>
 
-#include "rendezvous/fuzz_frames.h"
+#include "fuzz/rdzv_frames.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace elastic;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "rendezvous/fuzz_frames.h"
+#include "fuzz/rdzv_frames.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace elastic;

@@ -3,7 +3,7 @@
 // DecodeAgentMessage, the only way the host reads an agent's messages.
 #include <cstdlib>
 
-#include "rendezvous/fuzz_frames.h"
+#include "fuzz/rdzv_frames.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace elastic;
