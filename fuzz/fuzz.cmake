@@ -93,6 +93,8 @@ elastic_add_fuzzer(bind_mode RUNS 20000
   SOURCES common/bind_mode.cc)
 elastic_add_fuzzer(node_range RUNS 20000
   SOURCES common/node_range.cc common/parse.cc)
+elastic_add_fuzzer(peer_list RUNS 20000
+  SOURCES common/peer_list.cc)
 elastic_add_fuzzer(module_list RUNS 20000
   SOURCES common/module_list.cc)
 elastic_add_fuzzer(spank_options RUNS 50000
@@ -137,7 +139,7 @@ elastic_add_fuzzer(launch_config RUNS 3000
           common/parse.cc rendezvous/rendezvous_settings.cc
           rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
-          common/node_range.cc common/module_list.cc common/log_escape.cc)
+          common/node_range.cc common/module_list.cc common/log_escape.cc common/peer_list.cc)
 # The kernel's sock_diag answer: who owns a local peer's socket (the store's admission).
 elastic_add_fuzzer(sock_diag RUNS 50000 MAX_LEN 512
   SOURCES common/sock_diag.cc)

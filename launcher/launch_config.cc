@@ -21,6 +21,7 @@
 #include "common/module_list.h"
 #include "common/node_range.h"
 #include "common/parse.h"
+#include "common/peer_list.h"
 #include "launcher/completion.h"
 #include "launcher/duplicate_filter.h"
 #include "launcher/option_values.h"
@@ -670,6 +671,10 @@ bool Parser::ConvertRendezvous(std::string* err) {
   r.local_addr = Text(Opt::kLocalAddr);
   if (const std::string* token = Env("ELASTIC_RDZV_TOKEN")) r.token = *token;
   if (const std::string* file = Env("ELASTIC_RDZV_TOKEN_FILE")) r.token_file = *file;
+  // The run's candidate nodes, asked before hosting or joining the endpoint (issue 19
+  // item 17; under srun the plugin sets it: rendezvous/host_discovery.h).
+  if (const std::string* peers = Env("ELASTIC_RDZV_PEERS"); peers && !ParsePeerList(*peers, &r.peers, err))
+    return false;
   // A command line is world-readable (/proc/PID/cmdline); PET_RDZV_CONF, the
   // plugin's path, is in the environment, readable by this user only.
   for (const auto& [key, value] : r.conf)

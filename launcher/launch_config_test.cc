@@ -241,6 +241,17 @@ TEST(LaunchConfigTest, TokenOnTheCommandLineIsFlagged) {
   }
 }
 
+// ELASTIC_RDZV_PEERS (issue 19 item 17): the run's candidate nodes, read at the edge;
+// a bad entry is a usage error naming it.
+TEST(LaunchConfigTest, PeersComeFromTheEnvironment) {
+  Parsed p = Parse({"t.py"}, {{"ELASTIC_RDZV_PEERS", "10.0.0.1,10.0.0.2"}});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  EXPECT_EQ(p.config.rdzv.peers, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
+  Parsed bad = Parse({"t.py"}, {{"ELASTIC_RDZV_PEERS", "n1,10.0.0.2"}});
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("ELASTIC_RDZV_PEERS: 'n1'"), std::string::npos) << bad.err;
+}
+
 // One source for this node's rank and the node count: the parser reads Slurm's
 // step variables once (the plugin's PET_NODE_RANK and --node-rank win).
 TEST(LaunchConfigTest, SlurmStepGivesNodeRankAndExpectedNodes) {

@@ -42,6 +42,7 @@ std::unique_ptr<RendezvousHandler> MakeRendezvous(const RendezvousOptions& optio
   params.run_id = options.run_id;
   params.node_name = options.hostname.empty() ? "localhost" : options.hostname;
   if (options.endpoint) params.endpoint = *options.endpoint;
+  params.peers = options.peers;
   // One node and no endpoint is a standalone run: the agent still hosts the
   // workers' store (TORCHELASTIC_USE_AGENT_STORE=True, no port race). Port 0
   // (torchrun's "pick a free port") is the same: nobody else could find the port.

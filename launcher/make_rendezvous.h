@@ -38,6 +38,7 @@ struct RendezvousOptions {
   int node_multiple = 1;              // --node-multiple K: rounds of a multiple of K nodes
   std::string token;                  // ELASTIC_RDZV_TOKEN; --rdzv-conf token= or token_file= wins
   std::string token_file;             // ELASTIC_RDZV_TOKEN_FILE (read by MakeRendezvous); likewise
+  std::vector<std::string> peers;     // ELASTIC_RDZV_PEERS: the run's candidate nodes (host_discovery.h)
   bool token_in_argv = false;         // --rdzv-conf token= on the command line (warned: /proc/PID/cmdline)
 };
 

@@ -11,6 +11,7 @@
 #include "rendezvous/auth.h"
 #include "common/net.h"
 #include "rendezvous/failover_rendezvous.h"
+#include "rendezvous/host_discovery.h"
 #include "rendezvous/regime_record.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
@@ -63,7 +64,21 @@ std::unique_ptr<RendezvousHandler> MakeStandalone(EventLoop& loop, C10dParams p,
 }
 
 FailoverParams Failover(const C10dParams& p, const std::string& regime_path) {
-  return FailoverParams{p.settings, p.run_id, p.node_name, regime_path, p.observer};
+  return FailoverParams{p.settings, p.run_id, p.node_name, regime_path, p.observer,
+                        p.endpoint.PortOr(kDefaultRendezvousPort)};
+}
+
+int AskTimeoutMs(const C10dParams& p) {
+  return static_cast<int>(std::min<int64_t>(p.settings.heartbeat_interval_ms, 2000));
+}
+
+// The run's current regime as its candidate nodes answer at the endpoint's port
+// (host_discovery.h); nullopt: none runs elsewhere (start as before).
+std::optional<RoundInfo> DiscoveredHost(const C10dParams& p, int port) {
+  if (p.peers.empty()) return std::nullopt;
+  DiscoveryPlan plan = PlanDiscovery(AskPeers(p.peers, port, p.run_id, AskTimeoutMs(p)));
+  if (plan.kind != DiscoveryPlan::Kind::kWalk) return std::nullopt;
+  return DiscoveredRegime(p.peers, port, plan.walk);
 }
 
 // The run's regime as this node's records know it, while a successor of it may still
@@ -73,7 +88,7 @@ FailoverParams Failover(const C10dParams& p, const std::string& regime_path) {
 std::optional<RoundInfo> RecordedRegime(const C10dParams& p, const std::string& dir,
                                         const std::string& key) {
   if (dir.empty()) return std::nullopt;
-  auto timeout = std::chrono::milliseconds(std::min<int64_t>(p.settings.heartbeat_interval_ms, 2000));
+  auto timeout = std::chrono::milliseconds(AskTimeoutMs(p));
   for (int tries = 0; tries < 4; ++tries) {
     std::optional<RoundInfo> regime = LatestRegime(ReadRegimeRecords(dir, key));
     if (!regime) return std::nullopt;
@@ -103,7 +118,16 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
   std::string regime_path = dir.empty() ? "" : RegimeRecordPath(dir, key);
   // A fresh host must never start a second regime of a run that has one (split brain).
   if (std::optional<RoundInfo> regime = RecordedRegime(p, dir, key))
-    return std::make_unique<FailoverRendezvous>(loop, Failover(p, regime_path), *regime);
+    return std::make_unique<FailoverRendezvous>(
+        loop, Failover(p, regime_path), *regime,
+        fmt::format("had a regime here (round {} of {} node(s)) that may still run", regime->round,
+                    regime->successors.size()));
+  // No record here (a new node, or records lost): the run's nodes may know (issue 19 item 17).
+  if (std::optional<RoundInfo> found = DiscoveredHost(p, port))
+    return std::make_unique<FailoverRendezvous>(
+        loop, Failover(p, regime_path), *found,
+        fmt::format("runs on its nodes, not at the endpoint {} (walking {} of them at port {})",
+                    FormatEndpoint(p.endpoint), found->successors.size(), port));
   SocketAddress addr;
   if (!ResolveAddress(host, port, &addr, err)) return nullptr;
   bool loopback = IsLoopback(addr.storage);

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/endpoint.h"
 #include "common/event_loop.h"
@@ -27,6 +28,9 @@ struct C10dParams {
   Endpoint endpoint;        // no port: kDefaultRendezvousPort; ignored when standalone
   bool standalone = false;  // host on 127.0.0.1, ephemeral port, one node, nobody may join
   HostObserver* observer = nullptr;  // told each step of a host here (host_observer.h); not owned
+  // The run's candidate nodes (numeric addresses, ELASTIC_RDZV_PEERS): asked at the
+  // endpoint's port before this agent hosts or joins the endpoint (host_discovery.h).
+  std::vector<std::string> peers;
 };
 
 std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C10dParams& params,

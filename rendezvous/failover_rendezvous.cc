@@ -24,7 +24,7 @@ FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params, s
 }
 
 FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params,
-                                       const RoundInfo& regime)
+                                       const RoundInfo& regime, const std::string& why)
     : loop_(loop), params_(std::move(params)), posted_(loop) {
   last_round_ = regime;
   last_round_->group_rank = -1;  // never takes over from a record: it ran no round of it
@@ -32,9 +32,8 @@ FailoverRendezvous::FailoverRendezvous(EventLoop& loop, FailoverParams params,
   rejoining_ = true;
   failing_over_ = true;
   failover_deadline_ = loop_.Now() + Millis(params_.settings.join_timeout_ms);
-  Log(LogLevel::kWarning, "rendezvous: run {} had a regime here (round {} of {} node(s)) that may "
-      "still run: joining it as a latecomer instead of starting a fresh one", params_.run_id,
-      regime.round, regime.successors.size());
+  Log(LogLevel::kWarning, "rendezvous: run {} {}: joining it as a latecomer instead of starting "
+      "a fresh one", params_.run_id, why);
   posted_.Post([this] { TryNext(); });
 }
 
@@ -264,7 +263,13 @@ int FailoverRendezvous::ListenPort(const std::string& local_addr) {
   SocketAddress addr;
   std::string err;
   int bind_errno = 0;
-  if (ResolveNumericAddress(local_addr, 0, &addr, &err)) listener_ = ListenOn(addr, &bind_errno, &err);
+  // The endpoint's port where it is free on this address (a known port: host_discovery.h),
+  // else any.
+  if (params_.preferred_listen_port != 0 &&
+      ResolveNumericAddress(local_addr, params_.preferred_listen_port, &addr, nullptr))
+    listener_ = ListenOn(addr, &bind_errno, nullptr);
+  if (!listener_ && ResolveNumericAddress(local_addr, 0, &addr, &err))
+    listener_ = ListenOn(addr, &bind_errno, &err);
   if (!listener_) {
     Log(LogLevel::kWarning, "rendezvous: cannot listen on {} for a takeover ({}): this node will "
         "not become the host if the host is lost", local_addr, err);

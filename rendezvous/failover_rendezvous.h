@@ -52,6 +52,10 @@ struct FailoverParams {
   std::string node_name;
   std::string regime_path;  // where this agent records each round (regime_record.h); "": nowhere
   HostObserver* observer = nullptr;  // for the host it may become (host_observer.h); not owned
+  // The port this agent's failover socket binds on its own address where it can (else a
+  // free one): the endpoint's, so that an agent knowing only the run's nodes finds the
+  // host that took over at that port (host_discovery.h). 0: always a free one.
+  int preferred_listen_port = 0;
 };
 
 class FailoverRendezvous : public RendezvousHandler {
@@ -65,7 +69,9 @@ class FailoverRendezvous : public RendezvousHandler {
   // This agent was started where `regime` (a record, regime_record.h) may still run: it
   // walks that round's successors and joins, as a latecomer, the first host that has
   // completed that round or a later one (never a fresh host of round 0).
-  FailoverRendezvous(EventLoop& loop, FailoverParams params, const RoundInfo& regime);
+  // `why` names where the regime was found (a record here, the run's nodes), for the log.
+  FailoverRendezvous(EventLoop& loop, FailoverParams params, const RoundInfo& regime,
+                     const std::string& why);
   ~FailoverRendezvous() override;
 
   void SetCallbacks(Callbacks callbacks) override { callbacks_ = std::move(callbacks); }

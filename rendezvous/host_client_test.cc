@@ -488,7 +488,7 @@ TEST_F(FailoverTest, AnAgentStartedFromARecordNeverJoinsAFreshHost) {
   regime.group_rank = -1;
   regime.successors.insert(regime.successors.begin(), Successor{"fresh", "127.0.0.1", fresh->port()});
   FailoverParams params{settings, "job", "client3", ""};
-  agents[3].handler = std::make_unique<FailoverRendezvous>(loop, params, regime);
+  agents[3].handler = std::make_unique<FailoverRendezvous>(loop, params, regime, "had a regime here");
   agents[3].Wire();
   agents[3].handler->Join(2);
   // A full round (MAX 3): the latecomer stands by, wait-listed by the regime's host.
@@ -509,7 +509,7 @@ TEST_F(FailoverTest, AnAgentStartedFromARecordWithOnlyAFreshHostLeftEnds) {
   regime.group_rank = -1;
   regime.successors.push_back(Successor{"fresh", "127.0.0.1", fresh->port()});
   FailoverParams params{settings, "job", "client3", ""};
-  agents[3].handler = std::make_unique<FailoverRendezvous>(loop, params, regime);
+  agents[3].handler = std::make_unique<FailoverRendezvous>(loop, params, regime, "had a regime here");
   agents[3].Wire();
   agents[3].handler->Join(2);
   ASSERT_TRUE(RunUntil([&] { return !agents[3].fatal.empty(); }));

@@ -169,46 +169,45 @@ void ExpireRegimeRecords(const std::string& dir, const std::string& key, const R
 
 namespace {
 
-// One successor being asked: connecting, then reading its first frame.
+// One host being asked: connecting, then reading its first frame.
 struct Asking {
   UniqueFd fd;
   bool connected = false;
   FrameReader reader{4096};  // a challenge is a few hundred bytes
-  SuccessorAnswer answer = SuccessorAnswer::kSilent;
+  FirstFrame frame;          // kSilent until it says something
   bool done = false;
 };
 
-void Step(Asking& a, short revents, const RoundInfo& round, std::string_view run_id) {
+void Step(Asking& a, short revents) {
   if (!a.connected) {
-    if (ConnectError(a.fd.get()) != 0) return a.done = true, a.answer = SuccessorAnswer::kRefused, void();
+    if (ConnectError(a.fd.get()) != 0) return a.done = true, a.frame.status = FirstFrame::kRefused, void();
     a.connected = true;
     if (!(revents & POLLIN)) return;
   }
   char buf[4096];
   ssize_t n = read(a.fd.get(), buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  if (n <= 0) return a.done = true, a.answer = SuccessorAnswer::kRefused, void();
+  if (n <= 0) return a.done = true, a.frame.status = FirstFrame::kRefused, void();
   a.reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
-  std::string payload;
-  switch (a.reader.Next(&payload, nullptr)) {
+  switch (a.reader.Next(&a.frame.payload, nullptr)) {
     case FrameReader::Result::kNeedMore: return;
-    case FrameReader::Result::kError: a.answer = SuccessorAnswer::kOther; break;
-    case FrameReader::Result::kFrame: a.answer = ClassifyChallenge(payload, round, run_id); break;
+    case FrameReader::Result::kError: a.frame.status = FirstFrame::kBadFrame; break;
+    case FrameReader::Result::kFrame: a.frame.status = FirstFrame::kFrame; break;
   }
   a.done = true;
 }
 
 }  // namespace
 
-std::vector<SuccessorAnswer> AskSuccessors(const RoundInfo& round, std::string_view run_id,
-                                           std::chrono::milliseconds timeout) {
-  std::vector<Asking> asking(round.successors.size());
+std::vector<FirstFrame> ReadFirstFrames(const std::vector<Successor>& hosts,
+                                        std::chrono::milliseconds timeout) {
+  std::vector<Asking> asking(hosts.size());
   for (size_t i = 0; i < asking.size(); ++i) {
-    const Successor& s = round.successors[i];
+    const Successor& s = hosts[i];
     SocketAddress addr;
-    if (s.port != 0 && ResolveAddress(s.addr, s.port, &addr, nullptr))
+    if (s.port != 0 && ResolveNumericAddress(s.addr, s.port, &addr, nullptr))
       asking[i].fd = StartConnect(addr, nullptr);
-    if (!asking[i].fd) asking[i].done = true, asking[i].answer = SuccessorAnswer::kRefused;
+    if (!asking[i].fd) asking[i].done = true, asking[i].frame.status = FirstFrame::kRefused;
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
@@ -225,10 +224,24 @@ std::vector<SuccessorAnswer> AskSuccessors(const RoundInfo& round, std::string_v
     int n = poll(polls.data(), polls.size(), static_cast<int>(left.count()));
     if (n < 0 && errno != EINTR) break;
     for (size_t k = 0; k < polls.size() && n > 0; ++k)
-      if (polls[k].revents != 0) Step(asking[which[k]], polls[k].revents, round, run_id);
+      if (polls[k].revents != 0) Step(asking[which[k]], polls[k].revents);
   }
+  std::vector<FirstFrame> frames;
+  for (Asking& a : asking) frames.push_back(std::move(a.frame));
+  return frames;
+}
+
+std::vector<SuccessorAnswer> AskSuccessors(const RoundInfo& round, std::string_view run_id,
+                                           std::chrono::milliseconds timeout) {
   std::vector<SuccessorAnswer> answers;
-  for (const Asking& a : asking) answers.push_back(a.answer);
+  for (const FirstFrame& f : ReadFirstFrames(round.successors, timeout)) {
+    switch (f.status) {
+      case FirstFrame::kRefused: answers.push_back(SuccessorAnswer::kRefused); break;
+      case FirstFrame::kSilent: answers.push_back(SuccessorAnswer::kSilent); break;
+      case FirstFrame::kBadFrame: answers.push_back(SuccessorAnswer::kOther); break;
+      case FirstFrame::kFrame: answers.push_back(ClassifyChallenge(f.payload, round, run_id)); break;
+    }
+  }
   return answers;
 }
 

@@ -74,6 +74,16 @@ std::string RegimeRecordPath(const std::string& dir, const std::string& key);
 std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::string& key);
 // Deletes the records of `key` that belong to `regime` (a regime found gone).
 void ExpireRegimeRecords(const std::string& dir, const std::string& key, const RoundInfo& regime);
+// What a host's address said first, read by ReadFirstFrames.
+struct FirstFrame {
+  enum Status { kRefused, kSilent, kBadFrame, kFrame } status = kSilent;
+  std::string payload;  // kFrame: the first frame's payload (a host's challenge)
+};
+// Connects to every one of `hosts` (numeric addresses; port 0 or a bad address: refused)
+// at once and reads its first frame, for at most `timeout` in all. Blocks: call it
+// before the event loop runs.
+std::vector<FirstFrame> ReadFirstFrames(const std::vector<Successor>& hosts,
+                                        std::chrono::milliseconds timeout);
 // Asks every successor of `round` (connects, reads the challenge a host sends at
 // once) and classifies its answer. Blocks up to `timeout`: call it before the
 // event loop runs.

@@ -18,7 +18,7 @@ struct NodeAnswers {
     bool ok = false;
     std::string value;  // host / address, or why it failed
   };
-  std::map<std::tuple<char, std::string>, Answer> answers;  // ('f'|'r'|'s', question)
+  std::map<std::tuple<char, std::string>, Answer> answers;  // ('f'|'h'|'r'|'s', question)
 };
 
 class CachingNodes : public NodeDirectory {
@@ -28,6 +28,11 @@ class CachingNodes : public NodeDirectory {
     std::string ignored;
     return Ask('f', nodelist, host, &ignored,
                [&](std::string* out, std::string*) { return real_.FirstHost(nodelist, out); });
+  }
+  bool FirstHosts(const std::string& nodelist, size_t limit, std::string* hosts) override {
+    std::string ignored;
+    return Ask('h', std::to_string(limit) + ":" + nodelist, hosts, &ignored,
+               [&](std::string* out, std::string*) { return real_.FirstHosts(nodelist, limit, out); });
   }
   bool Resolve(const std::string& host, std::string* address, std::string* why) override {
     return Ask('r', host, address, why,

@@ -45,6 +45,7 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err, bool task_con
   }
   step->step_nodelist = GetEnvOr(api, "SLURM_STEP_NODELIST");
   if (step->step_nodelist.empty()) step->step_nodelist = GetEnvOr(api, "SLURM_NODELIST");
+  step->job_nodelist = GetEnvOr(api, "SLURM_JOB_NODELIST");
   step->resv_ports = GetEnvOr(api, "SLURM_STEP_RESV_PORTS");
   step->cuda_visible_devices = GetEnvOr(api, "CUDA_VISIBLE_DEVICES");
   step->step_gpus = GetEnvOr(api, "SLURM_STEP_GPUS");
@@ -196,6 +197,7 @@ void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   bool deferred = false;
   if (ReadStepInfo(api, &step, &err, /*task_context=*/false)) {
     ChooseRdzvHost(step, state.options, nodes, &host, &source, &deferred, &err);
+    ChooseRdzvPeers(step, state.options, nodes);  // asked here, replayed in task_init
   }
 }
 

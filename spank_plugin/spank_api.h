@@ -84,6 +84,8 @@ class NodeDirectory {
   virtual ~NodeDirectory() = default;
   // First host of a Slurm host list ("n[1-3]" -> "n1"), via libslurm's hostlist functions.
   virtual bool FirstHost(const std::string& nodelist, std::string* host) = 0;
+  // The first `limit` hosts of a Slurm host list, in order, joined with commas.
+  virtual bool FirstHosts(const std::string& nodelist, size_t limit, std::string* hosts) = 0;
   // Name resolution (getaddrinfo, IPv4 preferred). *why says what failed.
   virtual bool Resolve(const std::string& host, std::string* address, std::string* why) = 0;
   // Slurm's NodeAddr of a node (slurm_load_node_single). *why says what failed.

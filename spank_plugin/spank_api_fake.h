@@ -115,6 +115,17 @@ class FakeNodes : public NodeDirectory {
     *host = list.substr(0, open) + list.substr(open + 1, end - open - 1);
     return true;
   }
+  bool FirstHosts(const std::string& nodelist, size_t limit, std::string* hosts) override {
+    // Tests give plain lists ("a,b,c").
+    hosts->clear();
+    size_t pos = 0, n = 0;
+    while (pos <= nodelist.size() && n < limit) {
+      size_t end = std::min(nodelist.find(',', pos), nodelist.size());
+      if (end > pos) *hosts += (n++ ? "," : "") + nodelist.substr(pos, end - pos);
+      pos = end + 1;
+    }
+    return !hosts->empty();
+  }
   bool Resolve(const std::string& host, std::string* address, std::string* why) override {
     ++resolve_calls;
     auto it = dns.find(host);

@@ -204,6 +204,21 @@ bool SlurmNodeDirectory::FirstHost(const std::string& nodelist, std::string* hos
   return ok;
 }
 
+bool SlurmNodeDirectory::FirstHosts(const std::string& nodelist, size_t limit, std::string* hosts) {
+  HostlistPtr list = slurm_hostlist_create(nodelist.c_str());
+  if (list == nullptr) return false;
+  hosts->clear();
+  for (size_t i = 0; i < limit; ++i) {
+    char* host = slurm_hostlist_shift(list);
+    if (host == nullptr) break;
+    if (!hosts->empty()) *hosts += ',';
+    *hosts += host;
+    std::free(host);
+  }
+  slurm_hostlist_destroy(list);
+  return !hosts->empty();
+}
+
 bool SlurmNodeDirectory::Resolve(const std::string& host, std::string* address, std::string* why) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;

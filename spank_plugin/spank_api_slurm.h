@@ -35,6 +35,7 @@ class SlurmSpankApi final : public SpankApi {
 class SlurmNodeDirectory final : public NodeDirectory {
  public:
   bool FirstHost(const std::string& nodelist, std::string* host) override;
+  bool FirstHosts(const std::string& nodelist, size_t limit, std::string* hosts) override;
   bool Resolve(const std::string& host, std::string* address, std::string* why) override;
   bool SlurmNodeAddr(const std::string& node, std::string* address, std::string* why) override;
 };

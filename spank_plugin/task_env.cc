@@ -35,6 +35,24 @@ bool CountStepGpus(const StepInfo& step, int* count, std::string* err) {
   return ok;
 }
 
+std::string ChooseRdzvPeers(const StepInfo& step, const ElasticOptions& options,
+                            NodeDirectory& nodes) {
+  if (!options.endpoint && !options.rdzv_id) return "";
+  const std::string& list = step.job_nodelist.empty() ? step.step_nodelist : step.job_nodelist;
+  std::string names;
+  if (list.empty() || !nodes.FirstHosts(list, kRdzvPeerNodes, &names)) return "";
+  std::string peers;
+  size_t pos = 0;
+  while (pos < names.size()) {
+    size_t end = std::min(names.find(',', pos), names.size());
+    std::string name = names.substr(pos, end - pos), address, why;
+    pos = end + 1;
+    if (nodes.Resolve(name, &address, &why) || nodes.SlurmNodeAddr(name, &address, &why))
+      peers += (peers.empty() ? "" : ",") + address;
+  }
+  return peers;
+}
+
 int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
                    std::string* source) {
   if (options.rdzv_port) {
@@ -225,6 +243,8 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   out.emplace_back("PET_RDZV_ID",
                    options.rdzv_id ? *options.rdzv_id
                                    : fmt::format("{}.{}", step.job_id, step.step_id));
+  if (std::string peers = ChooseRdzvPeers(step, options, nodes); !peers.empty())
+    out.emplace_back("ELASTIC_RDZV_PEERS", peers);
 
   std::vector<std::pair<std::string, std::string>> conf;
   conf.emplace_back("expected_nodes", std::to_string(step.nnodes));

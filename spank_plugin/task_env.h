@@ -23,6 +23,7 @@ struct StepInfo {
   uint32_t local_task_id = 0;   // S_TASK_ID: this task among the node's
   long stepd_pid = 0;           // the step's slurmstepd (the tasks' parent): one per step and node
   std::string step_nodelist;    // SLURM_STEP_NODELIST
+  std::string job_nodelist;     // SLURM_JOB_NODELIST, "" if unset
   std::string resv_ports;       // SLURM_STEP_RESV_PORTS ("12000-12001"), "" if none
   std::string cuda_visible_devices;  // "" if unset
   std::string step_gpus;        // SLURM_STEP_GPUS, else SLURM_JOB_GPUS; "" if unset
@@ -42,6 +43,15 @@ bool CountStepGpus(const StepInfo& step, int* count, std::string* err);
 // plugstack port=N; else derived: LO + (JOBID * 32 + STEPID) mod (HI - LO + 1)
 // over plugstack port=LO-HI (default 61000-65535, outside Linux's ephemeral ports),
 // so steps 0..31 of a job and consecutive jobs get distinct ports.
+// ELASTIC_RDZV_PEERS for a step meant to be joined or joining (an explicit
+// --elastic-rdzv-endpoint or --elastic-rdzv-id): the addresses of the job's first
+// kRdzvPeerNodes nodes (the step's own first when the job's are unknown), each by name
+// resolution, else Slurm's NodeAddr; a node neither knows is left out. The agent asks
+// them where the run's host is now (rendezvous/host_discovery.h). "" otherwise.
+inline constexpr size_t kRdzvPeerNodes = 16;
+std::string ChooseRdzvPeers(const StepInfo& step, const ElasticOptions& options,
+                            NodeDirectory& nodes);
+
 int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
                    std::string* source);
 

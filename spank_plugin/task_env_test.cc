@@ -246,6 +246,45 @@ TEST(ChooseRdzvHost, ExplicitEndpointIsResolvedThroughSlurmWhenDnsFails) {
   EXPECT_EQ(AsMap(env)["PET_RDZV_CONF"], "expected_nodes=3");  // elasticrun matches the host
 }
 
+// Issue 19 item 17: a step meant to be joined or joining (an explicit endpoint or run
+// id) tells its agents the job's first nodes, so that one started after a failover
+// finds the host where it is now; a node nobody can resolve is left out; a plain step
+// gets none (its host is node 0 by construction).
+TEST(ChooseRdzvPeers, TheJobsNodesForAStepMeantToBeJoined) {
+  FakeNodes nodes;
+  nodes.dns = {{"n1", "10.0.0.1"}, {"n3", "10.0.0.3"}};
+  nodes.node_addr = {{"n2", "10.0.0.2"}};
+  StepInfo step = ThreeNodeStep(0);
+  step.step_nodelist = "n1";
+  step.job_nodelist = "n1,n2,n3,n4";
+  struct Row {
+    const char* name;
+    bool endpoint, rdzv_id;
+    std::string want;
+  };
+  const Row rows[] = {
+      {"a plain step", false, false, ""},
+      {"an explicit endpoint", true, false, "10.0.0.1,10.0.0.2,10.0.0.3"},
+      {"an explicit run id", false, true, "10.0.0.1,10.0.0.2,10.0.0.3"},
+  };
+  for (const Row& r : rows) {
+    ElasticOptions o;
+    o.mode = ElasticMode::kOn;
+    if (r.endpoint) o.endpoint = Endpoint{"n1", 29400};
+    if (r.rdzv_id) o.rdzv_id = "42.train";
+    EXPECT_EQ(ChooseRdzvPeers(step, o, nodes), r.want) << r.name;
+    EnvList env;
+    std::string err;
+    ASSERT_TRUE(BuildTaskEnv(step, o, PluginConfig{}, nodes, &env, &err)) << err;
+    EXPECT_EQ(AsMap(env).count("ELASTIC_RDZV_PEERS") ? AsMap(env)["ELASTIC_RDZV_PEERS"] : "",
+              r.want) << r.name;
+  }
+  step.job_nodelist.clear();  // the step's own nodes then
+  ElasticOptions o;
+  o.rdzv_id = "42.train";
+  EXPECT_EQ(ChooseRdzvPeers(step, o, nodes), "10.0.0.1");
+}
+
 TEST(ChooseRdzvHost, PmixComesBeforeNameResolution) {
   FakeNodes nodes;
   nodes.dns = {{"n1", "10.0.0.1"}};

@@ -20,7 +20,8 @@ def ip(*args):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
-class PartitionTest(RendezvousTestCase):
+class NetnsTestCase(RendezvousTestCase):
+    """Agents as machines: each in a network namespace of its own, on one bridge."""
     def setUp(self):
         super().setUp()
         self.tag = "efo" + self.marker[:6]
@@ -57,6 +58,9 @@ class PartitionTest(RendezvousTestCase):
         for k in ks:
             ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b1")
 
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class PartitionTest(NetnsTestCase):
     def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1, conf=CONF, env_extra=None,
                            args_extra=()):
         agents = []

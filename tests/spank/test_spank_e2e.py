@@ -765,6 +765,72 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertTrue(any(r["sum"] == "28" and r["expected"] == "28" for r in sums), text)
         self.assertIn("taking over as the host", text)
 
+    def test_scale_up_step_after_a_failover_finds_the_new_host(self):
+        # Issue 19 item 17, through docs/user.md's scale-up recipe: the first step runs on
+        # n2-n4 (endpoint n2's address, so the batch script on n1 lives on), n2 is killed
+        # and n3 takes over the rendezvous; then a step on n1 joins with the same endpoint
+        # and id. It knew only the endpoint, where nothing listens any more: it retried
+        # until join_timeout and exited 1. Now it asks the job's nodes at the endpoint's
+        # port and joins n3: the survivors and n1 train in a round of 3.
+        work = self.cluster.dir / "jobs" / "scale-up-after-failover"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        go = work / "go"
+        common = ("--overlap --elastic=2:4 --elastic-rdzv-id=$SLURM_JOB_ID.train "
+                  "--elastic-rdzv-endpoint=$addr:29400 --elastic-max-restarts=5 --gpus-per-node=1 "
+                  "--elastic-rdzv-conf=join_timeout=60")
+        script = ("#!/bin/sh\n#SBATCH -N4 --no-kill --gpus-per-node=1\n"
+                  "export GLOO_SOCKET_IFNAME=eth0\n"
+                  "second=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 2p)\n"
+                  "addr=$(scontrol show node \"$second\" | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')\n"
+                  f"srun -N3 --relative=1 {common} /usr/bin/python3 {WORKER} --seconds=30 "
+                  f"> {work}/first.out 2>&1 &\n"
+                  f"timeout {RUN_TIMEOUT:.0f} sh -c 'until [ -e {go} ]; do sleep 0.1; done'\n"
+                  f"srun -N1 --relative=0 {common} /usr/bin/python3 {WORKER} --seconds=30 "
+                  f"> {work}/second.out 2>&1\n"
+                  "echo SECOND_STEP_EXIT=$?\n"
+                  "wait\n")
+        result = {}
+        batch = threading.Thread(target=lambda: result.update(
+            out=self.cluster.sbatch(script, args=[f"--chdir={work}"], timeout=RUN_TIMEOUT * 2)))
+        batch.start()
+        first = work / "first.out"
+
+        def first_text():
+            return first.read_text(errors="replace") if first.exists() else ""
+        try:
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while len(records(first_text(), "READY")) < 3 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(len(records(first_text(), "READY")), 3, first_text())
+            self.cluster.kill_node("n2")
+            while (len([r for r in records(first_text(), "READY") if r["world"] == "2"]) < 2
+                   and time.monotonic() < deadline + RUN_TIMEOUT):
+                time.sleep(0.2)
+            self.assertIn("taking over as the host", first_text())
+            started = time.monotonic()
+            go.touch()
+            while (len([r for r in records(first_text(), "READY") if r["world"] == "3"]) < 2
+                   and time.monotonic() < started + RUN_TIMEOUT):
+                time.sleep(0.2)
+            print(f"scale-up step after a failover: {time.monotonic() - started:.1f} s from its "
+                  "start to the grown group (3 nodes) training", file=sys.stderr)
+            batch.join(RUN_TIMEOUT * 2)
+        finally:
+            go.touch()
+            self.restore_node("n2")
+        rc, job, out = result.get("out", (None, None, ""))
+        second = (work / "second.out").read_text(errors="replace")
+        text = first_text() + second
+        self.assertIn("SECOND_STEP_EXIT=0", out, out + text)
+        self.assertIn("runs on its nodes, not at the endpoint", second, text)
+        done = records(text, "DONE")
+        self.assertEqual(sorted(d["host"] for d in records(text, "ENV") if d["world"] == "3"),
+                         ["n1", "n3", "n4"], text)
+        self.assertEqual({d["world"] for d in done}, {"3"}, text)
+        self.assertEqual(len(done), 3, text)
+        self.assert_nothing_left()
+
     def test_cut_off_first_node_never_trains_alone_and_the_others_go_on(self):
         # --elastic=1:3: MIN alone would let n1 (the host) go on by itself; the majority
         # rule does not. n2 and n3 fail over and finish at world size 8. The workers

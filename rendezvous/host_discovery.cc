@@ -1,0 +1,64 @@
+#include "rendezvous/host_discovery.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/net.h"
+#include "rendezvous/messages.h"
+#include "rendezvous/regime_record.h"
+
+namespace elastic {
+
+PeerAnswer ClassifyPeerChallenge(std::string_view payload, std::string_view run_id) {
+  Message msg;
+  HostMessage host;
+  if (!DecodeMessage(payload, &msg, nullptr) || !DecodeHostMessage(msg, &host, nullptr) ||
+      host.kind != HostMessage::Kind::kChallenge || host.challenge.run_id != run_id)
+    return PeerAnswer::kOther;
+  return host.challenge.last_completed >= 0 ? PeerAnswer::kRunning : PeerAnswer::kFresh;
+}
+
+DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers) {
+  auto indexes = [&](PeerAnswer kind) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < answers.size(); ++i)
+      if (answers[i] == kind) out.push_back(i);
+    return out;
+  };
+  DiscoveryPlan plan;
+  std::vector<size_t> running = indexes(PeerAnswer::kRunning);
+  if (!running.empty()) return {DiscoveryPlan::Kind::kWalk, running};
+  if (!indexes(PeerAnswer::kFresh).empty()) return plan;
+  std::vector<size_t> silent = indexes(PeerAnswer::kSilent);
+  if (!silent.empty()) return {DiscoveryPlan::Kind::kWalk, silent};
+  return plan;
+}
+
+RoundInfo DiscoveredRegime(const std::vector<std::string>& peers, int port,
+                           const std::vector<size_t>& walk) {
+  RoundInfo r;
+  r.round = 0;
+  r.group_rank = -1;
+  for (size_t i : walk) r.successors.push_back(Successor{peers.at(i), peers.at(i), port});
+  r.group_world_size = static_cast<int>(r.successors.size());
+  return r;
+}
+
+std::vector<PeerAnswer> AskPeers(const std::vector<std::string>& peers, int port,
+                                 std::string_view run_id, int timeout_ms) {
+  std::vector<Successor> hosts;
+  for (const std::string& p : peers) hosts.push_back(Successor{p, p, port});
+  std::vector<PeerAnswer> answers;
+  for (const FirstFrame& f : ReadFirstFrames(hosts, std::chrono::milliseconds(timeout_ms))) {
+    switch (f.status) {
+      case FirstFrame::kRefused: answers.push_back(PeerAnswer::kRefused); break;
+      case FirstFrame::kSilent: answers.push_back(PeerAnswer::kSilent); break;
+      case FirstFrame::kBadFrame: answers.push_back(PeerAnswer::kOther); break;
+      case FirstFrame::kFrame: answers.push_back(ClassifyPeerChallenge(f.payload, run_id)); break;
+    }
+  }
+  return answers;
+}
+
+}  // namespace elastic

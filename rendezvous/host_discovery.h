@@ -1,0 +1,65 @@
+// Finding the run's current host from what an agent can know (issue 19 item 17).
+//
+// Why: after a failover the run's host is no longer at the endpoint. An agent
+// started later with only the endpoint (a node brought back with its own command
+// line on a machine that holds no regime record, a scale-up step's new node) found
+// nothing listening there and retried until join_timeout (exit 1), or, on the
+// endpoint's own node, hosted a second regime of the run (item 14). So an agent is
+// told the run's candidate nodes (ELASTIC_RDZV_PEERS: under srun, the plugin puts the
+// job's first nodes there, resolved) and asks them before it hosts or joins the
+// endpoint. Each candidate is asked at the endpoint's port: every agent binds its
+// failover socket on that port of its own address where it can (failover_rendezvous.h),
+// so the node that took over hosts there. What they answered decides (PlanDiscovery, a
+// pure function): a host of the run that completed a round is the run's current
+// regime, and the agent walks such hosts as a latecomer, never hosting itself.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rendezvous/rendezvous_handler.h"
+
+namespace elastic {
+
+// What a candidate's address answered at the endpoint's port.
+enum class PeerAnswer {
+  kRefused,  // nothing listens (or it closed without a word)
+  kSilent,   // accepted, said nothing in time: an agent's failover socket (a member of
+             // a regime whose host is elsewhere, or taking over right now)
+  kOther,    // another run id, or not our protocol
+  kFresh,    // a host of this run that has completed no round yet (round 0 forming)
+  kRunning,  // a host of this run that has completed a round: the run's current regime
+};
+
+// Classifies a candidate's first frame (a host's challenge) for run `run_id`.
+PeerAnswer ClassifyPeerChallenge(std::string_view payload, std::string_view run_id);
+
+// What the agent does with the answers of its candidates (in candidate order).
+struct DiscoveryPlan {
+  enum class Kind {
+    kAsBefore,  // no regime runs elsewhere: host the endpoint if it is ours, else join it
+    kWalk,      // walk `walk` (candidate indexes, in order) as a latecomer; never host
+  };
+  Kind kind = Kind::kAsBefore;
+  std::vector<size_t> walk;
+};
+// Running hosts first (they are the regime); with none, a fresh host of the run means
+// the run is just starting (join the endpoint as before); with neither, silent
+// sockets mean a regime whose host is elsewhere or taking over: walk them (each has
+// a deadline, a takeover answers within it). Only refusals and others: as before.
+DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers);
+
+// The candidates to walk as a round of successors (never taken over: group_rank -1,
+// round 0, so the walk joins only a host that completed a round).
+RoundInfo DiscoveredRegime(const std::vector<std::string>& peers, int port,
+                           const std::vector<size_t>& walk);
+
+// ---- the shell ----
+// Asks every peer at `port` at once (ReadFirstFrames: blocks up to `timeout`; before
+// the event loop runs).
+std::vector<PeerAnswer> AskPeers(const std::vector<std::string>& peers, int port,
+                                 std::string_view run_id, int timeout_ms);
+
+}  // namespace elastic

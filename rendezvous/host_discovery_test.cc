@@ -1,0 +1,114 @@
+// Finding the run's current host (host_discovery.h, issue 19 item 17): the plan
+// over the candidates' answers and the peer list as tables, the challenge's
+// classification, and the ask on real loopback sockets.
+#include "rendezvous/host_discovery.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/net.h"
+#include "common/unique_fd.h"
+#include "rendezvous/messages.h"
+
+namespace elastic {
+namespace {
+
+using A = PeerAnswer;
+using K = DiscoveryPlan::Kind;
+
+TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
+  struct Row {
+    const char* name;
+    std::vector<A> answers;
+    K kind;
+    std::vector<size_t> walk;
+  };
+  const Row rows[] = {
+      {"nobody told: as before", {}, K::kAsBefore, {}},
+      {"nothing listens anywhere (the job starts): as before",
+       {A::kRefused, A::kRefused, A::kRefused}, K::kAsBefore, {}},
+      {"the endpoint hosts round 0 while others listen: join it as before",
+       {A::kFresh, A::kSilent, A::kSilent}, K::kAsBefore, {}},
+      {"after a failover: the node that took over, never a fresh regime",
+       {A::kRefused, A::kRunning, A::kSilent, A::kRefused}, K::kWalk, {1}},
+      {"a running host beats a fresh one (a second regime starting)",
+       {A::kFresh, A::kSilent, A::kRunning}, K::kWalk, {2}},
+      {"two running hosts (a stuck former host): both, in node order",
+       {A::kRunning, A::kRunning}, K::kWalk, {0, 1}},
+      {"only members' sockets (a takeover under way): walk them",
+       {A::kRefused, A::kSilent, A::kSilent}, K::kWalk, {1, 2}},
+      {"another run's hosts do not count", {A::kOther, A::kRefused}, K::kAsBefore, {}},
+  };
+  for (const Row& r : rows) {
+    DiscoveryPlan plan = PlanDiscovery(r.answers);
+    EXPECT_EQ(plan.kind, r.kind) << r.name;
+    EXPECT_EQ(plan.walk, r.walk) << r.name;
+  }
+}
+
+std::string Challenge(const std::string& run_id, int64_t last_completed) {
+  nlohmann::json j = {{"version", kRendezvousProtocolVersion}, {"run_id", run_id},
+                      {"nonce", std::string(64, 'c')}, {"auth", "none"}, {"round", 3},
+                      {"last_completed", last_completed}};
+  return EncodeMessage("challenge", j);
+}
+
+TEST(HostDiscoveryTest, ChallengeTellsARunningHostFromAFreshOne) {
+  struct Row {
+    const char* name;
+    std::string payload;
+    A want;
+  };
+  const Row rows[] = {
+      {"completed round 2", Challenge("run", 2).substr(4), A::kRunning},
+      {"completed round 0", Challenge("run", 0).substr(4), A::kRunning},
+      {"round 0 forming", Challenge("run", -1).substr(4), A::kFresh},
+      {"another run", Challenge("other", 2).substr(4), A::kOther},
+      {"not our protocol", "SSH-2.0-OpenSSH", A::kOther},
+      {"another message", EncodeMessage("heartbeat").substr(4), A::kOther},
+  };
+  for (const Row& r : rows) EXPECT_EQ(ClassifyPeerChallenge(r.payload, "run"), r.want) << r.name;
+}
+
+TEST(HostDiscoveryTest, DiscoveredRegimeIsWalkedNeverTakenOver) {
+  RoundInfo r = DiscoveredRegime({"10.0.0.1", "10.0.0.2", "10.0.0.3"}, 29400, {2, 0});
+  EXPECT_EQ(r.group_rank, -1);
+  EXPECT_EQ(r.round, 0u);  // the walk joins only a host that completed a round
+  ASSERT_EQ(r.successors.size(), 2u);
+  EXPECT_EQ(r.successors[0].addr, "10.0.0.3");
+  EXPECT_EQ(r.successors[1].addr, "10.0.0.1");
+  EXPECT_EQ(r.successors[1].port, 29400);
+}
+
+TEST(HostDiscoveryTest, PeersAreAskedAtTheEndpointsPort) {
+  // Three loopback addresses at one port: one refuses, one accepts silently (a
+  // member's failover socket), one is a host of the run that completed a round.
+  SocketAddress addr;
+  std::string err;
+  int bind_errno = 0;
+  ASSERT_TRUE(ResolveNumericAddress("127.0.0.3", 0, &addr, &err)) << err;
+  UniqueFd host = ListenOn(addr, &bind_errno, &err);
+  ASSERT_TRUE(host) << err;
+  int port = LocalPort(host.get());
+  ASSERT_TRUE(ResolveNumericAddress("127.0.0.2", port, &addr, &err)) << err;
+  UniqueFd silent = ListenOn(addr, &bind_errno, &err);
+  if (!silent) GTEST_SKIP() << "127.0.0.2:" << port << " is taken: " << err;
+  std::thread answer([&] {
+    pollfd p{host.get(), POLLIN, 0};
+    (void)poll(&p, 1, 5000);
+    UniqueFd c(accept(host.get(), nullptr, nullptr));
+    std::string frame = Challenge("run", 4);
+    if (c) (void)!write(c.get(), frame.data(), frame.size());
+  });
+  std::vector<A> answers = AskPeers({"127.0.0.4", "127.0.0.2", "127.0.0.3"}, port, "run", 1000);
+  answer.join();
+  EXPECT_EQ(answers, (std::vector<A>{A::kRefused, A::kSilent, A::kRunning}));
+}
+
+}  // namespace
+}  // namespace elastic
