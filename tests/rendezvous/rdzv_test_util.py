@@ -118,7 +118,6 @@ class RendezvousTestCase(unittest.TestCase):
 
     def start_agent(self, nnodes, nproc=2, conf="", extra=(), env=None, program=WORKER,
                     worker_args=()):
-        log = os.path.join(self.dir, "agent%d.log" % len(self.agents))
         full_env = dict(os.environ)
         full_env.pop("OMP_NUM_THREADS", None)
         full_env["ELASTIC_RDZV_TEST_MARKER"] = self.marker
@@ -137,12 +136,26 @@ class RendezvousTestCase(unittest.TestCase):
         if self.preload_torch and program.endswith(".py") and "--no-python" not in extra:
             args.append("--preload=torch")
         args += list(extra) + [program] + list(worker_args)
+        return self.spawn(args, full_env)
+
+    def spawn(self, args, env):
+        """An agent process (in a session of its own), its output in the test's directory."""
+        log = os.path.join(self.dir, "agent%d.log" % len(self.agents))
         with open(log, "wb") as out:
-            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=full_env,
+            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)
         agent = Agent(proc, log)
         self.agents.append(agent)
         return agent
+
+    def stop_all(self):
+        """SIGTERM to every agent still running; all exit and leave nothing behind."""
+        for agent in self.agents:
+            if agent.proc.poll() is None:
+                os.kill(agent.proc.pid, signal.SIGTERM)
+        for agent in self.agents:
+            self.wait_exit(agent)
+        self.assert_nothing_left()
 
     def wait_for(self, condition, what):
         end = time.monotonic() + DEADLINE_S

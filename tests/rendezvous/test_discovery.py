@@ -10,7 +10,7 @@ import signal
 import subprocess
 import unittest
 
-from rdzv_test_util import ELASTICRUN, PYTHON, WORKER, Agent
+from rdzv_test_util import ELASTICRUN, PYTHON, WORKER
 from test_partition import NetnsTestCase
 
 CONF = ("munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=60,"
@@ -26,7 +26,6 @@ class DiscoveryTest(NetnsTestCase):
         state = os.path.join(self.dir, "state%d" % k)
         if fresh_records:
             subprocess.run(["rm", "-rf", state], check=True)
-        log = os.path.join(self.dir, "agent%d.log" % len(self.agents))
         env = dict(os.environ, ELASTIC_RDZV_TEST_MARKER=self.marker, HOLD_ROUNDS="100",
                    GLOO_SOCKET_IFNAME=dev, ELASTIC_RDZV_PEERS=",".join(
                        "10.231.0.%d" % (p + 1) for p in range(peers)))
@@ -37,20 +36,7 @@ class DiscoveryTest(NetnsTestCase):
                 "--python=" + PYTHON, "--max-restarts=10", "--node-rank=%d" % k,
                 "--rdzv-conf=%s,expected_nodes=%d,state_dir=%s" % (CONF, expected, state),
                 WORKER]
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
-        agent = Agent(proc, log)
-        self.agents.append(agent)
-        return agent
-
-    def stop_all(self):
-        for agent in self.agents:
-            if agent.proc.poll() is None:
-                os.kill(agent.proc.pid, signal.SIGTERM)
-        for agent in self.agents:
-            self.wait_exit(agent)
-        self.assert_nothing_left()
+        return self.spawn(args, env)
 
     def assert_in_the_regime(self, agent, world):
         """Trained in the running regime (never a round 0 of its own) at `world` nodes."""

@@ -40,14 +40,6 @@ class FailoverTest(RendezvousTestCase):
                                 extra=["--max-restarts=%d" % max_restarts,
                                        "--node-rank=%d" % index])
 
-    def stop_all(self):
-        for agent in self.agents:
-            if agent.proc.poll() is None:
-                os.kill(agent.proc.pid, signal.SIGTERM)
-        for agent in self.agents:
-            self.wait_exit(agent)
-        self.assert_nothing_left()
-
     def assert_one_group_per_round(self):
         """No two groups of the run at once: every round's workers agree on its world size."""
         worlds = {}
