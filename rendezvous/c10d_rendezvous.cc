@@ -73,12 +73,16 @@ int AskTimeoutMs(const C10dParams& p) {
 }
 
 // The run's current regime as its candidate nodes answer at the endpoint's port
-// (host_discovery.h); nullopt: none runs elsewhere (start as before).
-std::optional<RoundInfo> DiscoveredHost(const C10dParams& p, int port) {
+// (host_discovery.h), the endpoint itself (`endpoint`, numeric) asked first;
+// nullopt: none runs elsewhere (start as before).
+std::optional<RoundInfo> DiscoveredHost(const C10dParams& p, const std::string& endpoint, int port) {
   if (p.peers.empty()) return std::nullopt;
-  DiscoveryPlan plan = PlanDiscovery(AskPeers(p.peers, port, p.run_id, AskTimeoutMs(p)));
+  std::vector<std::string> asked = {endpoint};
+  for (const std::string& peer : p.peers)
+    if (peer != endpoint) asked.push_back(peer);
+  DiscoveryPlan plan = PlanDiscovery(AskPeers(asked, port, p.run_id, AskTimeoutMs(p)), 0);
   if (plan.kind != DiscoveryPlan::Kind::kWalk) return std::nullopt;
-  return DiscoveredRegime(p.peers, port, plan.walk);
+  return DiscoveredRegime(asked, port, plan.walk);
 }
 
 // The run's regime as this node's records know it, while a successor of it may still
@@ -122,14 +126,14 @@ std::unique_ptr<RendezvousHandler> CreateC10dRendezvous(EventLoop& loop, const C
         loop, Failover(p, regime_path), *regime,
         fmt::format("had a regime here (round {} of {} node(s)) that may still run", regime->round,
                     regime->successors.size()));
+  SocketAddress addr;
+  if (!ResolveAddress(host, port, &addr, err)) return nullptr;
   // No record here (a new node, or records lost): the run's nodes may know (issue 19 item 17).
-  if (std::optional<RoundInfo> found = DiscoveredHost(p, port))
+  if (std::optional<RoundInfo> found = DiscoveredHost(p, AddressText(addr.storage), port))
     return std::make_unique<FailoverRendezvous>(
         loop, Failover(p, regime_path), *found,
         fmt::format("runs on its nodes, not at the endpoint {} (walking {} of them at port {})",
                     FormatEndpoint(p.endpoint), found->successors.size(), port));
-  SocketAddress addr;
-  if (!ResolveAddress(host, port, &addr, err)) return nullptr;
   bool loopback = IsLoopback(addr.storage);
   // A host name that resolves to loopback here (Debian's "127.0.1.1 hostname") still names
   // this machine to the other nodes: serve on every address, as with is_host=1.

@@ -19,7 +19,7 @@ PeerAnswer ClassifyPeerChallenge(std::string_view payload, std::string_view run_
   return host.challenge.last_completed >= 0 ? PeerAnswer::kRunning : PeerAnswer::kFresh;
 }
 
-DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers) {
+DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint) {
   auto indexes = [&](PeerAnswer kind) {
     std::vector<size_t> out;
     for (size_t i = 0; i < answers.size(); ++i)
@@ -30,6 +30,9 @@ DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers) {
   std::vector<size_t> running = indexes(PeerAnswer::kRunning);
   if (!running.empty()) return {DiscoveryPlan::Kind::kWalk, running};
   if (!indexes(PeerAnswer::kFresh).empty()) return plan;
+  if (endpoint >= 0 && static_cast<size_t>(endpoint) < answers.size() &&
+      answers[static_cast<size_t>(endpoint)] == PeerAnswer::kSilent)
+    return plan;
   std::vector<size_t> silent = indexes(PeerAnswer::kSilent);
   if (!silent.empty()) return {DiscoveryPlan::Kind::kWalk, silent};
   return plan;

@@ -45,11 +45,14 @@ struct DiscoveryPlan {
   Kind kind = Kind::kAsBefore;
   std::vector<size_t> walk;
 };
-// Running hosts first (they are the regime); with none, a fresh host of the run means
-// the run is just starting (join the endpoint as before); with neither, silent
-// sockets mean a regime whose host is elsewhere or taking over: walk them (each has
-// a deadline, a takeover answers within it). Only refusals and others: as before.
-DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers);
+// `endpoint`: the index of the endpoint's own answer (-1: not asked). Running hosts
+// first (they are the regime); with none, a fresh host of the run means the run is
+// just starting (join the endpoint as before), and so does an endpoint that accepted
+// but has not answered yet (a host slow to send its challenge on a loaded machine);
+// with neither, silent sockets elsewhere, the endpoint refusing, mean a regime whose
+// host is lost and another taking over: walk them (each has a deadline, a takeover
+// answers within it). Only refusals and others: as before.
+DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint);
 
 // The candidates to walk as a round of successors (never taken over: group_rank -1,
 // round 0, so the walk joins only a host that completed a round).

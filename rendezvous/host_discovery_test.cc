@@ -25,27 +25,32 @@ TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
   struct Row {
     const char* name;
     std::vector<A> answers;
+    int endpoint;
     K kind;
     std::vector<size_t> walk;
   };
   const Row rows[] = {
-      {"nobody told: as before", {}, K::kAsBefore, {}},
+      {"nobody told: as before", {}, -1, K::kAsBefore, {}},
       {"nothing listens anywhere (the job starts): as before",
-       {A::kRefused, A::kRefused, A::kRefused}, K::kAsBefore, {}},
+       {A::kRefused, A::kRefused, A::kRefused}, 0, K::kAsBefore, {}},
       {"the endpoint hosts round 0 while others listen: join it as before",
-       {A::kFresh, A::kSilent, A::kSilent}, K::kAsBefore, {}},
+       {A::kFresh, A::kSilent, A::kSilent}, 0, K::kAsBefore, {}},
+      {"the endpoint is slow to answer (a loaded machine), others listen: as before",
+       {A::kSilent, A::kSilent, A::kSilent}, 0, K::kAsBefore, {}},
       {"after a failover: the node that took over, never a fresh regime",
-       {A::kRefused, A::kRunning, A::kSilent, A::kRefused}, K::kWalk, {1}},
+       {A::kRefused, A::kRunning, A::kSilent, A::kRefused}, 0, K::kWalk, {1}},
+      {"... even where a member's socket sits at the endpoint's address",
+       {A::kSilent, A::kRunning, A::kSilent}, 0, K::kWalk, {1}},
       {"a running host beats a fresh one (a second regime starting)",
-       {A::kFresh, A::kSilent, A::kRunning}, K::kWalk, {2}},
+       {A::kFresh, A::kSilent, A::kRunning}, 0, K::kWalk, {2}},
       {"two running hosts (a stuck former host): both, in node order",
-       {A::kRunning, A::kRunning}, K::kWalk, {0, 1}},
-      {"only members' sockets (a takeover under way): walk them",
-       {A::kRefused, A::kSilent, A::kSilent}, K::kWalk, {1, 2}},
-      {"another run's hosts do not count", {A::kOther, A::kRefused}, K::kAsBefore, {}},
+       {A::kRunning, A::kRunning}, -1, K::kWalk, {0, 1}},
+      {"the endpoint refuses, only members' sockets (a takeover under way): walk them",
+       {A::kRefused, A::kSilent, A::kSilent}, 0, K::kWalk, {1, 2}},
+      {"another run's hosts do not count", {A::kOther, A::kRefused}, 1, K::kAsBefore, {}},
   };
   for (const Row& r : rows) {
-    DiscoveryPlan plan = PlanDiscovery(r.answers);
+    DiscoveryPlan plan = PlanDiscovery(r.answers, r.endpoint);
     EXPECT_EQ(plan.kind, r.kind) << r.name;
     EXPECT_EQ(plan.walk, r.walk) << r.name;
   }
