@@ -80,8 +80,13 @@ std::optional<RoundInfo> DiscoveredHost(const C10dParams& p, const std::string& 
   std::vector<std::string> asked = {endpoint};
   for (const std::string& peer : p.peers)
     if (peer != endpoint) asked.push_back(peer);
-  DiscoveryPlan plan = PlanDiscovery(AskPeers(asked, port, p.run_id, AskTimeoutMs(p)), 0);
+  std::vector<PeerAnswer> answers = AskPeers(asked, port, p.run_id, AskTimeoutMs(p));
+  DiscoveryPlan plan = PlanDiscovery(answers, 0);
   if (plan.kind != DiscoveryPlan::Kind::kWalk) return std::nullopt;
+  std::string said;
+  for (size_t i = 0; i < asked.size(); ++i)
+    said += fmt::format("{}{} {}", i ? ", " : "", asked[i], PeerAnswerName(answers[i]));
+  Log(LogLevel::kInfo, "rendezvous: the run's nodes at port {}: {}", port, said);
   return DiscoveredRegime(asked, port, plan.walk);
 }
 

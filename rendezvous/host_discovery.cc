@@ -10,6 +10,18 @@
 
 namespace elastic {
 
+const char* PeerAnswerName(PeerAnswer answer) {
+  switch (answer) {
+    case PeerAnswer::kRefused: return "refused";
+    case PeerAnswer::kSilent: return "silent";
+    case PeerAnswer::kNoAnswer: return "no answer";
+    case PeerAnswer::kOther: return "another run";
+    case PeerAnswer::kFresh: return "a host forming round 0";
+    case PeerAnswer::kRunning: return "a host that completed a round";
+  }
+  return "?";
+}
+
 PeerAnswer ClassifyPeerChallenge(std::string_view payload, std::string_view run_id) {
   Message msg;
   HostMessage host;
@@ -57,6 +69,7 @@ std::vector<PeerAnswer> AskPeers(const std::vector<std::string>& peers, int port
     switch (f.status) {
       case FirstFrame::kRefused: answers.push_back(PeerAnswer::kRefused); break;
       case FirstFrame::kSilent: answers.push_back(PeerAnswer::kSilent); break;
+      case FirstFrame::kNoAnswer: answers.push_back(PeerAnswer::kNoAnswer); break;
       case FirstFrame::kBadFrame: answers.push_back(PeerAnswer::kOther); break;
       case FirstFrame::kFrame: answers.push_back(ClassifyPeerChallenge(f.payload, run_id)); break;
     }

@@ -28,10 +28,14 @@ enum class PeerAnswer {
   kRefused,  // nothing listens (or it closed without a word)
   kSilent,   // accepted, said nothing in time: an agent's failover socket (a member of
              // a regime whose host is elsewhere, or taking over right now)
+  kNoAnswer, // the connection was not answered in time: unreachable now (a partition,
+             // or a first contact still resolving the neighbour): no evidence either way
   kOther,    // another run id, or not our protocol
   kFresh,    // a host of this run that has completed no round yet (round 0 forming)
   kRunning,  // a host of this run that has completed a round: the run's current regime
 };
+
+const char* PeerAnswerName(PeerAnswer answer);  // "refused", "silent", ...
 
 // Classifies a candidate's first frame (a host's challenge) for run `run_id`.
 PeerAnswer ClassifyPeerChallenge(std::string_view payload, std::string_view run_id);

@@ -48,6 +48,11 @@ TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
       {"the endpoint refuses, only members' sockets (a takeover under way): walk them",
        {A::kRefused, A::kSilent, A::kSilent}, 0, K::kWalk, {1, 2}},
       {"another run's hosts do not count", {A::kOther, A::kRefused}, 1, K::kAsBefore, {}},
+      {"a connection not answered in time (a first contact on a loaded machine) is no "
+       "regime: the job started with the endpoint's agent asking before it hosts",
+       {A::kRefused, A::kRefused, A::kNoAnswer}, 0, K::kAsBefore, {}},
+      {"... but a running host answering elsewhere still wins",
+       {A::kRefused, A::kNoAnswer, A::kRunning}, 0, K::kWalk, {2}},
   };
   for (const Row& r : rows) {
     DiscoveryPlan plan = PlanDiscovery(r.answers, r.endpoint);

@@ -220,14 +220,17 @@ std::vector<FirstFrame> ReadFirstFrames(const std::vector<Successor>& hosts,
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (polls.empty() || left.count() <= 0) break;  // the rest stay kSilent
+    if (polls.empty() || left.count() <= 0) break;  // the rest: kSilent (connected) or kNoAnswer
     int n = poll(polls.data(), polls.size(), static_cast<int>(left.count()));
     if (n < 0 && errno != EINTR) break;
     for (size_t k = 0; k < polls.size() && n > 0; ++k)
       if (polls[k].revents != 0) Step(asking[which[k]], polls[k].revents);
   }
   std::vector<FirstFrame> frames;
-  for (Asking& a : asking) frames.push_back(std::move(a.frame));
+  for (Asking& a : asking) {
+    if (!a.done && !a.connected) a.frame.status = FirstFrame::kNoAnswer;
+    frames.push_back(std::move(a.frame));
+  }
   return frames;
 }
 
@@ -237,7 +240,8 @@ std::vector<SuccessorAnswer> AskSuccessors(const RoundInfo& round, std::string_v
   for (const FirstFrame& f : ReadFirstFrames(round.successors, timeout)) {
     switch (f.status) {
       case FirstFrame::kRefused: answers.push_back(SuccessorAnswer::kRefused); break;
-      case FirstFrame::kSilent: answers.push_back(SuccessorAnswer::kSilent); break;
+      case FirstFrame::kSilent:
+      case FirstFrame::kNoAnswer: answers.push_back(SuccessorAnswer::kSilent); break;  // may run
       case FirstFrame::kBadFrame: answers.push_back(SuccessorAnswer::kOther); break;
       case FirstFrame::kFrame: answers.push_back(ClassifyChallenge(f.payload, round, run_id)); break;
     }

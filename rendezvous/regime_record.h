@@ -76,7 +76,10 @@ std::vector<std::string> ReadRegimeRecords(const std::string& dir, const std::st
 void ExpireRegimeRecords(const std::string& dir, const std::string& key, const RoundInfo& regime);
 // What a host's address said first, read by ReadFirstFrames.
 struct FirstFrame {
-  enum Status { kRefused, kSilent, kBadFrame, kFrame } status = kSilent;
+  // kSilent: connected, no frame in time; kNoAnswer: the connection itself was not
+  // answered in time (a node behind a partition, or a first contact still resolving
+  // the neighbour on a loaded machine).
+  enum Status { kRefused, kSilent, kNoAnswer, kBadFrame, kFrame } status = kSilent;
   std::string payload;  // kFrame: the first frame's payload (a host's challenge)
 };
 // Connects to every one of `hosts` (numeric addresses; port 0 or a bad address: refused)

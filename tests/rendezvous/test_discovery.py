@@ -13,7 +13,7 @@ import unittest
 from rdzv_test_util import ELASTICRUN, PYTHON, WORKER
 from test_partition import NetnsTestCase
 
-CONF = ("munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=60,"
+CONF = ("munge=0,heartbeat_interval=0.5,heartbeat_timeout=10,join_timeout=60,"
         "last_call_timeout=30")  # round 0 waits for all 3 (expected_nodes), however slow
 
 
