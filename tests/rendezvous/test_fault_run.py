@@ -143,8 +143,6 @@ class FoundByTheFaultRunTest(unittest.TestCase):
     def logs(self):
         return "\n".join("--- node %d ---\n%s" % (n.index, self.run_.tail(n, 40)) for n in self.run_.nodes)
 
-    @unittest.skip("issue 19 item 17 (finding the current host): fails on main at 6a19157, node 0 "
-                   "exits 3 ('no successor of round 0 is left'); enable with the discovery fix")
     def test_a_node_down_through_two_failovers_finds_the_host_when_it_comes_back(self):
         # Found by the partition run (seed 11, 180 s): a node's records name the last round
         # it ran; after two failovers no successor of that round answers as the host (the
