@@ -74,20 +74,35 @@ int AskTimeoutMs(const C10dParams& p) {
 
 // The run's current regime as its candidate nodes answer at the endpoint's port
 // (host_discovery.h), the endpoint itself (`endpoint`, numeric) asked first;
-// nullopt: none runs elsewhere (start as before).
+// nullopt: none runs elsewhere (start as before). Only members' silent sockets
+// answering: asked again until a takeover would have answered (heartbeat_timeout +
+// heartbeat_interval, the walk's own deadline per successor); each such ask lasts
+// its whole timeout (a silent socket never answers sooner). Blocks: before the loop runs.
 std::optional<RoundInfo> DiscoveredHost(const C10dParams& p, const std::string& endpoint, int port) {
   if (p.peers.empty()) return std::nullopt;
   std::vector<std::string> asked = {endpoint};
   for (const std::string& peer : p.peers)
     if (peer != endpoint) asked.push_back(peer);
-  std::vector<PeerAnswer> answers = AskPeers(asked, port, p.run_id, AskTimeoutMs(p));
-  DiscoveryPlan plan = PlanDiscovery(answers, 0);
-  if (plan.kind != DiscoveryPlan::Kind::kWalk) return std::nullopt;
-  std::string said;
-  for (size_t i = 0; i < asked.size(); ++i)
-    said += fmt::format("{}{} {}", i ? ", " : "", asked[i], PeerAnswerName(answers[i]));
-  Log(LogLevel::kInfo, "rendezvous: the run's nodes at port {}: {}", port, said);
-  return DiscoveredRegime(asked, port, plan.walk);
+  auto said = [&](const std::vector<PeerAnswer>& answers) {
+    std::string text;
+    for (size_t i = 0; i < asked.size(); ++i)
+      text += fmt::format("{}{} {}", i ? ", " : "", asked[i], PeerAnswerName(answers[i]));
+    return text;
+  };
+  auto last = std::chrono::steady_clock::now() +
+              std::chrono::milliseconds(p.settings.heartbeat_timeout_ms + p.settings.heartbeat_interval_ms);
+  while (true) {
+    std::vector<PeerAnswer> answers = AskPeers(asked, port, p.run_id, AskTimeoutMs(p));
+    DiscoveryPlan plan = PlanDiscovery(answers, 0, std::chrono::steady_clock::now() < last);
+    if (plan.kind == DiscoveryPlan::Kind::kAsBefore) return std::nullopt;
+    if (plan.kind == DiscoveryPlan::Kind::kAskAgain) {
+      Log(LogLevel::kInfo, "rendezvous: the run's nodes at port {}: {}: no host of run {} answers, "
+          "asking again", port, said(answers), p.run_id);
+      continue;
+    }
+    Log(LogLevel::kInfo, "rendezvous: the run's nodes at port {}: {}", port, said(answers));
+    return DiscoveredRegime(asked, port, plan.walk);
+  }
 }
 
 // The run's regime as this node's records know it, while a successor of it may still

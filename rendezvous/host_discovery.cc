@@ -31,7 +31,8 @@ PeerAnswer ClassifyPeerChallenge(std::string_view payload, std::string_view run_
   return host.challenge.last_completed >= 0 ? PeerAnswer::kRunning : PeerAnswer::kFresh;
 }
 
-DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint) {
+DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint,
+                            bool may_ask_again) {
   auto indexes = [&](PeerAnswer kind) {
     std::vector<size_t> out;
     for (size_t i = 0; i < answers.size(); ++i)
@@ -46,6 +47,7 @@ DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint
       answers[static_cast<size_t>(endpoint)] == PeerAnswer::kSilent)
     return plan;
   std::vector<size_t> silent = indexes(PeerAnswer::kSilent);
+  if (!silent.empty() && may_ask_again) return {DiscoveryPlan::Kind::kAskAgain, {}};
   if (!silent.empty()) return {DiscoveryPlan::Kind::kWalk, silent};
   return plan;
 }

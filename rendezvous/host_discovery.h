@@ -45,6 +45,7 @@ struct DiscoveryPlan {
   enum class Kind {
     kAsBefore,  // no regime runs elsewhere: host the endpoint if it is ours, else join it
     kWalk,      // walk `walk` (candidate indexes, in order) as a latecomer; never host
+    kAskAgain,  // only members' silent sockets, no host of the run: ask again shortly
   };
   Kind kind = Kind::kAsBefore;
   std::vector<size_t> walk;
@@ -53,10 +54,16 @@ struct DiscoveryPlan {
 // first (they are the regime); with none, a fresh host of the run means the run is
 // just starting (join the endpoint as before), and so does an endpoint that accepted
 // but has not answered yet (a host slow to send its challenge on a loaded machine);
-// with neither, silent sockets elsewhere, the endpoint refusing, mean a regime whose
-// host is lost and another taking over: walk them (each has a deadline, a takeover
-// answers within it). Only refusals and others: as before.
-DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint);
+// with neither, silent sockets elsewhere, the endpoint refusing, may mean a regime
+// whose host is lost and another taking over, or only that the endpoint's host was
+// not reachable at that instant while its members' sockets were (seen under load: the
+// agent walked a member of the forming round 0, no takeover came, exit 3). Silent
+// sockets say nothing of which: while `may_ask_again`, ask again (a takeover answers
+// as a running host, a forming run's endpoint as a fresh one); on the last ask walk
+// them (each has a deadline, a takeover answers within it). Only refusals and others:
+// as before.
+DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint,
+                            bool may_ask_again);
 
 // The candidates to walk as a round of successors (never taken over: group_rank -1,
 // round 0, so the walk joins only a host that completed a round).

@@ -26,8 +26,9 @@ TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
     const char* name;
     std::vector<A> answers;
     int endpoint;
-    K kind;
+    K kind;  // on the last ask
     std::vector<size_t> walk;
+    bool asks_again = false;  // on an earlier ask: kAskAgain instead
   };
   const Row rows[] = {
       {"nobody told: as before", {}, -1, K::kAsBefore, {}},
@@ -46,7 +47,12 @@ TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
       {"two running hosts (a stuck former host): both, in node order",
        {A::kRunning, A::kRunning}, -1, K::kWalk, {0, 1}},
       {"the endpoint refuses, only members' sockets (a takeover under way): walk them",
-       {A::kRefused, A::kSilent, A::kSilent}, 0, K::kWalk, {1, 2}},
+       {A::kRefused, A::kSilent, A::kSilent}, 0, K::kWalk, {1, 2}, true},
+      {"... or the endpoint's host unreachable for an instant while round 0 forms (under "
+       "load): ask again before walking",
+       {A::kRefused, A::kSilent, A::kRefused}, 0, K::kWalk, {1}, true},
+      {"... also where some do not answer in time",
+       {A::kNoAnswer, A::kSilent, A::kNoAnswer}, 0, K::kWalk, {1}, true},
       {"another run's hosts do not count", {A::kOther, A::kRefused}, 1, K::kAsBefore, {}},
       {"a connection not answered in time (a first contact on a loaded machine) is no "
        "regime: the job started with the endpoint's agent asking before it hosts",
@@ -55,9 +61,17 @@ TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
        {A::kRefused, A::kNoAnswer, A::kRunning}, 0, K::kWalk, {2}},
   };
   for (const Row& r : rows) {
-    DiscoveryPlan plan = PlanDiscovery(r.answers, r.endpoint);
+    DiscoveryPlan plan = PlanDiscovery(r.answers, r.endpoint, false);
     EXPECT_EQ(plan.kind, r.kind) << r.name;
     EXPECT_EQ(plan.walk, r.walk) << r.name;
+    DiscoveryPlan first = PlanDiscovery(r.answers, r.endpoint, true);
+    if (r.asks_again) {
+      EXPECT_EQ(first.kind, K::kAskAgain) << r.name;
+      EXPECT_TRUE(first.walk.empty()) << r.name;
+    } else {
+      EXPECT_EQ(first.kind, plan.kind) << r.name;
+      EXPECT_EQ(first.walk, plan.walk) << r.name;
+    }
   }
 }
 
