@@ -1,9 +1,10 @@
 """The short randomized fault runs (issue 19, items 14-17 and the end of item 20;
 fault_run.py says what they do): 5 agents `2:5`, a fixed seed each, worker kills,
 agent SIGKILLs (and restarts with their own command lines) and SIGSTOPs, the host
-among the targets. On loopback with shell workers (one fault at a time); in network
-namespaces with two faults at once, cuts of one or two agents (the host too) and shell
-workers; and so with real PyTorch workers (gloo all_reduce, `--preload torch`).
+among the targets. On loopback with shell workers and in network namespaces with cuts of
+one or two agents (the host too) and shell workers, one agent impaired at a time; in
+network namespaces with real PyTorch workers (gloo all_reduce, `--preload torch`), two
+at once.
 Each fails on two groups of the run training at once, a minority training alone, a
 requeue while a group trains, and an agent exit that no fault caused. The long runs:
 bench/rendezvous/fault_run.py."""
@@ -44,9 +45,11 @@ class FaultRunCase(unittest.TestCase):
 class FaultRunTest(FaultRunCase):
     def test_randomized_faults_never_give_two_groups_at_once_a_requeue_or_an_unexplained_exit(self):
         # One agent impaired at a time on loopback: there every node shares one address, so
-        # a restarted node's records go stale after two failovers in a row, which two faults
-        # at once make likely (issue 19 item 17, FoundByTheFaultRunTest); the runs in network
-        # namespaces below and the long runs have two at once.
+        # only one agent holds the endpoint's port and the others' failover sockets move on
+        # every restart; a restarted node's records go stale after two failovers in a row,
+        # which two faults at once make likely, and the run's nodes cannot tell it where the
+        # host is (one address for all: docs/design.md, "Finding the host from the run's
+        # nodes"). The torch run below and the long runs have two at once.
         run = self.run_faults(duration_s=60, max_impaired=1)
         self.assertGreater(run.trained_groups, 5, run.report())
 
@@ -54,10 +57,12 @@ class FaultRunTest(FaultRunCase):
 @unittest.skipUnless(can_make_namespaces(), "network namespaces need root and ip")
 class PartitionFaultRunTest(FaultRunCase):
     def test_randomized_faults_and_partitions_never_let_a_minority_train_or_act(self):
-        # One impaired agent at a time here too: with two at once a restarted node whose
-        # records name a round all of whose successors have moved on exits 3 ("no
-        # successor of round N is left", issue 19 item 17, open: seen on unstable under
-        # load in CI). The torch run below keeps two at once.
+        # One impaired agent at a time here too. With two at once (item 17's discovery in,
+        # Debian 13, seed 19): the host and node 2 killed together, both restarted as
+        # latecomers of round 3, then the new host and node 4 cut together: the latecomers
+        # walked round 3's successors once, found none answering (two cut, two just
+        # restarted) and exited 3 ("no successor of round 3 is left") instead of walking
+        # again until join_timeout: open. The torch run below keeps two at once.
         run = self.run_faults(duration_s=60, netns=True, max_impaired=1)
         self.assertGreater(run.trained_groups, 5, run.report())
 

@@ -144,6 +144,49 @@ class FakeHostTest(FakeHostCase):
         self.assertIn("no challenge from the rendezvous host 127.0.0.1:%d within auth_timeout"
                       % self.port, agent.output())
 
+    # Issue 19 item 17: an agent told the run's nodes (ELASTIC_RDZV_PEERS) asks them at the
+    # endpoint's port before it joins. A stranger holding that port on a peer's address
+    # answers every connection as a host of the run that completed round 6 (challenges are
+    # unauthenticated, the run id is no secret). The agent walks it as a latecomer and
+    # refuses it at the welcome: it never trains there and ends as after a lost host.
+    def test_a_stranger_posing_as_the_running_host_at_a_peers_port_is_refused(self):
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(8)
+        self.addCleanup(listener.close)
+        hellos = []
+
+        def serve():
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                try:
+                    conn.settimeout(BOUND_S)
+                    send_msg(conn, {"type": "challenge", "version": 4, "run_id": self.run_id,
+                                    "nonce": os.urandom(32).hex(), "auth": "token", "round": 7,
+                                    "last_completed": 6})
+                    hellos.append(recv_msg(conn))
+                    send_msg(conn, {"type": "welcome", "node_id": 2, "proof": "00" * 32})
+                    recv_msg(conn)
+                except (OSError, EOFError, ValueError):
+                    pass
+                finally:
+                    conn.close()
+        threading.Thread(target=serve, daemon=True).start()
+        agent = self.start_agent(2, nproc=1, conf="is_host=0,token=" + TOKEN, extra=["--no-python"],
+                                 program="/bin/sh", worker_args=WORKER,
+                                 env={"ELASTIC_RDZV_PEERS": "127.0.0.1"})
+        rc = self.bounded_exit(agent)
+        out = agent.output()
+        self.assertEqual(rc, 3, self.dump())
+        self.assertIn("runs on its nodes, not at the endpoint", out)
+        self.assertIn("failed to prove itself (token)", out)
+        self.assertNotIn("worker-started", out)
+        self.assertEqual(len(hellos), 1, self.dump())  # the walk's one hello, nothing more
+
 
 class MungeDowngradeTest(FakeHostCase):
     """An agent that reaches a munged (no token) refuses a host offering none."""
