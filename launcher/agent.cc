@@ -211,7 +211,13 @@ void ElasticAgent::SetCallbacks() {
   };
   cb.on_restart_required = [this](const std::string& reason, RestartCause cause) {
     restart_cause_ = cause;
-    Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
+    // A node whose workers all finished never restarts them (a failure crossing its
+    // success: the host ends the job next, rendezvous/late_success.h).
+    if (status_.state == WorkerState::kSucceeded)
+      Log(LogLevel::kDebug, "the rendezvous asks for a restart ({}); this node's workers have "
+          "finished", reason);
+    else
+      Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
     AskSlurm();  // a round is about to form: Slurm answers while the workers stop
     Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
   };

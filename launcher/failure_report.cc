@@ -111,6 +111,11 @@ std::string FormatFailureSummary(const WorkerFailure& f, int restarts_used, int 
                        "earlier attempt is in the log above\n", restarts_used);
   }
   out += fmt::format("  restarts used: {} of {} ({})\n", restarts_used, max_restarts, restarts_flag);
+  // A worker's failure ends the job with restarts left only after a node finished (the
+  // rendezvous's message, below when the worker wrote no error file, names it).
+  if (reason == EndReason::kWorkerFailed && restarts_used < max_restarts)
+    out += "  no restart:    a node had finished (its workers all exited 0): a restart would need "
+           "its workers again\n";
   if (!f.message.empty())
     out += fmt::format("  message:       {}\n", EscapeForLog(f.message, kSummaryMessageBytes));
   if (!f.traceback.empty()) {

@@ -118,16 +118,37 @@ TEST(FailureReportTest, LostHostWithNoRestartLeftNamesTheHost) {
   }
 }
 
-TEST(FailureReportTest, WorkerFailureOfALaterAttemptSaysItIsTheLastAttempts) {
+// Rank `global_rank` (local rank `local_rank`) on n1 exited with `exit_code`.
+WorkerFailure RankFailure(int global_rank, int local_rank, int exit_code) {
   WorkerFailure f;
-  f.global_rank = 1;
-  f.local_rank = 1;
   f.host = "n1";
-  f.exit_code = 1;
+  f.global_rank = global_rank, f.local_rank = local_rank, f.exit_code = exit_code;
+  return f;
+}
+
+TEST(FailureReportTest, WorkerFailureOfALaterAttemptSaysItIsTheLastAttempts) {
+  WorkerFailure f = RankFailure(1, 1, 1);
   std::string s = FormatFailureSummary(f, 2, 2, EndReason::kWorkerFailed, "--elastic-max-restarts");
   EXPECT_NE(s.find("attempt:       the last one (restart 2)"), std::string::npos) << s;
   EXPECT_NE(s.find("restarts used: 2 of 2 (--elastic-max-restarts)"), std::string::npos) << s;
   EXPECT_EQ(s.find("1970"), std::string::npos) << s;  // no time told
+}
+
+// A failure after a node finished ends the job with restarts left: the summary says why
+// none was tried, not only "restarts used: 0 of 2"; the rendezvous's words (the message
+// when the worker wrote no error file) name the node.
+TEST(FailureReportTest, NoRestartWithRestartsLeftSaysWhy) {
+  WorkerFailure f = RankFailure(1, 0, 3);
+  f.message = "worker 1 (local rank 0) on n1 failed after node n0 had finished (its workers all "
+              "exited 0); a restart would need its workers again";
+  std::string s = FormatFailureSummary(f, 0, 2);
+  EXPECT_NE(s.find("  restarts used: 0 of 2 (--max-restarts)\n  no restart:    a node had finished (its "
+                   "workers all exited 0): a restart would need its workers again\n  message:       "
+                   "worker 1 (local rank 0) on n1 failed after node n0 had finished"), std::string::npos) << s;
+  // Restarts used up: the count says it all.
+  EXPECT_EQ(FormatFailureSummary(f, 2, 2).find("no restart:"), std::string::npos);
+  // Other ends with restarts left say why in their own words (crash loop, no progress).
+  EXPECT_EQ(FormatFailureSummary(f, 0, 2, EndReason::kCrashLoop).find("no restart:"), std::string::npos);
 }
 
 TEST(FailureReportTest, ExitCodeAndHintWithoutErrorFile) {

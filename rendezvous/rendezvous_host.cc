@@ -439,10 +439,13 @@ void RendezvousHost::CarryLocal(const RendezvousAction& action) {
           callbacks_.on_restart_required(reason, failed ? RestartCause::kWorkerFailure
                                                         : RestartCause::kMembership);
       });
-    case RendezvousActionKind::kJobFailed:
-      return FinishLocal([this, f = action.failure, end = LocalEnd(action)] {
+    case RendezvousActionKind::kJobFailed: {
+      WorkerFailure failure = action.failure;
+      if (failure.message.empty()) failure.message = action.message;  // as a client's (rendezvous_client.cc)
+      return FinishLocal([this, f = std::move(failure), end = LocalEnd(action)] {
         if (callbacks_.on_job_failed) callbacks_.on_job_failed(f, end);
       });
+    }
     case RendezvousActionKind::kDone:
       return FinishLocal([this] {
         if (callbacks_.on_done) callbacks_.on_done();

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "rendezvous/failover_rules.h"
+#include "rendezvous/late_success.h"
 
 namespace elastic {
 namespace {
@@ -202,11 +203,18 @@ void MaybeComplete(Ctx& c) {
 }
 
 // Starts forming the next round: wait-listed nodes are already participants.
-void StartNextRound(Ctx& c, const std::string& reason, NodeId except, bool worker_failed = false) {
+// `counted`: the stop counts against max_restarts (a worker's failure, a node's loss);
+// kUnknown: churn, not counted.
+void StartNextRound(Ctx& c, const std::string& reason, NodeId except,
+                    EndReason counted = EndReason::kUnknown) {
+  c.s.stop_reason = reason;
+  c.s.stop_cause = counted;
+  c.s.restarts_before_stop = c.s.restarts_used;
+  if (counted != EndReason::kUnknown) c.s.restarts_used += 1;
   for (NodeId id : c.s.members) {
     if (id == except) continue;
     c.Emit(RendezvousActionKind::kRestartRequired, id, reason);
-    c.out.back().worker_failed = worker_failed;
+    c.out.back().worker_failed = counted == EndReason::kWorkerFailed;
   }
   c.s.pending_rejoin = std::set<NodeId>(c.s.members.begin(), c.s.members.end());
   c.s.members.clear();
@@ -233,8 +241,7 @@ void RestartAfterFailure(Ctx& c, const std::string& reason, const WorkerFailure&
           &failure);
     return;
   }
-  c.s.restarts_used += 1;
-  StartNextRound(c, reason, except, exhausted == EndReason::kWorkerFailed);
+  StartNextRound(c, reason, except, exhausted);
 }
 
 size_t SurvivorsAfterLoss(const RendezvousState& s) {
@@ -391,23 +398,59 @@ void OnJoin(Ctx& c, const EvJoin& ev) {
   }
 }
 
+// Why a job with restarts left cannot restart: `finished` names the nodes whose
+// workers are done (they never rejoin).
+std::string NoRestart(const std::vector<std::string>& finished) {
+  std::string names;
+  for (const std::string& name : finished) names += (names.empty() ? "" : ", ") + name;
+  return fmt::format("node{} {} had finished (its workers all exited 0); a restart would need "
+                     "{} workers again", finished.size() == 1 ? "" : "s", names,
+                     finished.size() == 1 ? "its" : "their");
+}
+
 void OnWorkerFailed(Ctx& c, const EvWorkerFailed& ev) {
   if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;  // stale: already restarting
   c.s.last_failure = ev.failure;
   std::string why = fmt::format("worker {} (local rank {}) on {} failed", ev.failure.global_rank,
                                 ev.failure.local_rank, c.Name(ev.node));
   if (c.s.phase == RendezvousPhase::kFinishing) {
+    std::vector<std::string> finished;
+    for (NodeId id : c.s.members)
+      if (c.s.nodes.at(id).succeeded) finished.push_back(c.Name(id));
     Close(c, RendezvousActionKind::kJobFailed, EndReason::kWorkerFailed,
-          why + " after other nodes had finished", &ev.failure);
+          fmt::format("{} after {}", why, NoRestart(finished)), &ev.failure);
     return;
   }
   if (c.s.phase != RendezvousPhase::kRunning) return;
   RestartAfterFailure(c, why, ev.failure, ev.node, EndReason::kWorkerFailed);
 }
 
+// A member's workers all succeeded in the round just stopped, and the news crossed the
+// stop (late_success.h): they never rejoin, so the round being formed never would. The
+// job ends as if the success had come first: the stop was no restart (not counted).
+void EndCrossedStop(Ctx& c, NodeId finished) {
+  c.s.restarts_used = c.s.restarts_before_stop;
+  std::string why = fmt::format("{} as {}", c.s.stop_reason, NoRestart({c.Name(finished)}));
+  if (c.s.stop_cause == EndReason::kWorkerFailed) {
+    WorkerFailure failure = c.s.last_failure;
+    Close(c, RendezvousActionKind::kJobFailed, EndReason::kWorkerFailed, why, &failure);
+    return;
+  }
+  EndReason reason = c.s.stop_cause == EndReason::kUnknown ? EndReason::kError : c.s.stop_cause;
+  Close(c, RendezvousActionKind::kFatal, reason, why, nullptr);
+}
+
 void OnSucceeded(Ctx& c, const EvSucceeded& ev) {
-  if (ev.round != c.s.round || !IsMember(c.s, ev.node)) return;
-  if (c.s.phase != RendezvousPhase::kRunning && c.s.phase != RendezvousPhase::kFinishing) return;
+  SuccessFacts facts{c.s.phase, c.s.round, ev.round, IsMember(c.s, ev.node),
+                     c.s.pending_rejoin.count(ev.node) > 0};
+  switch (JudgeSuccess(facts)) {
+    case SuccessVerdict::kIgnore:
+      return;
+    case SuccessVerdict::kEndsTheJob:
+      return EndCrossedStop(c, ev.node);
+    case SuccessVerdict::kFinished:
+      break;
+  }
   NodeRecord& rec = c.s.nodes.at(ev.node);
   rec.succeeded = true;
   c.s.phase = RendezvousPhase::kFinishing;

@@ -18,6 +18,9 @@
 //                            max_restarts), new node while below max (growth, not counted),
 //                            member left with notice (not counted, no longer a voter)
 //              -> kFinishing a member's workers all succeeded
+//   kJoining   -> kClosed    a member of the stopped round, not yet back, says its workers
+//                            all succeeded in it (the success crossed the stop: it never
+//                            rejoins, late_success.h): job failed, the restart not counted
 //              -> kClosed    restarts exhausted (job failed), survivors below min (fatal)
 //   any but kClosed -> kClosed  a node ends the job (EvEndJob: its crash loop), job failed
 //   kFinishing -> kClosed    every member succeeded or left (done), or a failure (job failed)
@@ -81,6 +84,11 @@ struct RendezvousState {
   TimePoint join_deadline{};
   int restarts_used = 0;
   WorkerFailure last_failure;         // the last worker failure counted (global_rank -1: none)
+  // Why the last running round was stopped for the next one: a member's success that
+  // crossed the stop ends the job with this reason (late_success.h).
+  std::string stop_reason;
+  EndReason stop_cause = EndReason::kUnknown;  // kWorkerFailed, kNodesLost (counted); else churn
+  int restarts_before_stop = 0;                // restarts_used before the stop was counted
   uint64_t next_seq = 0;
   // The majority rule (docs/design.md "Failover"): once a round completed, the
   // next one forms only when a strict majority of that round's members rejoined.

@@ -289,7 +289,70 @@ INSTANTIATE_TEST_SUITE_P(
               t.Do(EvLeave{2, "exited"});
               t.Do(EvSucceeded{1, 0});
             },
-            EvSucceeded{3, 0}, {{A::kDone, {1, 3}}}, P::kClosed}));
+            EvSucceeded{3, 0}, {{A::kDone, {1, 3}}}, P::kClosed},
+        // -- a success crossing the stop of its round (late_success.h): the host's own
+        // workers finish just after it asked every node to rejoin for node 2's failure.
+        // Before, the round waited for the host until join_timeout (600 s); now the job
+        // ends on the spot (the clock does not move), the restart not counted.
+        Row{"HostsOwnSuccessCrossingARestartEndsTheJobAtOnce",
+            [](auto& t) {
+              t.settings.max_restarts = 2;
+              LocalAndRemoteRunning(t);
+              t.Do(EvWorkerFailed{2, 0, Failure(2, 3)});  // round 1 forms
+              t.Do(EvJoin{2, 2, 0});                       // node 2 is back, the host is not
+            },
+            EvSucceeded{1, 0}, {{A::kJobFailed, {1, 2}}}, P::kClosed,
+            [](const auto& t, const auto& actions) {
+              EXPECT_EQ(t.state.restarts_used, 0);
+              for (const auto& a : actions) {
+                EXPECT_EQ(a.end_reason, EndReason::kWorkerFailed);
+                EXPECT_EQ(a.failure.global_rank, 2);
+                EXPECT_EQ(a.round.restarts_used, 0);
+                EXPECT_EQ(a.message, "worker 2 (local rank -1) on n2 failed as node n1 had finished "
+                                     "(its workers all exited 0); a restart would need its workers again");
+              }
+              EXPECT_FALSE(NextDeadline(t.state).has_value());
+            }},
+        Row{"RemoteSuccessCrossingARestartEndsTheJob",
+            [](auto& t) {
+              t.settings.max_restarts = 2;
+              t.RunRound(3);
+              t.Do(EvWorkerFailed{1, 0, Failure(0, 3)});
+            },
+            EvSucceeded{3, 0}, {{A::kJobFailed, {1, 2, 3}}}, P::kClosed,
+            [](const auto& t, const auto&) { EXPECT_EQ(t.state.restarts_used, 0); }},
+        Row{"SuccessCrossingANodeLossEndsTheJobAsNodesLost",
+            [](auto& t) {
+              t.settings.max_restarts = 2;
+              t.RunRound(3);
+              t.Do(EvLeave{1, "connection closed"});
+            },
+            EvSucceeded{3, 0}, {{A::kFatal, {2, 3}}}, P::kClosed,
+            [](const auto& t, const auto& actions) {
+              EXPECT_EQ(t.state.restarts_used, 0);
+              for (const auto& a : actions) EXPECT_EQ(a.end_reason, EndReason::kNodesLost);
+            }},
+        Row{"SuccessOfTheStoppedRoundFromANodeThatRejoinedIsIgnored",
+            [](auto& t) {
+              t.settings.max_restarts = 2;
+              t.RunRound(3);
+              t.Do(EvWorkerFailed{1, 0, Failure(0, 3)});
+              t.Do(EvJoin{3, 2, 0});
+            },
+            EvSucceeded{3, 0}, {}, P::kJoining,
+            [](const auto& t, const auto&) { EXPECT_EQ(t.state.restarts_used, 1); }},
+        Row{"FailureAfterAFinishedNodeNamesItInTheMessage",
+            [](auto& t) {
+              t.settings.max_restarts = 2;
+              t.RunRound(3);
+              t.Do(EvSucceeded{1, 0});
+            },
+            EvWorkerFailed{2, 0, Failure(2, 3)}, {{A::kJobFailed, {1, 2, 3}}}, P::kClosed,
+            [](const auto&, const auto& actions) {
+              for (const auto& a : actions)
+                EXPECT_EQ(a.message, "worker 2 (local rank -1) on n2 failed after node n1 had finished "
+                                     "(its workers all exited 0); a restart would need its workers again");
+            }}));
 
 }  // namespace
 }  // namespace elastic

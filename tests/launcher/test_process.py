@@ -510,9 +510,24 @@ class FinishingEarlyTest(LauncherTestCase):
                                      "--no-python", "sh", "-c", program]))
         return procs
 
-    def until_released(self, then):
+    def until_released(self, then, name=""):
         return "touch %s; while [ ! -e %s ]; do sleep 0.05; done; %s" % (
-            self.path("waiting"), self.path("release"), then)
+            self.path("waiting" + name), self.path("release" + name), then)
+
+    def worker_of(self, proc):
+        """The pid of the one worker of `proc`'s agent (the guardian's child)."""
+        wait_for(self, lambda: children_of(proc.pid), "the agent")
+        agent = children_of(proc.pid)[0]
+        wait_for(self, lambda: children_of(agent), "the agent's worker")
+        return agent, children_of(agent)[0]
+
+    def state_of(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            return None  # reaped
+        return stat[stat.rindex(")") + 2]
 
     def release_and_finish(self, procs):
         """Lets the waiting worker go on; each agent's (exit code, stdout, stderr)."""
@@ -558,19 +573,62 @@ class FinishingEarlyTest(LauncherTestCase):
         # gone: the job fails at once (torchrun: the restart's rendezvous waits for
         # the finished node until its join timeout, 600 s).
         procs = self.start_pair(["echo host-done", self.until_released("exit 3")])
+        # Node 1 fails as soon as it waits, about when the host's worker finishes: the
+        # failure may reach the host before the host's own success or after it (the
+        # crossing, made deterministic in the next test); the end is the same.
         wait_for(self, lambda: os.path.exists(self.path("waiting")), "node 1's worker to wait")
-        # Node 1 fails only once the host's worker has finished and been reaped. (A
-        # failure that crosses the host's own success can leave both agents waiting for
-        # each other until join_timeout: a known race, see docs/user.md "Nodes that
-        # finish early".)
-        wait_for(self, lambda: children_of(procs[0].pid), "node 0's agent")
-        agent = children_of(procs[0].pid)[0]
-        wait_for(self, lambda: not children_of(agent), "node 0's worker to be reaped")
         (rc0, _, err0), (rc1, _, err1) = self.release_and_finish(procs)
         self.assertEqual((rc0, rc1), (1, 1), err0 + err1)
         self.assertIn("job failed: first failure: rank 1 (local rank 0)", err0)
         self.assertIn("restarts used: 0 of 2", err0)
+        self.assertRegex(err0, r"no restart: +a node had finished \(its workers all exited 0\): a "
+                               r"restart would need its workers again")
+        self.assertRegex(err0, r"message: +worker 1 \(local rank 0\) on \S+ failed (after|as) node "
+                               r"\S+ had finished \(its workers all exited 0\); a restart would need "
+                               r"its workers again")
         self.assertNotIn("restarting", err0 + err1)
+        self.assert_nothing_left()
+
+
+    def test_a_failure_crossing_the_hosts_own_success_ends_the_job_at_once(self):
+        # The crossing, made deterministic: node 1's failure reaches the host just before
+        # the host's own worker's success. The host's agent is stopped (SIGSTOP) while node
+        # 1's worker fails and is reaped (its report is then in the host's socket) and the
+        # host's worker exits 0 (a zombie its stopped agent has not reaped); resumed, the
+        # host reads the failure first (epoll hands events over in the order they came),
+        # asks for a restart, then learns of its own success. The restart cannot take
+        # place (the host's workers are done): the job fails at once as if the success
+        # had come first. Before, both agents waited for each other until join_timeout.
+        procs = self.start_pair([self.until_released("echo host-done", "0"),
+                                 self.until_released("exit 3", "1")])
+        for node in (0, 1):
+            wait_for(self, lambda: os.path.exists(self.path("waiting%d" % node)),
+                     "node %d's worker to wait" % node)
+        agent0, worker0 = self.worker_of(procs[0])
+        _, worker1 = self.worker_of(procs[1])
+        os.kill(agent0, signal.SIGSTOP)
+        try:
+            with open(self.path("release1"), "w"):
+                pass
+            wait_for(self, lambda: self.state_of(worker1) is None, "node 1's worker to be reaped")
+            with open(self.path("release0"), "w"):
+                pass
+            wait_for(self, lambda: self.state_of(worker0) == "Z", "node 0's worker to exit")
+        finally:
+            os.kill(agent0, signal.SIGCONT)
+        out = []
+        for proc in procs:
+            o, e = proc.communicate(timeout=60)
+            out.append((proc.returncode, o.decode(errors="replace"), e.decode(errors="replace")))
+        (rc0, out0, err0), (rc1, _, err1) = out
+        self.assertEqual((rc0, rc1), (1, 1), err0 + err1)
+        self.assertIn("[rank0]: host-done", out0)
+        self.assertIn("job failed: first failure: rank 1 (local rank 0)", err0)
+        self.assertIn("restarts used: 0 of 2", err0)
+        self.assertRegex(err0, r"no restart: +a node had finished")
+        self.assertRegex(err0, r"message: +worker 1 \(local rank 0\) on \S+ failed as node \S+ had "
+                               r"finished \(its workers all exited 0\)")
+        self.assertNotIn("asks for a restart", err0)  # its workers were done: not for it
         self.assert_nothing_left()
 
 
