@@ -46,7 +46,7 @@ status=0
 run_suite() {
   local name=$1 dir=$2
   shift 2
-  local log=$logdir/$name.log junit=$PWD/$logdir/$name.junit.xml rc=0 report
+  local log=$logdir/$name.log junit=$PWD/$logdir/$name.junit.xml rc=0 report start=$SECONDS
   # Output kept for passed tests too (a flaky cluster test's first run, the
   # reasons of Python tests skipped inside a passing ctest test).
   "${own_network[@]}" ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-$(nproc)}" --output-junit "$junit" \
@@ -57,6 +57,7 @@ run_suite() {
              --ctest-rc "$rc" --build "$dir") || status=1
   head -n 1 <<<"$report" >>"$summary"
   echo "$report"
+  echo "   took: $((SECONDS - start)) s (where the matrix's time goes)"
   grep -q '^   FAILED\|^   no JUnit\|^   ctest exited' <<<"$report" && echo "   (whole log: $log)" || true
 }
 

@@ -112,10 +112,28 @@ class JobProcesses:
         self.assertEqual(self.job_processes(), [])
 
 
+def preloaded(test):
+    """The scenario's workers fork from one interpreter per node that imported torch, as
+    an admin's plugstack `preload=torch` makes them (docs/elasticrun.md, "Preloading"): the
+    same contract, signals and restarts, without every worker importing torch again at each
+    round (1.3-1.9 s of CPU each; 12 workers a round). The scenarios without it start their
+    workers as a user's plain command does (the contract, the README's examples, scancel,
+    the interpreter checks, and the workers that do not import torch)."""
+    test.preload = "torch"
+    return test
+
+
 class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
     plugin = SPANK_SO
     plugin_args = [f"launcher={ELASTICRUN}"]
+
+    def setUp(self):
+        super().setUp()
+        # plugstack.conf is read again by every srun and slurmstepd.
+        preload = getattr(getattr(self, self._testMethodName), "preload", None)
+        args = self.plugin_args + ([f"preload={preload}"] if preload else [])
+        self.cluster.plugstack_conf.write_text(f"required {Path(SPANK_SO).resolve()} {' '.join(args)}\n")
 
     def srun(self, args, timeout=RUN_TIMEOUT):
         return self.cluster.srun(args, timeout=timeout, env=ENV)
@@ -186,6 +204,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertLessEqual(r.stderr.count("binding: note:"), 1, r.stderr)
         self.assertLess(elapsed, RUN_TIMEOUT)
 
+    @preloaded
     def test_one_task_per_gpu_with_restarts_and_a_hostname_prefix(self):
         # Slurm's habit: -N2 --ntasks-per-node=2 --gpus-per-task=1. Task 0 of each node
         # runs the agent and a worker per task, each with its task's GPU and ids; a
@@ -217,6 +236,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in records(stdout, "DONE")), [0, 1, 2, 3], text)
         self.assert_nothing_left()
 
+    @preloaded
     def test_log_line_prefix_template_flag_names_each_lines_host(self):
         # srun --elastic-log-line-prefix-template (issue 22): expanded by each node's
         # agent, so ${hostname} is the node that printed the line; the flag wins over
@@ -241,6 +261,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(re.findall(r"all_reduce sum of ranks = 66 \(expected 66\) OK", r.stdout)), 12,
                          r.stdout)
 
+    @preloaded
     def test_sbatch_elastic_and_plain_srun(self):
         script = ("#!/bin/sh\n#SBATCH -N3\n#SBATCH --gpus-per-node=4\n#SBATCH --elastic=2:3\n"
                   f"export GLOO_SOCKET_IFNAME=eth0\nsrun /usr/bin/python3 {WORKER}\n")
@@ -251,11 +272,13 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     @unittest.skipUnless(Path(ELASTICRUN).exists() and b"ELASTIC_SPANK_PMIX_ENDPOINT" in Path(ELASTICRUN).read_bytes(),
                          "elasticrun is built without the PMIx bootstrap (launcher/pmix_bootstrap.h)")
     @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
+    @preloaded
     def test_mpi_pmix(self):
         r = self.srun(["-N3", "--mpi=pmix", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", WORKER])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_contract(r.stdout)
 
+    @preloaded
     def test_worker_fails_once_and_is_restarted_everywhere(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-once-rank=3"])
@@ -264,6 +287,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(6)), r.stdout)
         self.assertEqual({d["restart"] for d in done}, {"1"}, done)
 
+    @preloaded
     def test_one_restart_budget_for_the_job_across_failures_on_n2_and_n3(self):
         # --elastic-max-restarts=2 is the job's: a worker fails on n2 (round 0), on n3
         # (round 1), on n2 again (round 2). No node failed 3 times; the job ends anyway,
@@ -281,6 +305,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(re.findall(r"the rendezvous asks for a restart", text)), 2, text)
         self.assert_nothing_left()
 
+    @preloaded
     def test_crash_loop_ends_the_job_early_with_exit_2(self):
         # Rank 1 (n2) fails at once in every round: after 3 quick failures in a row
         # (--crash-loop-count 3, --crash-loop-window 60 s) every node ends the job
@@ -326,6 +351,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertNotIn("requeueing job", out)
         self.assert_nothing_left()
 
+    @preloaded
     def test_checkpoint_train_resumes_on_two_nodes_after_losing_one(self):
         # examples/checkpoint_train.py on 3 nodes; n3 is lost at step 12 or later:
         # n1 and n2 resume from the last checkpoint (never more than 5 steps back)
@@ -419,6 +445,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertNotIn("NEVER_RAN", out)
         self.assertNotIn("requeue", out.lower())
 
+    @preloaded
     def test_lost_node_with_no_restart_left_says_so(self):
         # The summary used to read "first failure: rank -1 (local rank -1) on n2: exit
         # code 0, time: 1970-01-01...".
@@ -554,6 +581,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         for argv0 in nested_argv0:
             self.assertRegex(argv0, r"^/.*/sh$", out)
 
+    @preloaded
     def test_restarts_exhausted_names_rank_and_host(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-always-rank=3"])
@@ -561,6 +589,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertRegex(r.stderr, r"rank 3\b")
         self.assertIn("n2", r.stderr)  # rank 3 = node 1 (n2), local rank 1
 
+    @preloaded
     def test_sbatch_requeue_after_too_many_nodes_lost_requeues_once(self):
         # --elastic=3:3 and one node's agent lost: fewer than MIN nodes, so the job cannot
         # go on in-job. The host asks Slurm to requeue it (--elastic-requeue=1); in the
@@ -604,16 +633,26 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         The end of the first run can read as an ended job with Restarts=1 for a moment
         (Slurm 24.11), so the second run must also have written its first line."""
         deadline = time.monotonic() + RUN_TIMEOUT
+        ended_silent_since = None
         while time.monotonic() < deadline:
             show = self.cluster.run(["scontrol", "show", "job", str(job)], timeout=30).stdout
             state = re.search(r"JobState=(\S+)", show)
             second_ran = output is not None and output.exists() and \
                 "RUN slurm_restart=1" in output.read_text(errors="replace")
-            if "Restarts=1" in show and second_ran and state and state.group(1) in (
-                    "COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"):
+            ended = "Restarts=1" in show and state and state.group(1) in (
+                "COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY")
+            if ended and second_ran:
                 return show
+            # A second run that ended without writing its first line (seen once in 20 runs
+            # under load: FAILED, RunTime 0) will not write it later: say what Slurm saw
+            # now rather than wait out RUN_TIMEOUT.
+            ended_silent_since = (ended_silent_since or time.monotonic()) if ended else None
+            if ended_silent_since and time.monotonic() - ended_silent_since > 20:
+                break
             time.sleep(0.5)
-        self.fail(f"job {job} did not end after its requeue:\n{show}")
+        text = output.read_text(errors="replace") if output is not None and output.exists() else "(no output)"
+        self.fail(f"job {job} did not end after its requeue:\n{show}\noutput:\n{text}\n"
+                  f"slurmctld:\n{self.cluster.logs('slurmctld')[-6000:]}")
 
     def start_requeued_job_now(self):
         """Slurm holds a requeued job back for about 2 minutes (its EligibleTime): once it
@@ -636,6 +675,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                         pass
             time.sleep(0.5)
 
+    @preloaded
     def test_health_check_failing_on_one_node_keeps_it_out(self):
         # n3's check fails: n1 and n2 form the round once the last call for n3 is over,
         # and train on 2 nodes. n3 stays connected to the rendezvous as an observer
@@ -659,6 +699,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual({e["world"] for e in env}, {"4"}, env)
         self.assert_nothing_left()
 
+    @preloaded
     def test_a_node_slurm_drains_stands_by_at_the_next_round(self):
         # An admin drains n2 while the job trains on n1-n3 (MIN 2); a worker's failure
         # makes the next round: n2's agent asks Slurm first, joins with the verdict,
@@ -692,6 +733,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertIn("the job finished while this node stood by", text)
         self.assert_nothing_left()
 
+    @preloaded
     def test_node_loss_with_no_kill(self):
         bg, _ = self.lose_node_during(
             ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4", "--elastic-max-restarts=3",
@@ -704,6 +746,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
         # Slurm's srun status is not asserted (it differs by version); the report above is elasticrun's.
 
+    @preloaded
     def test_a_spare_takes_the_place_of_a_lost_node_at_the_same_world_size(self):
         # -N4 --elastic=3:3: n4 stands by; n2 is lost, n1, n3 and n4 train on at world size 3.
         bg, _ = self.lose_node_during(
@@ -723,6 +766,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual({(d["world"], d["restart"]) for d in done}, {("3", "1")}, text)
         self.assert_nothing_left()
 
+    @preloaded
     def test_node_multiple_2_of_3_nodes_trains_on_2_and_keeps_a_spare(self):
         r = self.srun(["-N3", "--elastic=2:3", "--elastic-node-multiple=2", "--gpus-per-node=2",
                        "/usr/bin/python3", WORKER])
@@ -735,6 +779,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                                         r"\(2 node\(s\), a multiple of 2\)", r.stderr)), 1, r.stderr)
         self.assertEqual(len(records(r.stdout, "SUM")), 4, r.stdout)
 
+    @preloaded
     def test_loss_of_the_first_node_fails_over_and_the_job_finishes_on_two(self):
         # n1 hosts the rendezvous and the workers' store: its loss used to end the job.
         bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
@@ -836,6 +881,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(done), 3, text)
         self.assert_nothing_left()
 
+    @preloaded
     def test_cut_off_first_node_never_trains_alone_and_the_others_go_on(self):
         # --elastic=1:3: MIN alone would let n1 (the host) go on by itself; the majority
         # rule does not. n2 and n3 fail over and finish at world size 8. The workers
@@ -910,6 +956,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertNotIn("SIGCONT", text)
         self.assertNotIn("elasticrun: warning: got SIGTERM", text)
 
+    @preloaded
     def test_scancel_usr1_reaches_workers_and_training_goes_on(self):
         bg, job = self.start_training(seconds=15)
         try:
@@ -926,6 +973,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(got, {"0", "1", "2"}, text)
         self.assertEqual(len(records(text, "DONE")), 3, text)
 
+    @preloaded
     def test_time_limit_terminates_every_worker(self):
         bg = Background(self.cluster, ["-N3", "--time=1", "--elastic", "--gpus-per-node=1", "/usr/bin/python3",
                                        WORKER, "--seconds=600"])
