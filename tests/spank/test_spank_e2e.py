@@ -656,7 +656,10 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
 
     def start_requeued_job_now(self):
         """Slurm holds a requeued job back for about 2 minutes (its EligibleTime): once it
-        is pending again, let it start now, as its owner may (scontrol update StartTime)."""
+        is pending again, let it start soon, as its owner may (scontrol update StartTime).
+        Not at once: the nodes revoked the first run's credential, and a second run
+        allocated within that second was killed ("Killing non-startable batch JobId=1:
+        Job credential revoked", slurmctld 24.11, under load): 3 s later."""
         self.requeue_watch_done = False
         deadline = time.monotonic() + RUN_TIMEOUT
         while not self.requeue_watch_done and time.monotonic() < deadline:
@@ -668,7 +671,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                 m = re.match(r"JobId=(\d+) ", line)
                 if m and "JobState=PENDING" in line and "Restarts=1" in line:
                     try:
-                        self.cluster.run(["scontrol", "update", f"JobId={m.group(1)}", "StartTime=now"],
+                        self.cluster.run(["scontrol", "update", f"JobId={m.group(1)}", "StartTime=now+3"],
                                          timeout=30)
                         return
                     except subprocess.TimeoutExpired:
