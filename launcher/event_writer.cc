@@ -43,10 +43,7 @@ void EventWriter::OnHostStart(const RendezvousSettings& settings, const std::str
   memory_ = JobEventMemory{};
   memory_.run_id = run_id;
   memory_.host = node_name;
-  // A takeover is a recovery: from here (the old host's loss was seen a little
-  // earlier, while the survivors walked the successor list) to the next round.
-  if (carried) memory_.recovering_since = now;
-  Enqueue(MakeJobStart(settings, carried, &memory_, wall_ms_()));
+  Enqueue(MakeJobStart(settings, carried, &memory_, now, wall_ms_()));
 }
 
 void EventWriter::OnHostStep(const HostStep& step) {

@@ -116,6 +116,7 @@ std::string EncodeJobEvent(const JobEvent& e) {
     case JobEventKind::kNodeJoined:
       j["node"] = e.node;
       if (!e.reason.empty()) j["reason"] = Bounded(e.reason);
+      if (e.kind == JobEventKind::kNodeLost) j["notice"] = e.notice;
       break;
     case JobEventKind::kEnd:
       j["reason"] = e.reason;
@@ -154,6 +155,7 @@ bool DecodeJobEvent(const std::string& line, JobEvent* e, std::string* err) {
       !Get(j, "max_restarts", &e->max_restarts, false, err) || !Get(j, "reason", &e->reason, false, err) ||
       !Get(j, "nodes", &e->nodes, false, err) || !Get(j, "world_size", &e->world_size, false, err) ||
       !Get(j, "members_total", &e->members_total, false, err) || !Get(j, "node", &e->node, false, err) ||
+      !Get(j, "notice", &e->notice, false, err) ||
       !Get(j, "message", &e->message, false, err))
     return false;
   if (auto it = j.find("members"); it != j.end()) {
@@ -226,7 +228,7 @@ JobEvent RoundEvent(const HostStep& step, const RendezvousAction& a, JobEventMem
 }  // namespace
 
 JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* carried,
-                      JobEventMemory* m, int64_t unix_ms) {
+                      JobEventMemory* m, TimePoint now, int64_t unix_ms) {
   m->max_restarts = settings.max_restarts;
   JobEvent e = Base(JobEventKind::kJobStart, *m, carried ? carried->next_round : 0,
                     carried ? carried->restarts_used : 0, unix_ms);
@@ -234,7 +236,10 @@ JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* ca
   e.min_nodes = settings.min_nodes;
   e.max_nodes = settings.max_nodes;
   e.max_restarts = settings.max_restarts;
-  if (carried) m->next_round_reason = "failover";
+  if (carried) {
+    m->next_round_reason = "failover";
+    m->recovering_since = carried->host_lost_at.value_or(now);
+  }
   return e;
 }
 
@@ -261,8 +266,10 @@ std::vector<JobEvent> DeriveJobEvents(const HostStep& step, JobEventMemory* m, i
     JobEvent e = Base(JobEventKind::kNodeLost, *m, step.round_before, s.restarts_used, unix_ms);
     e.node = step.event_node;
     e.reason = ev->reason;
+    e.notice = ev->notice;
     out.push_back(std::move(e));
-    m->next_round_reason = "node_lost";
+    // A departure with notice (scancel, time limit, preemption of that node) counts no restart.
+    m->next_round_reason = ev->notice ? "departure" : "node_lost";
   } else if (std::holds_alternative<EvJoin>(step.event) && restarted) {
     JobEvent e = Base(JobEventKind::kNodeJoined, *m, step.round_before, s.restarts_used, unix_ms);
     e.node = step.event_node;

@@ -51,7 +51,8 @@ struct JobEvent {
   int max_nodes = 0;
   int max_restarts = 0;
   // kRound
-  std::string reason;        // start, worker_failure, node_lost, node_joined, failover, restart;
+  std::string reason;        // start, worker_failure, node_lost, node_joined, departure, failover,
+                             // restart;
                              // kNodeLost/kEnd: what the host saw / the end reason's name
   int nodes = 0;             // group world size
   int world_size = 0;        // workers
@@ -62,6 +63,7 @@ struct JobEvent {
   std::optional<WorkerFailure> failure;
   // kNodeLost, kNodeJoined
   std::string node;
+  bool notice = false;       // kNodeLost: its agent said it leaves (a departure: no restart counted)
   // kEnd
   std::string message;
 };
@@ -81,8 +83,10 @@ struct JobEventMemory {
   bool ended = false;
 };
 
+// A takeover (`carried`) is a recovery: from this node's detection of the old
+// host's loss (carried->host_lost_at; else `now`) to the successor's first round.
 JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* carried,
-                      JobEventMemory* memory, int64_t unix_ms);
+                      JobEventMemory* memory, TimePoint now, int64_t unix_ms);
 // Events of one step of the host, in order (most steps: none). `unix_ms` stamps them.
 std::vector<JobEvent> DeriveJobEvents(const HostStep& step, JobEventMemory* memory, int64_t unix_ms);
 

@@ -67,6 +67,10 @@ std::vector<JobEvent> EveryKind() {
   lost.node = "n2:9";
   lost.reason = "heartbeat timeout";
   out.push_back(lost);
+  JobEvent departed = lost;
+  departed.reason = "its agent was stopped";
+  departed.notice = true;
+  out.push_back(departed);
   JobEvent joined = lost;
   joined.kind = JobEventKind::kNodeJoined;
   joined.reason.clear();
@@ -101,6 +105,7 @@ void ExpectSame(const JobEvent& a, const JobEvent& b) {
   EXPECT_EQ(a.members_total, b.members_total);
   EXPECT_EQ(a.recovery_ms, b.recovery_ms);
   EXPECT_EQ(a.node, b.node);
+  EXPECT_EQ(a.notice, b.notice);
   EXPECT_EQ(a.message, b.message);
   ASSERT_EQ(a.failure.has_value(), b.failure.has_value());
   if (a.failure) {
@@ -186,7 +191,7 @@ class DeriveTest : public ::testing::Test {
     state = InitialState(settings, now);
     memory.run_id = "7.0";
     memory.host = "n1:1";
-    events.push_back(MakeJobStart(settings, nullptr, &memory, unix_ms));
+    events.push_back(MakeJobStart(settings, nullptr, &memory, now, unix_ms));
   }
   // As the host's Feed: the facts before, the step, then the observer.
   void Do(const RendezvousEvent& ev) {
@@ -269,6 +274,7 @@ TEST_F(DeriveTest, FailureLossJoinAndEnd) {
   EXPECT_EQ(events[2].failure->global_rank, 3);
   EXPECT_EQ(events[4].node, "n3");
   EXPECT_EQ(events[4].reason, "heartbeat timeout");
+  EXPECT_FALSE(events[4].notice);
   EXPECT_EQ(events[5].members, (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(events[5].recovery_ms, 1000);
   EXPECT_EQ(events[6].node, "n4");
@@ -299,11 +305,60 @@ TEST_F(DeriveTest, SuccessorContinuesWithAFailoverRound) {
   carried.next_round = 4;
   carried.restarts_used = 1;
   JobEventMemory m;
-  JobEvent start = MakeJobStart(settings, &carried, &m, unix_ms);
+  JobEvent start = MakeJobStart(settings, &carried, &m, now, unix_ms);
   EXPECT_TRUE(start.takeover);
   EXPECT_EQ(start.round, 4u);
   EXPECT_EQ(start.restarts_left, 1);
   EXPECT_EQ(m.next_round_reason, "failover");
+  EXPECT_EQ(m.recovering_since, now);
+}
+
+// The successor's first round: reason failover, its recovery measured from the
+// moment this node saw the old host's loss (before it walked the successors).
+TEST_F(DeriveTest, AFailoverRoundsRecoveryStartsAtTheDetection) {
+  events.clear();
+  CarriedRound carried;
+  carried.next_round = 1;
+  carried.restarts_used = 1;
+  carried.last_round = 0;
+  carried.last_members = 3;
+  carried.awaited = 2;
+  carried.host_lost_at = now;
+  Advance(700);  // the walk to this node, which takes over
+  state = TakeoverState(settings, now, carried);
+  memory = JobEventMemory{};
+  memory.host = "n2";
+  events.push_back(MakeJobStart(settings, &carried, &memory, now, unix_ms));
+  for (NodeId id : {2, 3}) {  // members of round 0: the quorum
+    Do(EvConnect{NodeDesc{id, "n" + std::to_string(id), "10.0.0." + std::to_string(id), -1, id == 2, "", 0}});
+    Do(EvJoin{id, 2, 0});
+  }
+  ASSERT_EQ(state.phase, RendezvousPhase::kRunning);  // every awaited survivor is back
+  EXPECT_EQ(Kinds(), "job_start round(failover,2) ") << Kinds();
+  EXPECT_TRUE(events[0].takeover);
+  EXPECT_EQ(events[1].round, 1u);
+  EXPECT_EQ(events[1].recovery_ms, 700);
+  EXPECT_EQ(events[1].restarts_used, 1);
+}
+
+// A node that leaves with notice (its agent stopped: scancel of that node, time
+// limit, preemption) counts no restart: node_lost with notice, then a round whose
+// reason is departure.
+TEST_F(DeriveTest, ADepartureWithNoticeIsItsOwnReason) {
+  for (NodeId id : {1, 2, 3}) Join(id);
+  ASSERT_EQ(state.phase, RendezvousPhase::kRunning);
+  Advance(2000);
+  Do(EvLeave{3, "its agent was stopped", true});
+  for (NodeId id : {1, 2}) Do(EvJoin{id, 2});
+  Advance(1000);
+  Do(EvTick{});
+  ASSERT_EQ(state.phase, RendezvousPhase::kRunning);
+  EXPECT_EQ(Kinds(), "job_start round(start,3) node_lost round(departure,2) ") << Kinds();
+  EXPECT_TRUE(events[2].notice);
+  EXPECT_EQ(events[2].node, "n3");
+  EXPECT_EQ(events[3].restarts_used, 0);
+  EXPECT_EQ(events[3].members, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_TRUE(events[3].recovery_ms.has_value());
 }
 
 }  // namespace

@@ -242,6 +242,7 @@ void FailoverRendezvous::OnRound(const RoundInfo& info) {
   running_ = true;
   join_.reset();
   failing_over_ = false;
+  host_lost_at_.reset();
   excluded_.clear();
   if (client_) auth_ = client_->auth_method();
   // Which of this round's successors is the host we talk to (by its address and port).
@@ -312,6 +313,7 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
   if (!failing_over_) {
     failing_over_ = true;
     failover_deadline_ = loop_.Now() + Millis(params_.settings.join_timeout_ms);
+    host_lost_at_ = loop_.Now();
   }
   Log(LogLevel::kWarning, "rendezvous: {}; failing over to the next node of round {}", lost,
       r.round);
@@ -394,6 +396,7 @@ void FailoverRendezvous::TakeOver() {
   size_t members = static_cast<size_t>(r.group_world_size);
   carried.last_members = members + static_cast<size_t>(r.spares);
   carried.awaited = members - excluded_.size() + static_cast<size_t>(r.spares);
+  carried.host_lost_at = host_lost_at_;
   config.carried = carried;
   config.local_member_of = static_cast<int64_t>(r.round);
   config.regime = r.regime;

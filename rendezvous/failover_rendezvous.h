@@ -132,6 +132,7 @@ class FailoverRendezvous : public RendezvousHandler {
   bool rejoining_ = false;               // last_round_ is a record, not a round this agent ran
   std::set<int> excluded_;               // successors lost or found unreachable
   MonoClock::time_point failover_deadline_{};
+  std::optional<MonoClock::time_point> host_lost_at_;  // the loss being failed over (the event record)
   bool shut_down_ = false;
   Timer probe_timer_;                           // while hosting: look for a newer host
   std::unique_ptr<RendezvousClient> probe_;     // the probe under way
