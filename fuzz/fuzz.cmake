@@ -116,6 +116,11 @@ elastic_add_fuzzer(error_file RUNS 20000
 elastic_add_fuzzer(job_event RUNS 20000
   SOURCES launcher/job_events.cc launcher/failure_report.cc launcher/child_process.cc rendezvous/messages.cc
           rendezvous/frame.cc common/parse.cc common/log.cc common/log_escape.cc common/endpoint.cc)
+# The status view a host answers `elasticrun status` with (job_status.h).
+elastic_add_fuzzer(job_status RUNS 20000
+  SOURCES launcher/job_status.cc launcher/job_events.cc launcher/failure_report.cc launcher/child_process.cc
+          rendezvous/messages.cc rendezvous/frame.cc common/parse.cc common/log.cc common/log_escape.cc
+          common/endpoint.cc)
 # /proc/PID/wchan and /proc/PID/stat, read for a worker SIGKILL cannot end.
 elastic_add_fuzzer(proc_wchan RUNS 50000
   SOURCES launcher/stuck_worker.cc launcher/descendants.cc common/log_escape.cc common/log.cc

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "launcher/job_status.h"
 
 namespace elastic {
 
@@ -54,7 +55,12 @@ void EventWriter::OnHostStep(const HostStep& step) {
   for (const JobEvent& e : DeriveJobEvents(step, &memory_, wall_ms_())) Enqueue(e);
 }
 
+nlohmann::json EventWriter::Status(const RendezvousState& state, NodeId requester) {
+  return EncodeJobStatus(MakeJobStatus(state, memory_, requester, wall_ms_()));
+}
+
 void EventWriter::Enqueue(const JobEvent& event) {
+  if (files_.empty() && !echo_) return;  // kept for the status view only
   std::string line = EncodeJobEvent(event);
   if (echo_) Log(LogLevel::kInfo, "event: {}", line);
   if (files_.empty()) return;

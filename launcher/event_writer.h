@@ -10,6 +10,9 @@
 // host loses at most the events of its last step. Each file is bounded
 // (max_file_bytes): past it, one warning and no more lines.
 //
+// It also keeps what `elasticrun status` shows (job_status.h): the host asks it
+// for the view (HostObserver::Status), with or without files.
+//
 // Every agent opens its files at start (any one may become the host), so an
 // unwritable path is an error before anything runs, never mid-run.
 #pragma once
@@ -50,6 +53,7 @@ class EventWriter : public HostObserver {
   void OnHostStart(const RendezvousSettings& settings, const std::string& run_id,
                    const std::string& node_name, const CarriedRound* carried, TimePoint now) override;
   void OnHostStep(const HostStep& step) override;
+  nlohmann::json Status(const RendezvousState& state, NodeId requester) override;  // job_status.h
 
   uint64_t dropped() const { return dropped_; }
   // Writes what is queued now (the posted flush does the same); for the end of the run.

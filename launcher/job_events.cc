@@ -8,6 +8,7 @@
 
 #include "common/name_table.h"
 #include "launcher/failure_report.h"
+#include "launcher/json_fields.h"
 
 namespace elastic {
 namespace {
@@ -29,7 +30,9 @@ std::string Bounded(const std::string& text) {
 // Written in the order a reader scans a line: version and kind first.
 using ordered = nlohmann::ordered_json;
 
-ordered FailureJson(const WorkerFailure& f) {
+}  // namespace
+
+nlohmann::ordered_json EventFailureJson(const WorkerFailure& f) {
   ordered j = {{"rank", f.global_rank}, {"local_rank", f.local_rank}, {"node", Bounded(f.host)},
             {"exit_code", f.exit_code}, {"signal", f.signal}, {"cause", DescribeExit(f)}};
   if (f.time_unix_ms > 0) {
@@ -40,52 +43,16 @@ ordered FailureJson(const WorkerFailure& f) {
   return j;
 }
 
-// Field readers: a present field of the wrong type is an error; a missing one
-// keeps the default unless required.
-template <typename T>
-bool Get(const json& j, const char* key, T* out, bool required, std::string* err) {
-  auto it = j.find(key);
-  if (it == j.end()) {
-    if (required) *err = fmt::format("missing field '{}'", key);
-    return !required;
-  }
-  bool ok;
-  if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
-  else if constexpr (std::is_same_v<T, bool>) ok = it->is_boolean();
-  else if constexpr (std::is_unsigned_v<T>) ok = it->is_number_unsigned();
-  else ok = it->is_number_integer();
-  if (!ok) {
-    *err = fmt::format("field '{}' has the wrong type", key);
-    return false;
-  }
-  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>) {
-    *out = it->get<T>();
-  } else {
-    // Out of T's range: an error, not a silent wrap.
-    if (it->is_number_unsigned() ? it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
-                                 : (it->get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-                                    (std::is_signed_v<T> &&
-                                     it->get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max())))) {
-      *err = fmt::format("field '{}' is out of range", key);
-      return false;
-    }
-    *out = it->get<T>();
-  }
-  return true;
-}
-
-bool DecodeFailure(const json& j, WorkerFailure* f, std::string* err) {
+bool DecodeEventFailure(const nlohmann::json& j, WorkerFailure* f, std::string* err) {
   if (!j.is_object()) {
     *err = "field 'failure' is not an object";
     return false;
   }
-  return Get(j, "rank", &f->global_rank, true, err) && Get(j, "local_rank", &f->local_rank, false, err) &&
-         Get(j, "node", &f->host, false, err) && Get(j, "exit_code", &f->exit_code, false, err) &&
-         Get(j, "signal", &f->signal, false, err) && Get(j, "unix_ms", &f->time_unix_ms, false, err) &&
-         Get(j, "message", &f->message, false, err);
+  return GetField(j, "rank", &f->global_rank, true, err) && GetField(j, "local_rank", &f->local_rank, false, err) &&
+         GetField(j, "node", &f->host, false, err) && GetField(j, "exit_code", &f->exit_code, false, err) &&
+         GetField(j, "signal", &f->signal, false, err) && GetField(j, "unix_ms", &f->time_unix_ms, false, err) &&
+         GetField(j, "message", &f->message, false, err);
 }
-
-}  // namespace
 
 const char* JobEventKindName(JobEventKind kind) { return NameIn(kKindNames, kind, "?"); }
 
@@ -125,7 +92,7 @@ std::string EncodeJobEvent(const JobEvent& e) {
     case JobEventKind::kWorkerFailure:
       break;
   }
-  if (e.failure) j["failure"] = FailureJson(*e.failure);
+  if (e.failure) j["failure"] = EventFailureJson(*e.failure);
   return j.dump(-1, ' ', false, ordered::error_handler_t::replace);
 }
 
@@ -137,7 +104,7 @@ bool DecodeJobEvent(const std::string& line, JobEvent* e, std::string* err) {
   }
   *e = JobEvent{};
   std::string kind;
-  if (!Get(j, "v", &e->version, true, err) || !Get(j, "event", &kind, true, err)) return false;
+  if (!GetField(j, "v", &e->version, true, err) || !GetField(j, "event", &kind, true, err)) return false;
   if (e->version < 1 || e->version > kJobEventVersion) {
     *err = fmt::format("version {} (this elasticrun reads 1 to {})", e->version, kJobEventVersion);
     return false;
@@ -146,17 +113,17 @@ bool DecodeJobEvent(const std::string& line, JobEvent* e, std::string* err) {
     *err = fmt::format("unknown event '{}'", kind);
     return false;
   }
-  if (!Get(j, "unix_ms", &e->time_unix_ms, true, err) || !Get(j, "run_id", &e->run_id, false, err) ||
-      !Get(j, "host", &e->host, false, err) || !Get(j, "round", &e->round, false, err) ||
-      !Get(j, "restarts_used", &e->restarts_used, false, err) ||
-      !Get(j, "restarts_left", &e->restarts_left, false, err) ||
-      !Get(j, "takeover", &e->takeover, false, err) || !Get(j, "min_nodes", &e->min_nodes, false, err) ||
-      !Get(j, "max_nodes", &e->max_nodes, false, err) ||
-      !Get(j, "max_restarts", &e->max_restarts, false, err) || !Get(j, "reason", &e->reason, false, err) ||
-      !Get(j, "nodes", &e->nodes, false, err) || !Get(j, "world_size", &e->world_size, false, err) ||
-      !Get(j, "members_total", &e->members_total, false, err) || !Get(j, "node", &e->node, false, err) ||
-      !Get(j, "notice", &e->notice, false, err) ||
-      !Get(j, "message", &e->message, false, err))
+  if (!GetField(j, "unix_ms", &e->time_unix_ms, true, err) || !GetField(j, "run_id", &e->run_id, false, err) ||
+      !GetField(j, "host", &e->host, false, err) || !GetField(j, "round", &e->round, false, err) ||
+      !GetField(j, "restarts_used", &e->restarts_used, false, err) ||
+      !GetField(j, "restarts_left", &e->restarts_left, false, err) ||
+      !GetField(j, "takeover", &e->takeover, false, err) || !GetField(j, "min_nodes", &e->min_nodes, false, err) ||
+      !GetField(j, "max_nodes", &e->max_nodes, false, err) ||
+      !GetField(j, "max_restarts", &e->max_restarts, false, err) || !GetField(j, "reason", &e->reason, false, err) ||
+      !GetField(j, "nodes", &e->nodes, false, err) || !GetField(j, "world_size", &e->world_size, false, err) ||
+      !GetField(j, "members_total", &e->members_total, false, err) || !GetField(j, "node", &e->node, false, err) ||
+      !GetField(j, "notice", &e->notice, false, err) ||
+      !GetField(j, "message", &e->message, false, err))
     return false;
   if (auto it = j.find("members"); it != j.end()) {
     if (!it->is_array()) {
@@ -173,12 +140,12 @@ bool DecodeJobEvent(const std::string& line, JobEvent* e, std::string* err) {
   }
   if (j.contains("recovery_ms")) {
     int64_t ms = 0;
-    if (!Get(j, "recovery_ms", &ms, true, err)) return false;
+    if (!GetField(j, "recovery_ms", &ms, true, err)) return false;
     e->recovery_ms = ms;
   }
   if (auto it = j.find("failure"); it != j.end()) {
     WorkerFailure f;
-    if (!DecodeFailure(*it, &f, err)) return false;
+    if (!DecodeEventFailure(*it, &f, err)) return false;
     e->failure = f;
   }
   return true;
@@ -229,6 +196,8 @@ JobEvent RoundEvent(const HostStep& step, const RendezvousAction& a, JobEventMem
 
 JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* carried,
                       JobEventMemory* m, TimePoint now, int64_t unix_ms) {
+  m->min_nodes = settings.min_nodes;
+  m->max_nodes = settings.max_nodes;
   m->max_restarts = settings.max_restarts;
   JobEvent e = Base(JobEventKind::kJobStart, *m, carried ? carried->next_round : 0,
                     carried ? carried->restarts_used : 0, unix_ms);
@@ -243,7 +212,40 @@ JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* ca
   return e;
 }
 
-std::vector<JobEvent> DeriveJobEvents(const HostStep& step, JobEventMemory* m, int64_t unix_ms) {
+namespace {
+
+// What the status view keeps of the events (job_status.h).
+void Remember(const JobEvent& e, JobEventMemory* m) {
+  switch (e.kind) {
+    case JobEventKind::kRound:
+      m->round_since_unix_ms = e.time_unix_ms;
+      if (e.recovery_ms) {
+        ++m->recoveries;
+        m->recovery_ms_total += *e.recovery_ms;
+      }
+      break;
+    case JobEventKind::kWorkerFailure:
+      if (!e.failure) break;
+      if (m->last_failures.size() >= kJobStatusMaxFailures) m->last_failures.erase(m->last_failures.begin());
+      m->last_failures.push_back(*e.failure);
+      m->last_change = fmt::format("rank {} failed on {} ({})", e.failure->global_rank, e.failure->host,
+                                   DescribeExit(*e.failure));
+      m->last_change_unix_ms = e.time_unix_ms;
+      break;
+    case JobEventKind::kNodeLost:
+    case JobEventKind::kNodeJoined:
+      m->last_change = e.node + (e.kind == JobEventKind::kNodeJoined ? " joined"
+                                 : e.notice                          ? " left"
+                                                                     : " lost");
+      m->last_change_unix_ms = e.time_unix_ms;
+      break;
+    case JobEventKind::kJobStart:
+    case JobEventKind::kEnd:
+      break;
+  }
+}
+
+std::vector<JobEvent> DeriveStep(const HostStep& step, JobEventMemory* m, int64_t unix_ms) {
   std::vector<JobEvent> out;
   if (m->ended) return out;
   const RendezvousState& s = step.after;
@@ -294,6 +296,14 @@ std::vector<JobEvent> DeriveJobEvents(const HostStep& step, JobEventMemory* m, i
     m->ended = true;
     break;
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobEvent> DeriveJobEvents(const HostStep& step, JobEventMemory* m, int64_t unix_ms) {
+  std::vector<JobEvent> out = DeriveStep(step, m, unix_ms);
+  for (const JobEvent& e : out) Remember(e, m);
   return out;
 }
 

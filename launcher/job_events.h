@@ -9,6 +9,8 @@
 // The file writer is the shell (event_writer.h).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,15 +71,31 @@ struct JobEvent {
 };
 
 std::string EncodeJobEvent(const JobEvent& event);  // one line, no newline
+// A worker failure as the record writes it ("failure": rank, node, cause...) and reads it back.
+nlohmann::ordered_json EventFailureJson(const WorkerFailure& failure);
+bool DecodeEventFailure(const nlohmann::json& j, WorkerFailure* failure, std::string* err);
 // False with *err naming what is wrong: not JSON, a missing or mistyped field, an
 // unknown kind, a version newer than this one.
 bool DecodeJobEvent(const std::string& line, JobEvent* event, std::string* err);
 
-// What DeriveJobEvents remembers between steps.
+// The last worker failures `elasticrun status` shows (job_status.h).
+inline constexpr size_t kJobStatusMaxFailures = 5;
+
+// What DeriveJobEvents remembers between steps (and `elasticrun status` shows).
 struct JobEventMemory {
   std::string run_id;
   std::string host;
+  int min_nodes = 0;
+  int max_nodes = 0;
   int max_restarts = 0;
+  // For the status view: the newest failures last, the recoveries so far, the
+  // round running since, and the last membership change ("n42 lost", "n7 joined").
+  std::vector<WorkerFailure> last_failures;
+  int recoveries = 0;
+  int64_t recovery_ms_total = 0;
+  int64_t round_since_unix_ms = 0;
+  std::string last_change;
+  int64_t last_change_unix_ms = 0;
   std::string next_round_reason = "start";   // why the next round forms
   std::optional<TimePoint> recovering_since;  // detection of the failure or loss
   bool ended = false;

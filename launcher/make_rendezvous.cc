@@ -7,9 +7,7 @@
 #include "rendezvous/c10d_rendezvous.h"
 
 namespace elastic {
-namespace {
-
-bool BuildSettings(const RendezvousOptions& o, RendezvousSettings* s, std::string* err) {
+bool BuildRendezvousSettings(const RendezvousOptions& o, RendezvousSettings* s, std::string* err) {
   s->min_nodes = o.min_nodes;
   s->max_nodes = o.max_nodes;
   s->max_restarts = o.max_restarts;
@@ -32,13 +30,11 @@ bool BuildSettings(const RendezvousOptions& o, RendezvousSettings* s, std::strin
   return true;
 }
 
-}  // namespace
-
 std::unique_ptr<RendezvousHandler> MakeRendezvous(const RendezvousOptions& options, EventLoop& loop,
                                                   std::string* err, HostObserver* observer) {
   C10dParams params;
   params.observer = observer;
-  if (!BuildSettings(options, &params.settings, err)) return nullptr;
+  if (!BuildRendezvousSettings(options, &params.settings, err)) return nullptr;
   params.run_id = options.run_id;
   params.node_name = options.hostname.empty() ? "localhost" : options.hostname;
   if (options.endpoint) params.endpoint = *options.endpoint;

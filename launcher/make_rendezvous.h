@@ -16,6 +16,7 @@
 #include "common/event_loop.h"
 #include "rendezvous/host_observer.h"
 #include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_settings.h"
 
 namespace elastic {
 
@@ -41,6 +42,10 @@ struct RendezvousOptions {
   std::vector<std::string> peers;     // ELASTIC_RDZV_PEERS: the run's candidate nodes (host_discovery.h)
   bool token_in_argv = false;         // --rdzv-conf token= on the command line (warned: /proc/PID/cmdline)
 };
+
+// The rendezvous settings of the options (token, --rdzv-conf): false with *err naming the bad one.
+bool BuildRendezvousSettings(const RendezvousOptions& options, RendezvousSettings* settings,
+                             std::string* err);
 
 // Returns nullptr with *err naming the bad setting.
 // `observer` (not owned, outlives the result): told each step of the host this

@@ -16,6 +16,7 @@
 #include "launcher/interpreter_check.h"
 #include "launcher/make_rendezvous.h"
 #include "launcher/srun_names.h"
+#include "launcher/status_command.h"
 #include "launcher/timeline.h"
 #include "launcher/task_group.h"
 #include "launcher/worker_command.h"
@@ -147,7 +148,8 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
 }
 
 // The event record's writer (event_writer.h): --events PATH and, under --log-dir,
-// LOG_DIR/events.jsonl; none without either (or with only a console handler).
+// LOG_DIR/events.jsonl; with neither it writes nothing but still keeps what
+// `elasticrun status` shows (job_status.h).
 // Opened here, before anything runs: a path that cannot be written is an error now.
 std::unique_ptr<EventWriter> MakeEventWriter(EventLoop& loop, const LaunchConfig& config,
                                              const std::string& log_dir, std::string* err) {
@@ -162,7 +164,6 @@ std::unique_ptr<EventWriter> MakeEventWriter(EventLoop& loop, const LaunchConfig
     if (!EventWriter::OpenFile(log_dir + "/events.jsonl", "--log-dir", &f, err)) return nullptr;
     files.push_back(std::move(f));
   }
-  if (files.empty() && !config.events_to_console) return nullptr;
   return std::make_unique<EventWriter>(loop, std::move(files), config.events_to_console, WallClockMillis);
 }
 
@@ -293,10 +294,13 @@ bool BootstrapFromPmix(const EnvMap& env, RendezvousOptions* rdzv) {
 int ElasticrunMain(int argc, const char* const* argv) {
   SetLogProgram("elasticrun");
   EnvMap env = CurrentEnv();
-  // `elasticrun timeline ...` draws an event record; under srun --elastic argv is
+  // `elasticrun timeline ...` draws an event record, `elasticrun status ...` asks a
+  // running job's host (status_command.h); under srun --elastic argv is
   // the user's (ELASTIC_SPANK_ARGV0), never a subcommand.
   if (argc >= 2 && std::string_view(argv[1]) == "timeline" && !env.count("ELASTIC_SPANK_ARGV0"))
     return TimelineMain(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string_view(argv[1]) == "status" && !env.count("ELASTIC_SPANK_ARGV0"))
+    return StatusMain(std::vector<std::string>(argv, argv + argc), env);
   // Wrapped by the plugin (launch_config.h, spank_wrapped): from the first
   // message on, name the srun options the user typed, not our flags.
   if (auto it = env.find("ELASTIC_SPANK_ARGV0"); it != env.end() && !it->second.empty()) {

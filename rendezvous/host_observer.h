@@ -6,6 +6,8 @@
 // takeover).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +38,13 @@ class HostObserver {
                            const std::string& node_name, const CarriedRound* carried,
                            TimePoint now) = 0;
   virtual void OnHostStep(const HostStep& step) = 0;
+  // The job's status for an observer that asks (`elasticrun status`): any JSON value
+  // (launcher/job_status.h); null: none kept. `requester`: the asking node (not listed).
+  virtual nlohmann::json Status(const RendezvousState& state, NodeId requester) {
+    (void)state;
+    (void)requester;
+    return nullptr;
+  }
 };
 
 }  // namespace elastic

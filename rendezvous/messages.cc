@@ -355,6 +355,7 @@ const char* HostMessageName(HostMessage::Kind kind) {
     case K::kFatal: return "fatal";
     case K::kWaiting: return "waiting";
     case K::kHeartbeat: return "heartbeat";
+    case K::kStatus: return "status";
   }
   return "?";
 }
@@ -377,7 +378,13 @@ bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err) {
     out->kind = K::kFatal,
     ok = GetTextOr(j, "message", &out->text, &why) && GetEndReason(j, &out->end_reason, &why);
   else if (msg.type == "waiting") out->kind = K::kWaiting, ok = DecodeWaiting(j, out, &why);
-  else return Fail(err, UnknownType(msg));
+  else if (msg.type == "status") {
+    // The view itself is checked by its reader (launcher/job_status.h).
+    out->kind = K::kStatus;
+    auto it = j.find("view");
+    ok = it != j.end() || Fail(&why, "field 'view' missing");
+    if (ok) out->status_view = *it;
+  } else return Fail(err, UnknownType(msg));
   if (!ok) return Fail(err, fmt::format("bad '{}' message: {}", msg.type, why));
   return true;
 }
@@ -417,6 +424,8 @@ bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err)
     out->kind = K::kHeartbeat;
   } else if (msg.type == "leave") {
     out->kind = K::kLeave;
+  } else if (msg.type == "status") {
+    out->kind = K::kStatus;
   } else {
     return Fail(err, UnknownType(msg));
   }

@@ -15,6 +15,9 @@
 // heartbeats but sends no join until it may take part: it is never in a round, and gets the
 // job's end (done, job_failed, fatal) like every connected agent. No message or field of its
 // own, so agents and hosts of this version with and without observers work together.
+// A status request (`elasticrun status`, launcher/job_status.h): an observer sends `status`
+// once welcomed; the host answers status {view} (null: it keeps no view) and closes. A host
+// without it drops the asker with an error naming the unknown type.
 // A spare standing by when a round completed gets waiting {standby: {round, successors,
 // spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where
@@ -105,7 +108,7 @@ struct JobFailedMsg {
 
 struct HostMessage {
   enum class Kind { kChallenge, kWelcome, kError, kRound, kRestart, kJobFailed, kDone, kFatal,
-                    kWaiting, kHeartbeat };
+                    kWaiting, kHeartbeat, kStatus };
   Kind kind = Kind::kHeartbeat;
   ChallengeMsg challenge;
   WelcomeMsg welcome;
@@ -115,6 +118,7 @@ struct HostMessage {
   std::string text;  // error, done, fatal, waiting: their "message"
   std::optional<RoundInfo> standby;  // waiting: the round this spare votes in (group_rank -1)
   EndReason end_reason = EndReason::kUnknown;  // fatal
+  nlohmann::json status_view;  // status: the host's view, read by launcher/job_status.h
 };
 const char* HostMessageName(HostMessage::Kind kind);
 bool DecodeHostMessage(const Message& msg, HostMessage* out, std::string* err);
@@ -134,7 +138,7 @@ struct HelloMsg {
 };
 
 struct AgentMessage {
-  enum class Kind { kHello, kJoin, kHeartbeat, kFailure, kSucceeded, kLeave, kEndJob };
+  enum class Kind { kHello, kJoin, kHeartbeat, kFailure, kSucceeded, kLeave, kEndJob, kStatus };
   Kind kind = Kind::kHeartbeat;
   HelloMsg hello;
   int local_world_size = 0;  // join

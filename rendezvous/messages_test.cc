@@ -121,6 +121,7 @@ TEST(MessagesTest, HostMessageDecoderRefusesBadFieldsNamingThem) {
       {R"({"type":"round","round":0,"group_rank":0,"group_world_size":1,"rank_offset":0,"world_size":1,"store_addr":"","store_port":1,"restarts_used":0})",
        "'store_addr'"},
       {R"({"type":"nonsense"})", "'nonsense'"},
+      {R"({"type":"status"})", "'view'"},
   };
   for (const auto& [text, field] : cases) {
     HostMessage out;
@@ -310,6 +311,22 @@ TEST(MessagesTest, HelloDecodes) {
   EXPECT_FALSE(DecodeAgentMessage(
       Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","guest":"yes"})"),
       &out, &err));
+}
+
+// `elasticrun status`: the request has no fields; the answer carries the view as
+// any JSON value (its reader, launcher/job_status.h, checks it).
+TEST(MessagesTest, StatusRequestAndAnswerDecode) {
+  AgentMessage request;
+  std::string err;
+  ASSERT_TRUE(DecodeAgentMessage(Raw(R"({"type":"status"})"), &request, &err)) << err;
+  EXPECT_EQ(request.kind, AgentMessage::Kind::kStatus);
+  HostMessage answer;
+  ASSERT_TRUE(DecodeHostMessage(Raw(R"({"type":"status","view":{"v":1,"round":3}})"), &answer, &err)) << err;
+  EXPECT_EQ(answer.kind, HostMessage::Kind::kStatus);
+  EXPECT_EQ(answer.status_view.at("round"), 3);
+  ASSERT_TRUE(DecodeHostMessage(Raw(R"({"type":"status","view":null})"), &answer, &err)) << err;
+  EXPECT_TRUE(answer.status_view.is_null());
+  EXPECT_STREQ(HostMessageName(HostMessage::Kind::kStatus), "status");
 }
 
 }  // namespace

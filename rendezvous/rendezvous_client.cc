@@ -286,6 +286,7 @@ void RendezvousClient::OnReady() {
   conn_->SetMaxFrameBytes(config_.settings.max_frame_bytes);
   heartbeat_timer_ = loop_.Every(Millis(config_.settings.heartbeat_interval_ms),
                                  [this] { OnHeartbeatTimer(); });
+  if (config_.on_status) Send("status");
   if (pending_join_) SendJoin(*pending_join_);
   pending_join_.reset();
   if (config_.on_welcomed) config_.on_welcomed();
@@ -375,6 +376,9 @@ void RendezvousClient::OnHostPush(const HostMessage& msg) {
     case K::kError:
       return Fatal(fmt::format("the rendezvous host {} dropped this agent: {}", HostName(),
                                EscapeForLog(msg.text)));
+    case K::kStatus:  // only for a status request; to an agent, a protocol error
+      if (config_.on_status) return Finish([this, view = msg.status_view] { config_.on_status(view); });
+      [[fallthrough]];
     case K::kChallenge:
     case K::kWelcome:
       return Fatal(fmt::format("protocol error from the rendezvous host {}: '{}' after welcome",

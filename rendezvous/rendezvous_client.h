@@ -54,6 +54,10 @@ struct ClientConfig {
   // unreachable (it hosts a later run with the same run id, not ours). "": any.
   std::string regime;
   std::function<void()> on_welcomed;
+  // Set: a status request (`elasticrun status`): once welcomed, the client asks
+  // the host for its view and calls this with it (launcher/job_status.h), instead
+  // of joining; whatever else ends it calls on_fatal.
+  std::function<void(const nlohmann::json& view)> on_status;
 };
 
 class RendezvousClient : public RendezvousHandler {

@@ -1,5 +1,6 @@
 #include "rendezvous/rendezvous_host.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -263,11 +264,37 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       peer.conn->CloseAfterFlush();
       // Its agent says it leaves (a signal: scancel, time limit, preemption): notice.
       return Feed(EvLeave{id, "its agent was stopped", /*notice=*/true});
+    case K::kStatus:
+      return OnStatusRequest(id, peer);
     case K::kHello:
       break;
   }
   Warn(drop_log_, fmt::format("rendezvous: dropping {} after a second hello", peer.addr));
   peer.conn->Send("error", {{"message", "hello after welcome"}});
+  peer.conn->CloseAfterFlush();
+}
+
+// `elasticrun status` (launcher/job_status.h): for the job's own user only. A token
+// or munge credential proved that in the handshake (auth.h: munge checks the uid);
+// without authentication (loopback) the asking socket must be owned by the job's user.
+void RendezvousHost::OnStatusRequest(NodeId id, Peer& peer) {
+  if (config_.auth == AuthMethod::kNone) {
+    sockaddr_storage remote{}, local{};
+    socklen_t remote_len = sizeof remote, local_len = sizeof local;
+    SocketOwner owner;
+    if (getpeername(peer.conn->fd(), reinterpret_cast<sockaddr*>(&remote), &remote_len) == 0 &&
+        getsockname(peer.conn->fd(), reinterpret_cast<sockaddr*>(&local), &local_len) == 0)
+      owner = config_.socket_owners->PeerOwner(remote, local);
+    if (owner.status != OwnerStatus::kFound || owner.uid != job_uid_) {
+      Warn(refuse_log_, fmt::format("rendezvous: refused a status request from {}: not the job's user",
+                                    peer.addr));
+      peer.conn->Send("error", {{"message", "status: refused: this host runs without authentication "
+                                            "and the asking process is not the job's user"}});
+      return peer.conn->CloseAfterFlush();
+    }
+  }
+  nlohmann::json view = config_.observer ? config_.observer->Status(state_, id) : nlohmann::json();
+  peer.conn->Send("status", {{"view", std::move(view)}});
   peer.conn->CloseAfterFlush();
 }
 

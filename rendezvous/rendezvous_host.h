@@ -100,6 +100,7 @@ class RendezvousHost : public RendezvousHandler {
   void PauseAccepting();
   void LeftPreAuth();  // one fewer unauthenticated peer: accept again if paused
   void OnPeerMessage(NodeId id, const Message& msg);
+  void OnStatusRequest(NodeId id, Peer& peer);
   void OnHello(NodeId id, Peer& peer, const AgentMessage& msg);
   void OnAuthDeadline(NodeId id);
   void TellSpares();

@@ -1,4 +1,5 @@
-"""The job's event record (docs/user.md "Event record") through real agents on
+"""The job's event record (docs/user.md "Event record") and `elasticrun status`
+("Job status") through real agents on
 loopback with shell workers: a worker failure, a node lost, the host lost (its
 successor continues the record) and a departure with notice, then the end. The
 record is checked line by line: kinds, rounds, reasons, world sizes, members and
@@ -6,9 +7,10 @@ the restarts, written first by the host and then by its successor to one file.""
 import json
 import os
 import signal
+import subprocess
 import unittest
 
-from rdzv_test_util import RendezvousTestCase
+from rdzv_test_util import ELASTICRUN, RendezvousTestCase
 
 # Rank 1 fails with exit code 7 in round 0; every other worker runs until STOP_FILE exists.
 SHELL_WORKER = (
@@ -33,6 +35,23 @@ class EventRecordTest(RendezvousTestCase):
                 self.wait_listening()
         for agent in agents:
             self.wait_workers(agent, 1, 1)  # rank 1 failed in round 0: round 1 on all four
+        # `elasticrun status` with the job's rendezvous options, while it runs.
+        status = [ELASTICRUN, "status", "--rdzv-endpoint=127.0.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
+                  "--rdzv-conf=munge=0,state_dir=" + os.path.join(self.dir, "state")]
+        done = subprocess.run(status + ["--json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        view = json.loads(done.stdout)
+        self.assertEqual((view["phase"], view["round"], view["nodes"], view["world_size"], view["restarts_used"],
+                          view["restarts_left"], view["recoveries"]), ("running", 1, 4, 4, 1, 4, 1), view)
+        self.assertEqual([m["state"] for m in view["members"]], ["running"] * 4, view)
+        self.assertEqual([(f["rank"], f["exit_code"]) for f in view["last_failures"]], [(1, 7)], view)
+        self.assertEqual(view["others"], [], view)  # the asking observer is not listed
+        done = subprocess.run(status, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("running, round 1, 4 node(s) of 1:4, 4 worker(s)", done.stdout)
+        self.assertIn("restarts: 1 used, 4 left (--max-restarts=5)", done.stdout)
+        self.assertIn("rank 1 (local rank 0) on ", done.stdout)
+        self.assertIn("exit code 7", done.stdout)
         os.kill(agents[3].agent_pid(), signal.SIGKILL)  # a node lost
         for agent in agents[:3]:
             self.wait_workers(agent, 2, 1)
@@ -46,6 +65,11 @@ class EventRecordTest(RendezvousTestCase):
         self.assertEqual(self.wait_exit(agents[1]), 0, self.dump())
         self.assertEqual(self.wait_exit(agents[0]), 128 + signal.SIGKILL)
         self.assertEqual(self.wait_exit(agents[3]), 128 + signal.SIGKILL)
+        # A finished job: a clear message, exit 1.
+        done = subprocess.run(status, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("no status from run %s at 127.0.0.1:%d" % (self.run_id, self.port), done.stderr)
+        self.assertIn("has the job ended", done.stderr)
 
         with open(events) as f:
             record = [json.loads(line) for line in f]

@@ -49,6 +49,8 @@ NOT_RUN = [
     (r"^# slurm\.conf", "the cli_filter as root: ship.cli_filter_lua"),
     (r"^fuzz/run\.sh", "fuzzing for minutes: the fuzz_* tests run each target briefly"),
     (r"^rm -f /etc/slurm", "uninstalling as root"),
+    (r"^elasticrun status --rdzv-endpoint", "needs a running job's host: rendezvous.events "
+     "(test_event_record.py) runs the command against one, text and --json"),
     (r"srun torchrun", "the torchrun recipe the migration replaces (srun refuses torchrun under --elastic)"),
     (r"--health-check='nvidia-smi", "needs nvidia-smi and /scratch on every machine; the option: "
      "spank.e2e test_health_check_failing_on_one_node_keeps_it_out"),

@@ -1,0 +1,122 @@
+// `elasticrun status` over the protocol (messages.h `status`): a client that asks
+// gets the host observer's view and never joins; only the job's user is answered.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "rendezvous/host_client_test_util.h"
+
+namespace elastic {
+namespace {
+
+class ViewObserver : public HostObserver {
+ public:
+  void OnHostStart(const RendezvousSettings&, const std::string&, const std::string&, const CarriedRound*,
+                   TimePoint) override {}
+  void OnHostStep(const HostStep&) override {}
+  nlohmann::json Status(const RendezvousState& state, NodeId requester) override {
+    return {{"round", state.round}, {"nodes", state.nodes.size()}, {"requester", requester}};
+  }
+};
+
+class FixedOwners : public SocketOwners {
+ public:
+  explicit FixedOwners(SocketOwner owner) : owner_(std::move(owner)) {}
+  SocketOwner PeerOwner(const sockaddr_storage&, const sockaddr_storage&) override { return owner_; }
+
+ private:
+  SocketOwner owner_;
+};
+
+class StatusRequestTest : public ::testing::Test {
+ protected:
+  // A host of run "job" on 127.0.0.1 with `auth`; the asking socket's owner is `owner`.
+  void StartHost(AuthMethod auth, SocketOwner owner) {
+    std::string err;
+    SocketAddress addr;
+    ASSERT_TRUE(ResolveNumericAddress("127.0.0.1", 0, &addr, &err)) << err;
+    int bind_errno = 0;
+    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
+    ASSERT_TRUE(listener) << err;
+    HostConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "host";
+    config.store_addr = "127.0.0.1";
+    config.bind_addr = "127.0.0.1";
+    config.auth = auth;
+    config.observer = &observer;
+    config.socket_owners = std::make_shared<FixedOwners>(std::move(owner));
+    host = RendezvousHost::Create(loop, config, std::move(listener), &err);
+    ASSERT_TRUE(host) << err;
+  }
+  // Asks as `elasticrun status` does: Watch() with on_status set.
+  void Ask() {
+    ClientConfig config;
+    config.settings = settings;
+    config.run_id = "job";
+    config.node_name = "status@here";
+    config.host = "127.0.0.1";
+    config.port = host->port();
+    config.on_status = [this](const nlohmann::json& v) { view = v; };
+    client = std::make_unique<RendezvousClient>(loop, config);
+    RendezvousHandler::Callbacks cb;
+    cb.on_fatal = [this](const JobEnd&, const std::string& m) { fatal = m; };
+    client->SetCallbacks(cb);
+    client->Watch();
+    auto give_up = MonoClock::now() + std::chrono::seconds(60);  // a hang guard, not a timing assertion
+    while (!view && fatal.empty() && MonoClock::now() < give_up) loop.RunOnce(Millis(100));
+  }
+
+  EventLoop loop;
+  RendezvousSettings settings;
+  ViewObserver observer;
+  std::unique_ptr<RendezvousHost> host;
+  std::unique_ptr<RendezvousClient> client;
+  std::optional<nlohmann::json> view;
+  std::string fatal;
+};
+
+TEST_F(StatusRequestTest, ATokenHolderGetsTheViewAndNeverJoins) {
+  settings.token = "t0ken";
+  StartHost(AuthMethod::kToken, SocketOwner{OwnerStatus::kFailed, 0, "not asked"});
+  Ask();
+  ASSERT_TRUE(view) << fatal;
+  EXPECT_EQ(view->at("round"), 0);
+  EXPECT_EQ(view->at("nodes"), 1);  // the asker, connected while it asks, never joined
+  EXPECT_EQ(host->state().num_joined, 0u);
+}
+
+TEST_F(StatusRequestTest, WithoutAuthenticationTheJobsUserIsAnswered) {
+  StartHost(AuthMethod::kNone, SocketOwner{OwnerStatus::kFound, static_cast<uint32_t>(geteuid()), ""});
+  Ask();
+  ASSERT_TRUE(view) << fatal;
+  EXPECT_EQ(view->at("round"), 0);
+}
+
+TEST_F(StatusRequestTest, WithoutAuthenticationAnotherUserIsRefused) {
+  for (SocketOwner owner : {SocketOwner{OwnerStatus::kFound, static_cast<uint32_t>(geteuid()) + 1, ""},
+                            SocketOwner{OwnerStatus::kGone, 0, "gone"},
+                            SocketOwner{OwnerStatus::kUnavailable, 0, "no sock_diag"}}) {
+    view.reset();
+    fatal.clear();
+    StartHost(AuthMethod::kNone, owner);
+    Ask();
+    EXPECT_FALSE(view);
+    EXPECT_NE(fatal.find("the asking process is not the job's user"), std::string::npos) << fatal;
+  }
+}
+
+TEST_F(StatusRequestTest, AWrongTokenIsRefusedInTheHandshake) {
+  settings.token = "t0ken";
+  StartHost(AuthMethod::kToken, SocketOwner{});
+  settings.token = "other";
+  Ask();
+  EXPECT_FALSE(view);
+  EXPECT_NE(fatal.find("authentication"), std::string::npos) << fatal;
+}
+
+}  // namespace
+}  // namespace elastic
