@@ -317,13 +317,9 @@ TEST_F(DeriveTest, SuccessorContinuesWithAFailoverRound) {
 // moment this node saw the old host's loss (before it walked the successors).
 TEST_F(DeriveTest, AFailoverRoundsRecoveryStartsAtTheDetection) {
   events.clear();
-  CarriedRound carried;
-  carried.next_round = 1;
-  carried.restarts_used = 1;
-  carried.last_round = 0;
-  carried.last_members = 3;
-  carried.awaited = 2;
-  carried.host_lost_at = now;
+  // Round 1 next, 1 restart used, round 0 lost with 3 voters of which 2 are awaited;
+  // this node saw the loss now.
+  CarriedRound carried{1, 1, 0, 3, 2, now};
   Advance(700);  // the walk to this node, which takes over
   state = TakeoverState(settings, now, carried);
   memory = JobEventMemory{};

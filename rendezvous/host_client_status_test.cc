@@ -35,33 +35,19 @@ class StatusRequestTest : public ::testing::Test {
   // A host of run "job" on 127.0.0.1 with `auth`; the asking socket's owner is `owner`.
   void StartHost(AuthMethod auth, SocketOwner owner) {
     std::string err;
-    SocketAddress addr;
-    ASSERT_TRUE(ResolveNumericAddress("127.0.0.1", 0, &addr, &err)) << err;
-    int bind_errno = 0;
-    UniqueFd listener = ListenOn(addr, &bind_errno, &err);
-    ASSERT_TRUE(listener) << err;
-    HostConfig config;
-    config.settings = settings;
-    config.run_id = "job";
-    config.node_name = "host";
-    config.store_addr = "127.0.0.1";
-    config.bind_addr = "127.0.0.1";
-    config.auth = auth;
-    config.observer = &observer;
-    config.socket_owners = std::make_shared<FixedOwners>(std::move(owner));
-    host = RendezvousHost::Create(loop, config, std::move(listener), &err);
+    host = MakeLoopbackHost(loop, settings, &err, [&](HostConfig* config) {
+      config->auth = auth;
+      config->observer = &observer;
+      config->socket_owners = std::make_shared<FixedOwners>(std::move(owner));
+    });
     ASSERT_TRUE(host) << err;
   }
   // Asks as `elasticrun status` does: Watch() with on_status set.
   void Ask() {
-    ClientConfig config;
-    config.settings = settings;
-    config.run_id = "job";
-    config.node_name = "status@here";
-    config.host = "127.0.0.1";
-    config.port = host->port();
-    config.on_status = [this](const nlohmann::json& v) { view = v; };
-    client = std::make_unique<RendezvousClient>(loop, config);
+    client = MakeLoopbackClient(loop, settings, 0, host->port(), [this](ClientConfig* config) {
+      config->node_name = "status@here";
+      config->on_status = [this](const nlohmann::json& v) { view = v; };
+    });
     RendezvousHandler::Callbacks cb;
     cb.on_fatal = [this](const JobEnd&, const std::string& m) { fatal = m; };
     client->SetCallbacks(cb);

@@ -56,10 +56,11 @@ struct TestAgent {
   }
 };
 
-// A host of run "job" (node "host", token auth) listening on 127.0.0.1, any port.
-inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(EventLoop& loop,
-                                                        const RendezvousSettings& settings,
-                                                        std::string* err) {
+// A host of run "job" (node "host", token auth) listening on 127.0.0.1, any port;
+// `adjust` changes its config before it starts (auth, observer...).
+inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(
+    EventLoop& loop, const RendezvousSettings& settings, std::string* err,
+    const std::function<void(HostConfig*)>& adjust = nullptr) {
   SocketAddress addr;
   if (!ResolveNumericAddress("127.0.0.1", 0, &addr, err)) return nullptr;
   int bind_errno = 0;
@@ -72,6 +73,7 @@ inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(EventLoop& loop,
   config.store_addr = "127.0.0.1";
   config.bind_addr = "127.0.0.1";
   config.auth = AuthMethod::kToken;
+  if (adjust) adjust(&config);
   return RendezvousHost::Create(loop, config, std::move(listener), err);
 }
 
@@ -84,16 +86,18 @@ inline RendezvousHost* StartLoopbackHost(EventLoop& loop, const RendezvousSettin
   return raw;
 }
 
-// A client of that run, node "client<i>", of the host on 127.0.0.1:port.
-inline std::unique_ptr<RendezvousClient> MakeLoopbackClient(EventLoop& loop,
-                                                            const RendezvousSettings& settings,
-                                                            int i, int port) {
+// A client of that run, node "client<i>", of the host on 127.0.0.1:port; `adjust`
+// changes its config first.
+inline std::unique_ptr<RendezvousClient> MakeLoopbackClient(
+    EventLoop& loop, const RendezvousSettings& settings, int i, int port,
+    const std::function<void(ClientConfig*)>& adjust = nullptr) {
   ClientConfig config;
   config.settings = settings;
   config.run_id = "job";
   config.node_name = "client" + std::to_string(i);
   config.host = "127.0.0.1";
   config.port = port;
+  if (adjust) adjust(&config);
   return std::make_unique<RendezvousClient>(loop, config);
 }
 
