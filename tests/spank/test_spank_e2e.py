@@ -314,9 +314,13 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                        "/usr/bin/python3", WORKER, "--fail-always-rank=1", "--default-signals"])
         text = r.stdout + r.stderr
         self.assertEqual(r.returncode, 2, text)
-        # Told once, by the node of group rank 0, as every job-level event.
-        self.assertEqual(text.count("crash loop: the workers failed within 60 s of their start in 3 rounds "
-                                    "in a row"), 1, text)
+        # Told once, by the node of group rank 0, as every job-level event, and given as
+        # the message of its failure summary (the host's summary names why the job ended,
+        # as the other nodes' do: 2ef521f).
+        loop = "crash loop: the workers failed within 60 s of their start in 3 rounds in a row"
+        self.assertEqual(text.count("elasticrun: error: " + loop), 1, text)
+        self.assertEqual(text.count("  message:       " + loop), 1, text)
+        self.assertEqual(text.count(loop), 2, text)
         failing = records(r.stdout, "FAILING")
         self.assertEqual([(f["rank"], f["restart"]) for f in failing], [("1", "0"), ("1", "1"), ("1", "2")],
                          text)
