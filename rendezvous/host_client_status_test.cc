@@ -76,6 +76,9 @@ TEST_F(StatusRequestTest, ATokenHolderGetsTheViewAndNeverJoins) {
 }
 
 TEST_F(StatusRequestTest, WithoutAuthenticationTheJobsUserIsAnswered) {
+  // A job without a token and with munge=0: where munged runs, an asker with munge
+  // refuses a host without authentication (the downgrade), before the host is asked.
+  settings.use_munge = false;
   StartHost(AuthMethod::kNone, SocketOwner{OwnerStatus::kFound, static_cast<uint32_t>(geteuid()), ""});
   Ask();
   ASSERT_TRUE(view) << fatal;
@@ -83,6 +86,7 @@ TEST_F(StatusRequestTest, WithoutAuthenticationTheJobsUserIsAnswered) {
 }
 
 TEST_F(StatusRequestTest, WithoutAuthenticationAnotherUserIsRefused) {
+  settings.use_munge = false;  // as above
   for (SocketOwner owner : {SocketOwner{OwnerStatus::kFound, static_cast<uint32_t>(geteuid()) + 1, ""},
                             SocketOwner{OwnerStatus::kGone, 0, "gone"},
                             SocketOwner{OwnerStatus::kUnavailable, 0, "no sock_diag"}}) {
