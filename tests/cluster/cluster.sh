@@ -111,11 +111,6 @@ kill_ns_procs() {
     pids=$(ip netns pids "$ns" 2>/dev/null || true)
     [ -z "$pids" ] && return 0
     KILLED+=($pids)
-    # Stopped first, then killed: the node's processes end as at a power loss, none
-    # seeing another die first (an agent whose guardian died before it got SIGTERM
-    # from its parent-death signal and left with notice: spank.e2e's lost node, flaky).
-    # shellcheck disable=SC2086
-    kill -STOP $pids 2>/dev/null || true
     # shellcheck disable=SC2086
     kill -9 $pids 2>/dev/null || true
     wait_gone 20 $pids || true

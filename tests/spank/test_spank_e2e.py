@@ -355,7 +355,6 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertNotIn("requeueing job", out)
         self.assert_nothing_left()
 
-    @preloaded
     def test_checkpoint_train_resumes_on_two_nodes_after_losing_one(self):
         # examples/checkpoint_train.py on 3 nodes; n3 is lost at step 12 or later:
         # n1 and n2 resume from the last checkpoint (never more than 5 steps back)
@@ -449,7 +448,6 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertNotIn("NEVER_RAN", out)
         self.assertNotIn("requeue", out.lower())
 
-    @preloaded
     def test_lost_node_with_no_restart_left_says_so(self):
         # The summary used to read "first failure: rank -1 (local rank -1) on n2: exit
         # code 0, time: 1970-01-01...".
