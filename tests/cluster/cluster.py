@@ -219,6 +219,10 @@ class Cluster:
     def plugstack_conf(self) -> Path:
         return self.dir / "etc" / "plugstack.conf"
 
+    def set_plugin_args(self, plugin: str | os.PathLike, args: Sequence[str]) -> None:
+        """plugstack.conf: `plugin` with `args` (read again by every srun and slurmstepd)."""
+        self.plugstack_conf.write_text(f"required {Path(plugin).resolve()} {' '.join(args)}\n")
+
     def node_names(self) -> list[str]:
         return [f"n{i}" for i in range(1, self.nodes + 1)]
 

@@ -133,7 +133,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # plugstack.conf is read again by every srun and slurmstepd.
         preload = getattr(getattr(self, self._testMethodName), "preload", None)
         args = self.plugin_args + ([f"preload={preload}"] if preload else [])
-        self.cluster.plugstack_conf.write_text(f"required {Path(SPANK_SO).resolve()} {' '.join(args)}\n")
+        self.cluster.set_plugin_args(SPANK_SO, args)
 
     def srun(self, args, timeout=RUN_TIMEOUT):
         return self.cluster.srun(args, timeout=timeout, env=ENV)

@@ -57,7 +57,7 @@ class TestSpankPlugin(ClusterTestCase):
         self.cluster.plugstack_conf.write_text(self.plugstack)  # re-read by every srun
 
     def set_plugstack_args(self, *args):
-        self.cluster.plugstack_conf.write_text(f"required {Path(SPANK_SO).resolve()} {' '.join(args)}\n")
+        self.cluster.set_plugin_args(SPANK_SO, args)
 
     def srun_dump(self, args, timeout=60, **kw):
         r = self.cluster.srun(args, timeout=timeout, **kw)
