@@ -163,6 +163,7 @@ void ElasticAgent::OnSignal() {
       Log(JobEvent(terminating ? LogLevel::kWarning : LogLevel::kInfo), "got {}: {}", SignalName(sig),
           terminating ? "stopping the workers" : "forwarding it to every worker");
     }
+    terminated_ = terminated_ || terminating;
     Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
   }
 }
@@ -237,7 +238,7 @@ void ElasticAgent::SetCallbacks() {
   rendezvous_->SetCallbacks(std::move(cb));
 }
 
-int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
+int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous, EventWriter* events) {
   rendezvous_ = std::move(rendezvous);
   std::string err;
   // Whatever the workers start, setsid() and double forks included, stays below us:
@@ -256,6 +257,7 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
   if (!config_.rdzv.standalone && config_.rdzv.max_nodes > 1)  // else one node: no gloo choice
     hostname_resolves_ = HostnameResolvesUsably(config_.rdzv.hostname);
   SetCallbacks();
+  StartComment(events);
   // Slurm's verdict on this node before each later round (slurm_node_state.h).
   auto node = env_.find("SLURMD_NODENAME");
   if (!config_.rdzv.standalone && node != env_.end() && env_.count("SLURM_JOB_ID")) slurm_node_ = node->second;
@@ -263,6 +265,7 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous) {
       fmt::join(spec_.argv, " "));
   JoinRound();
   loop_.Run();
+  if (comment_source_) comment_source_->SetListener(nullptr);
   DrainConsoles();
   return exit_code_;
 }
@@ -587,6 +590,7 @@ std::vector<pid_t> ElasticAgent::Spared() const {
   std::vector<pid_t> spared;
   if (zygote_ && zygote_->pid() > 0) spared.push_back(zygote_->pid());
   if (node_reader_ && node_reader_->pid() > 0) spared.push_back(node_reader_->pid());
+  if (comment_ && comment_->pid() > 0) spared.push_back(comment_->pid());
   return spared;
 }
 
@@ -711,8 +715,13 @@ void ElasticAgent::Finish(int exit_code) {
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }
+  if (FinishComment()) return;  // Leave() once the final Comment is written
+  Leave();
+}
+
+void ElasticAgent::Leave() {
   if (MaybeRequeue()) return;  // stops the loop once scontrol is done
-  Log(LogLevel::kDebug, "exit {}", exit_code);
+  Log(LogLevel::kDebug, "exit {}", exit_code_);
   loop_.Stop();
 }
 

@@ -24,6 +24,8 @@
 #include "common/event_loop.h"
 #include "common/log.h"
 #include "launcher/child_process.h"
+#include "launcher/comment_updater.h"
+#include "launcher/event_writer.h"
 #include "launcher/console.h"
 #include "launcher/descendants.h"
 #include "launcher/crash_loop.h"
@@ -83,8 +85,10 @@ class ElasticAgent {
   ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec);
   ~ElasticAgent();
 
-  // Runs the job; returns the exit code (see worker_state.h).
-  int Run(std::unique_ptr<RendezvousHandler> rendezvous);
+  // Runs the job; returns the exit code (see worker_state.h). `events` (may be
+  // null): the event record's writer, whose events, while this agent hosts the
+  // rendezvous, make the job's live Comment (agent_comment.cc).
+  int Run(std::unique_ptr<RendezvousHandler> rendezvous, EventWriter* events = nullptr);
 
  private:
   bool SetUpSignals(std::string* err);
@@ -152,6 +156,11 @@ class ElasticAgent {
   // At the end of the job: --requeue (requeue.h). True when scontrol runs (the loop
   // stops once it is done).
   bool MaybeRequeue();
+  // The job's live Comment under Slurm (comment_updater.h, agent_comment.cc): made at
+  // the start; at the end, true when its final update runs (Leave follows it).
+  void StartComment(EventWriter* events);
+  bool FinishComment();
+  void Leave();  // after the final Comment: --requeue or the loop's stop
   std::vector<std::string> SideProgramEnv() const;
   void RunHealthCheck();
   void OnHealthChecked(const HealthResult& result);
@@ -195,6 +204,7 @@ class ElasticAgent {
   bool ending_ = false;             // EndAttempt's leftovers are being killed (leftovers_)
   LeftoverKiller leftovers_{loop_};
   bool job_stopped_ = false;
+  bool terminated_ = false;         // a terminating signal came (scancel...): no final Comment
   bool cancel_told_ = false;        // Slurm's SIGTERM was told (it comes more than once)        // stopped itself on SIGTSTP: the next SIGCONT resumes it
   int exit_code_ = 1;
   std::unique_ptr<Zygote> zygote_;  // --preload; null when not used
@@ -219,6 +229,8 @@ class ElasticAgent {
   std::unique_ptr<FileTimerServer> file_timer_;
   std::string timer_dir_;  // private directory of the FIFO when the user named none
   NativeStackTool native_tool_;  // --native-stacks, found on PATH by StartFileTimer; name "" = none
+  std::unique_ptr<CommentUpdater> comment_;  // null: off, or outside Slurm
+  EventWriter* comment_source_ = nullptr;    // told to stop telling at the end of Run
   std::unique_ptr<JobRequeuer> requeuer_;  // --requeue: scontrol requeue, while it runs
   std::string slurm_node_;                    // SLURMD_NODENAME: "" = not asked (outside Slurm)
   std::unique_ptr<SlurmNodeReader> node_reader_;

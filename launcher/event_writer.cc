@@ -44,7 +44,14 @@ void EventWriter::OnHostStart(const RendezvousSettings& settings, const std::str
   memory_ = JobEventMemory{};
   memory_.run_id = run_id;
   memory_.host = node_name;
-  Enqueue(MakeJobStart(settings, carried, &memory_, now, wall_ms_()));
+  start_ = MakeJobStart(settings, carried, &memory_, now, wall_ms_());
+  Enqueue(*start_);
+}
+
+void EventWriter::SetListener(std::function<void(const JobEvent&)> listener) {
+  listener_ = std::move(listener);
+  // The first host starts as the rendezvous is made, before the listener is set.
+  if (listener_ && start_) listener_(*start_);
 }
 
 void EventWriter::OnHostStep(const HostStep& step) {
@@ -60,6 +67,7 @@ nlohmann::json EventWriter::Status(const RendezvousState& state, NodeId requeste
 }
 
 void EventWriter::Enqueue(const JobEvent& event) {
+  if (listener_) listener_(event);
   if (files_.empty() && !echo_) return;  // kept for the status view only
   std::string line = EncodeJobEvent(event);
   if (echo_) Log(LogLevel::kInfo, "event: {}", line);

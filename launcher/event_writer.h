@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ class EventWriter : public HostObserver {
   nlohmann::json Status(const RendezvousState& state, NodeId requester) override;  // job_status.h
 
   uint64_t dropped() const { return dropped_; }
+  // Told each event as it is queued (the job's live Comment: comment_updater.h);
+  // on the loop, must not block. Empty: none. A host already started: told its start now.
+  void SetListener(std::function<void(const JobEvent&)> listener);
   // Writes what is queued now (the posted flush does the same); for the end of the run.
   void Flush();
 
@@ -71,6 +75,8 @@ class EventWriter : public HostObserver {
   std::deque<std::string> queue_;
   uint64_t dropped_ = 0;
   Posted posted_;
+  std::function<void(const JobEvent&)> listener_;
+  std::optional<JobEvent> start_;  // the last host start's event
 };
 
 int64_t WallClockMillis();

@@ -41,7 +41,7 @@ enum class Opt : size_t {
   kShutdownTimeout, kUninterruptibleTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kProgressFile, kNoProgressRestarts, kHealthCheck, kHealthCheckTimeout,
   kNodeMultiple,
-  kRequeue,
+  kRequeue, kSlurmCommentInterval,
   kNativeStacks, kNativeStacksTimeout,
   kConsoleDrainTimeout,
   kEvents,
@@ -159,6 +159,15 @@ constexpr OptionDef kOptions[] = {
      "In a batch job (sbatch): when the job cannot go on in-job (fewer than MIN nodes left, or "
      "the restarts used up by node losses), ask Slurm to requeue it (scontrol requeue), at most "
      "N times in the job's life (Slurm counts them in SLURM_RESTART_COUNT); 0: never."},
+    // 30 s: each job's host sends slurmctld at most one update per 30 s (and the final
+    // one). On a 10,000-node cluster with 1,000 elastic jobs recovering at once that is
+    // at most ~33 updates a second, a small share of what slurmctld serves; a job that
+    // recovers in seconds still shows its new round within 30 s (job_comment.h).
+    {Opt::kSlurmCommentInterval, "--slurm-comment-interval,--slurm_comment_interval", "slurm_comment_interval",
+     "30", false,
+     "Under Slurm: the rendezvous host writes the job's live state to the job's Comment "
+     "(squeue -O jobid,comment; docs/admin.md), at most once per SECONDS (the newest state wins) "
+     "and once at the end; 0: never."},
     {Opt::kNativeStacks, "--native-stacks,--native_stacks", "native_stacks", "auto", false,
      "A worker whose FileTimerClient timer expired (TORCHELASTIC_ENABLE_FILE_TIMER=1) first has "
      "its native frames dumped, before SIGABRT dumps its Python stacks: auto (py-spy if on PATH, "
@@ -604,6 +613,9 @@ bool Parser::ConvertResilience(std::string* err) {
   if (!ConvertUninterruptibleTimeout(err)) return false;
   if (!ParseIntNamed(What(Opt::kRequeue), Text(Opt::kRequeue), 0, 1000000, &n, err)) return false;
   c_->requeue = static_cast<int>(n);
+  if (!ParseSeconds(What(Opt::kSlurmCommentInterval), Text(Opt::kSlurmCommentInterval),
+                    &c_->slurm_comment_interval_ms, err))
+    return false;
   if (c_->health_check_timeout_ms <= 0) {
     *err = fmt::format("{}: '{}': must be more than 0 seconds", What(Opt::kHealthCheckTimeout),
                        Text(Opt::kHealthCheckTimeout));

@@ -77,6 +77,7 @@ struct LaunchConfig {
   int no_progress_restarts = 3;            // --no-progress-restarts; 0 = never
   std::string health_check;                  // --health-check PROG ("" = none; health_check.h)
   long long health_check_timeout_ms = 60000;  // --health-check-timeout
+  long long slurm_comment_interval_ms = 30000;  // --slurm-comment-interval (job_comment.h); 0 = off
   int requeue = 0;                            // --requeue N: most requeues (requeue.h); 0 = never
   NativeStacksMode native_stacks = NativeStacksMode::kAuto;  // --native-stacks (native_stacks.h)
   long long native_stacks_timeout_ms = 15000;                // --native-stacks-timeout

@@ -249,7 +249,7 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
   int code = 0;
   {
     ElasticAgent agent(loop, config, env, std::move(spec));
-    code = agent.Run(std::move(rendezvous));
+    code = agent.Run(std::move(rendezvous), events.get());
   }
   if (events) events->Flush();  // the end's line, when the loop stopped before its turn
   return code;

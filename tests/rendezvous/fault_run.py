@@ -129,7 +129,8 @@ class FaultRun:
         self.env = dict(os.environ)
         self.env.pop("OMP_NUM_THREADS", None)
         self.env.update({"PATH": bindir + ":" + os.environ["PATH"], "FAULT_RECORDS": self.records,
-                         "SLURM_JOB_ID": "77", "ENVIRONMENT": "BATCH"})
+                         "SLURM_JOB_ID": "77", "ENVIRONMENT": "BATCH",
+                         "PET_SLURM_COMMENT_INTERVAL": "0"})  # the fake scontrol's log is for requeues
         if torch:
             # Debian's torch 2.x has no libuv (docs/user.md); the shim is harmless elsewhere.
             self.env.update({"ELASTIC_TORCH_NO_LIBUV": "1", "OMP_NUM_THREADS": "1"})

@@ -60,8 +60,9 @@ class RequeueTest(RendezvousTestCase):
         with open(os.path.join(fake, "scontrol"), "w") as f:
             f.write('#!/bin/sh\necho "$@" >> "%s/scontrol.log"\n' % self.dir)
         os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        # The job's live Comment off: the fake counts requeues.
         env = {"PATH": fake + ":" + os.environ["PATH"], "FAIL_RANK": "99", "FAIL_ROUNDS": "all",
-               **slurm_env}
+               "PET_SLURM_COMMENT_INTERVAL": "0", **slurm_env}
         agents = []
         for i in range(3):
             agents.append(self.start_agent(3, nproc=1, program=ENV_WORKER, env=env,
@@ -96,6 +97,59 @@ class RequeueTest(RendezvousTestCase):
         self.assertIn("not requeueing job 77: it was requeued 1 time(s), the most --requeue=1 allows",
                       host.output())
         self.assertEqual(self.scontrol_calls(), [])
+
+
+class SlurmCommentTest(RendezvousTestCase):
+    """Issue 25 item 2 without Slurm: the job's live Comment through a fake scontrol
+    on PATH (the real one: spank.e2e's test_squeue_shows_the_live_comment)."""
+
+    def run_three(self, scontrol_body, interval):
+        fake = os.path.join(self.dir, "bin")
+        os.makedirs(fake, exist_ok=True)
+        with open(os.path.join(fake, "scontrol"), "w") as f:
+            f.write('#!/bin/sh\necho "$@" >> "%s/scontrol.log"\n%s\n' % (self.dir, scontrol_body))
+        os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        # The PET_ form of --slurm-comment-interval.
+        env = {"PATH": fake + ":" + os.environ["PATH"], "SLURM_JOB_ID": "77", "FAIL_RANK": "3",
+               "PET_SLURM_COMMENT_INTERVAL": interval}
+        agents = []
+        for i in range(3):
+            agents.append(self.start_agent(3, program=ENV_WORKER, env=env,
+                                           extra=["--no-python", "--max-restarts=2", "--node-rank=%d" % i]))
+            if i == 0:
+                self.wait_listening()  # node rank 0 hosts
+        for agent in agents:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+        self.assert_nothing_left()
+        with open(os.path.join(self.dir, "scontrol.log")) as f:
+            return agents, f.read().splitlines()
+
+    def test_the_host_alone_writes_the_first_state_at_once_then_the_end(self):
+        # An interval longer than the job: the first state, then only the final one
+        # (the rounds in between wait for the interval, and the end's line replaces them).
+        agents, calls = self.run_three("exit 0", "1000")
+        self.assertEqual(len(calls), 2, calls)
+        self.assertEqual(calls[0], "update JobId=77 Comment=elastic: starting, round 0, restarts 0/2")
+        self.assertRegex(calls[1], r"^update JobId=77 Comment=elastic: ended \(done\), round 1, 3/3 nodes, "
+                         r"6 workers, restarts 1/2, last: rank 3 failed on \S+ \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        for agent in agents:
+            self.assertNotIn("Comment", agent.output())
+
+    def test_an_update_not_permitted_warns_once_and_nothing_else_changes(self):
+        agents, calls = self.run_three(
+            'echo "slurm_update error: Access/permission denied" >&2; exit 1', "0.001")
+        self.assertEqual(len(calls), 1, calls)  # never again, not even the end
+        warnings = [l for l in agents[0].output().splitlines() if "live status" in l]
+        self.assertEqual(len(warnings), 1, agents[0].output())
+        self.assertIn("cannot write the job's live status to Slurm's Comment (scontrol update JobId=77): "
+                      "exit code 1", warnings[0])
+        self.assertEqual([l for a in agents[1:] for l in a.output().splitlines() if "Comment" in l], [])
+
+    def test_off_with_0(self):
+        fake_log = os.path.join(self.dir, "scontrol.log")
+        open(fake_log, "w").close()
+        _, calls = self.run_three("exit 0", "0")
+        self.assertEqual(calls, [])
 
 
 class ConsoleTest(RendezvousTestCase):

@@ -148,8 +148,9 @@ class PartitionTest(NetnsTestCase):
         with open(os.path.join(fake, "scontrol"), "w") as f:
             f.write('#!/bin/sh\necho "$@" >> "%s/scontrol.log"\n' % self.dir)
         os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        # The job's live Comment off: the fake's log is for requeues.
         return {"PATH": fake + ":" + os.environ["PATH"], "SLURM_JOB_ID": "77",
-                "ENVIRONMENT": "BATCH"}
+                "ENVIRONMENT": "BATCH", "PET_SLURM_COMMENT_INTERVAL": "0"}
 
     def test_cut_off_host_with_min_2_never_requeues_and_the_others_go_on(self):
         # Issue 19 item 15: with MIN 2 the host cut off from both peers used to end at once

@@ -51,6 +51,8 @@ NOT_RUN = [
     (r"^rm -f /etc/slurm", "uninstalling as root"),
     (r"^elasticrun status --rdzv-endpoint", "needs a running job's host: rendezvous.events "
      "(test_event_record.py) runs the command against one, text and --json"),
+    (r"^squeue -O JobID:10,Comment:120", "needs a running elastic job: spank.e2e "
+     "test_squeue_shows_the_live_comment reads squeue's comment while one runs"),
     (r"srun torchrun", "the torchrun recipe the migration replaces (srun refuses torchrun under --elastic)"),
     (r"--health-check='nvidia-smi", "needs nvidia-smi and /scratch on every machine; the option: "
      "spank.e2e test_health_check_failing_on_one_node_keeps_it_out"),

@@ -47,8 +47,8 @@ def records(text, kind):
 class Background:
     """A running srun whose merged output is collected line by line."""
 
-    def __init__(self, cluster, args):
-        self.proc = cluster.popen(["srun", *args], env=ENV, stderr=subprocess.STDOUT)
+    def __init__(self, cluster, args, env=None):
+        self.proc = cluster.popen(["srun", *args], env=env or ENV, stderr=subprocess.STDOUT)
         self.lines = []
         self.start = time.monotonic()
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -948,6 +948,41 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             bg.proc.kill()
             raise
         return bg, jobs[0]
+
+    @preloaded
+    def test_squeue_shows_the_live_comment(self):
+        # Issue 25 item 2: the host writes the job's live state to its Comment (here at
+        # most once a second: the PET_ form of --slurm-comment-interval), which squeue
+        # and scontrol show while the step runs, and the end's state after it.
+        env = dict(ENV, PET_SLURM_COMMENT_INTERVAL="1")
+        bg = Background(self.cluster, ["-N3", "--elastic", "--gpus-per-node=1", "--elastic-max-restarts=1",
+                                       "/usr/bin/python3", WORKER, "--fail-once-rank=1", "--seconds=30"], env)
+        want = (r"elastic: round 1, 3/3 nodes, 3 workers, restarts 1/1, "
+                r"last: rank 1 failed on n2 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY") if r["restart"] == "1"]) == 3,
+                                        RUN_TIMEOUT), bg.text())
+            job = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()[0]
+            deadline = time.monotonic() + 20
+            line = ""
+            while time.monotonic() < deadline and not re.search(want, line):
+                line = self.cluster.run(["squeue", "-h", "-j", job, "-O", "JobID:12,Comment:200"],
+                                        timeout=30).stdout.strip()
+                time.sleep(0.5)
+            print(f"squeue -O jobid,comment: {line}", file=sys.stderr)
+            self.assertRegex(line, rf"^{job} +{want}$", bg.text())
+            show = self.cluster.run(["scontrol", "show", "job", job], timeout=30).stdout
+            self.assertRegex(show, rf"Comment={want}", show)
+            rc = bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+        self.assertEqual(rc, 0, bg.text())
+        self.assertNotIn("live status", bg.text())  # no warning
+        show = self.cluster.run(["scontrol", "show", "job", job], timeout=30).stdout
+        self.assertRegex(show, r"Comment=elastic: ended \(done\), round 1, 3/3 nodes, 3 workers, restarts 1/1, "
+                         r"last: rank 1 failed on n2 ", show)
+        self.assert_nothing_left()
 
     def test_scancel_terminates_every_worker(self):
         bg, job = self.start_training(seconds=600)

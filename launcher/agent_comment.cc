@@ -1,0 +1,39 @@
+// The job's live Comment under Slurm (comment_updater.h): the agent owns the
+// updater (its scontrol is a process below the agent: spared, reaped through its
+// pidfd) and hands it the record's events while it hosts the rendezvous.
+#include <fmt/format.h>
+
+#include "launcher/agent.h"
+
+namespace elastic {
+
+namespace {
+constexpr Millis kCommentTimeout{10000};  // one scontrol update, at most
+}  // namespace
+
+void ElasticAgent::StartComment(EventWriter* events) {
+  if (!events || config_.slurm_comment_interval_ms <= 0) return;
+  SlurmJobInfo job;
+  std::string err;
+  if (!ReadSlurmJobInfo(env_, &job, &err) || job.job_id.empty()) return;  // outside Slurm
+  ScontrolSpec spec;
+  spec.timeout = kCommentTimeout;
+  spec.label = "slurm comment";
+  spec.log_path = spec_.log_dir + "/slurm_comment.log";
+  spec.env = SideProgramEnv();
+  spec.child_mask = original_mask_;
+  spec.default_signals = handled_list_;
+  comment_ = std::make_unique<CommentUpdater>(loop_, job.job_id, Millis(config_.slurm_comment_interval_ms),
+                                              std::move(spec));
+  comment_source_ = events;
+  events->SetListener([this](const ::elastic::JobEvent& e) { comment_->OnEvent(e); });
+}
+
+// Not after scancel, the time limit or preemption: Slurm is ending the job, an
+// update would only fail (and delay the agent's exit).
+bool ElasticAgent::FinishComment() {
+  if (!comment_ || terminated_) return false;
+  return comment_->Finish(exit_code_, [this] { Leave(); });
+}
+
+}  // namespace elastic
