@@ -103,8 +103,34 @@ wait_gone() {
   return 1
 }
 
-# Kills every process in a namespace: -9, repeated until it is empty (a dying
-# slurmstepd may fork), bounded.
+# The pids, each after every one of its descendants among them (deepest first).
+deepest_first() {
+  local -A in_set=() parent=()
+  local p q d stat
+  for p in "$@"; do in_set[$p]=1; done
+  for p in "$@"; do
+    stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+    stat=${stat##*) }  # after the command name, which may hold spaces
+    read -r _ q _ <<<"$stat"
+    parent[$p]=$q
+  done
+  for p in "$@"; do
+    d=0 q=$p
+    while [ -n "${parent[$q]:-}" ] && [ -n "${in_set[${parent[$q]}]:-}" ] && [ $d -lt 64 ]; do
+      q=${parent[$q]} d=$((d + 1))
+    done
+    echo "$d $p"
+  done | sort -rn | cut -d' ' -f2
+}
+
+# Kills every process in a namespace as a power loss would: none may see another
+# die and react (an agent that outlived its guardian even by microseconds got its
+# parent-death SIGTERM and left the job with notice). So every process is stopped
+# first, then SIGKILLed children before parents: a process is killed while its
+# parent still lives, so no parent-death signal and no SIGHUP/SIGCONT of an
+# orphaned stopped process group (which woke a stopped agent when the guardian
+# died first) reaches a process that could still run. Repeated until the
+# namespace is empty (a dying slurmstepd may fork), bounded.
 kill_ns_procs() {
   local ns=$1 pids
   for ((i = 0; i < 50; i++)); do
@@ -112,7 +138,9 @@ kill_ns_procs() {
     [ -z "$pids" ] && return 0
     KILLED+=($pids)
     # shellcheck disable=SC2086
-    kill -9 $pids 2>/dev/null || true
+    kill -STOP $pids 2>/dev/null || true
+    # shellcheck disable=SC2046
+    kill -9 $(deepest_first $pids) 2>/dev/null || true
     wait_gone 20 $pids || true
   done
   log "warning: processes left in namespace $ns: $(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
