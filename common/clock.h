@@ -1,6 +1,6 @@
 // Clock: the monotonic clock behind a small interface, so that the event loop
 // and the logic on it (agent, rendezvous host and client) run on a fake clock
-// in unit tests (common/fake_clock.h) and on CLOCK_MONOTONIC in the programs.
+// in unit tests (testing/fake_clock.h) and on CLOCK_MONOTONIC in the programs.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "common/event_loop.h"
 
-#include "common/fake_clock.h"
+#include "testing/fake_clock.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

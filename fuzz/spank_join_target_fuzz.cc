@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "spank_plugin/join_target.h"
-#include "spank_plugin/spank_api_fake.h"
+#include "testing/spank_api_fake.h"
 
 using namespace elastic::spank;
 using elastic::fuzz::Field;

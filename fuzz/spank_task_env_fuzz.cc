@@ -12,7 +12,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "spank_plugin/plugin.h"
-#include "spank_plugin/spank_api_fake.h"
+#include "testing/spank_api_fake.h"
 #include "spank_plugin/task_env.h"
 
 using namespace elastic::spank;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/fake_clock.h"
+#include "testing/fake_clock.h"
 
 namespace elastic {
 namespace {

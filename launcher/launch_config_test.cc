@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "launcher/launch_config_test_util.h"
+#include "testing/launch_config_test_util.h"
 #include "launcher/run.h"
 #include "launcher/worker_command.h"
 

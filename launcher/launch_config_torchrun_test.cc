@@ -5,7 +5,7 @@
 #include <signal.h>
 
 #include "launcher/launch_config.h"
-#include "launcher/launch_config_test_util.h"
+#include "testing/launch_config_test_util.h"
 
 namespace elastic {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "common/fake_clock.h"
+#include "testing/fake_clock.h"
 #include "common/net.h"
-#include "rendezvous/host_client_test_util.h"
+#include "testing/host_client_test_util.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <map>
 
-#include "rendezvous/host_client_test_util.h"
+#include "testing/host_client_test_util.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 

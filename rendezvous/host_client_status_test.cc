@@ -6,7 +6,7 @@
 
 #include <optional>
 
-#include "rendezvous/host_client_test_util.h"
+#include "testing/host_client_test_util.h"
 
 namespace elastic {
 namespace {

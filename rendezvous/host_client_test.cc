@@ -14,7 +14,7 @@
 #include "rendezvous/messages.h"
 #include "common/net.h"
 #include "rendezvous/failover_rendezvous.h"
-#include "rendezvous/host_client_test_util.h"
+#include "testing/host_client_test_util.h"
 #include "rendezvous/rendezvous_client.h"
 #include "rendezvous/rendezvous_host.h"
 

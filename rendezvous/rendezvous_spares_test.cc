@@ -2,7 +2,7 @@
 // nodes Slurm drained, with a fake clock: every event carries `now`, so nothing
 // here sleeps. Split from rendezvous_state_test.cc.
 #include "rendezvous/rendezvous_state.h"
-#include "rendezvous/rendezvous_state_test_util.h"
+#include "testing/rendezvous_state_test_util.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

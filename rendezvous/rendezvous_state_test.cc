@@ -1,7 +1,7 @@
 // Table tests of the rendezvous rules with a fake clock: every event carries
 // `now`, so nothing here sleeps.
 #include "rendezvous/rendezvous_state.h"
-#include "rendezvous/rendezvous_state_test_util.h"
+#include "testing/rendezvous_state_test_util.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "rendezvous/rendezvous_state.h"
-#include "rendezvous/rendezvous_state_test_util.h"
+#include "testing/rendezvous_state_test_util.h"
 
 namespace elastic {
 namespace {

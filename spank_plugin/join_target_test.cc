@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "spank_plugin/spank_api_fake.h"
+#include "testing/spank_api_fake.h"
 
 namespace elastic::spank {
 namespace {

@@ -1,5 +1,5 @@
 // The SPANK API as the plugin logic sees it: a small interface, so everything
-// above it is unit-tested with a fake (spank_api_fake.h) and no Slurm. The real
+// above it is unit-tested with a fake (testing/spank_api_fake.h) and no Slurm. The real
 // implementation (spank_api_slurm.cc) is compiled into spank_elastic.so only.
 #pragma once
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "spank_plugin/spank_api_fake.h"
+#include "testing/spank_api_fake.h"
 
 namespace elastic::spank {
 namespace {

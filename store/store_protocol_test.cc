@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "store/store_test_util.h"
+#include "testing/store_test_util.h"
 
 namespace elastic {
 namespace {

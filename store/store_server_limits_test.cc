@@ -9,9 +9,9 @@
 #include <thread>
 #include <string>
 
-#include "common/fake_clock.h"
+#include "testing/fake_clock.h"
 #include "store/store_server.h"
-#include "store/store_test_util.h"
+#include "testing/store_test_util.h"
 
 namespace elastic {
 namespace {

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "store/store_test_util.h"
+#include "testing/store_test_util.h"
 
 namespace elastic {
 namespace {

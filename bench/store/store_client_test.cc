@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "bench/store/store_codec.h"
-#include "store/store_test_util.h"
+#include "testing/store_test_util.h"
 
 namespace elastic {
 namespace {
