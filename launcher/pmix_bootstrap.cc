@@ -85,6 +85,47 @@ bool GetString(const pmix_proc_t* proc, const char* key, std::string* out) {
   return ok;
 }
 
+// Puts this process's node id (and `addrs`, when given: node 0's agent), commits
+// and fences with every process of the namespace, collecting the data (60 s).
+bool PublishAndFence(const pmix_proc_t& job, uint32_t node_id, const std::string* addrs, std::string* err) {
+  pmix_value_t value;
+  PMIX_VALUE_CONSTRUCT(&value);
+  std::string id_text = std::to_string(node_id);
+  value.type = PMIX_STRING;
+  value.data.string = id_text.data();
+  if (pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, "elastic.node_id", &value); rc != PMIX_SUCCESS) {
+    *err = fmt::format("PMIx_Put(elastic.node_id): {}", PMIx_Error_string(rc));
+    return false;
+  }
+  if (addrs != nullptr) {
+    std::string text = *addrs;
+    value.data.string = text.data();
+    if (pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, kAddrKey, &value); rc != PMIX_SUCCESS) {
+      *err = fmt::format("PMIx_Put({}): {}", kAddrKey, PMIx_Error_string(rc));
+      return false;
+    }
+  }
+  if (pmix_status_t rc = PMIx_Commit(); rc != PMIX_SUCCESS) {
+    *err = fmt::format("PMIx_Commit: {}", PMIx_Error_string(rc));
+    return false;
+  }
+  pmix_info_t info[2];
+  PMIX_INFO_CONSTRUCT(&info[0]);
+  PMIX_INFO_CONSTRUCT(&info[1]);
+  bool collect = true;
+  int timeout = 60;
+  PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+  pmix_status_t fence = PMIx_Fence(&job, 1, info, 2);
+  PMIX_INFO_DESTRUCT(&info[0]);
+  PMIX_INFO_DESTRUCT(&info[1]);
+  if (fence != PMIX_SUCCESS) {
+    *err = fmt::format("PMIx_Fence: {}", PMIx_Error_string(fence));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool PmixAvailable() {
@@ -158,15 +199,6 @@ bool PmixBootstrap(PmixInfo* out, std::string* err) {
   if (!GetUint32(&me, PMIX_NODEID, &node_id, err)) return false;
   if (!GetUint32(&job, PMIX_NUM_NODES, &nnodes, err)) return false;
 
-  pmix_value_t value;
-  PMIX_VALUE_CONSTRUCT(&value);
-  std::string id_text = std::to_string(node_id);
-  value.type = PMIX_STRING;
-  value.data.string = id_text.data();
-  if (pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, "elastic.node_id", &value); rc != PMIX_SUCCESS) {
-    *err = fmt::format("PMIx_Put(elastic.node_id): {}", PMIx_Error_string(rc));
-    return false;
-  }
   std::string mine;
   if (node_id == 0) {
     mine = Join(LocalAddresses());
@@ -174,30 +206,8 @@ bool PmixBootstrap(PmixInfo* out, std::string* err) {
       *err = "node 0 has no non-loopback address to publish";
       return false;
     }
-    value.data.string = mine.data();
-    if (pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, kAddrKey, &value); rc != PMIX_SUCCESS) {
-      *err = fmt::format("PMIx_Put({}): {}", kAddrKey, PMIx_Error_string(rc));
-      return false;
-    }
   }
-  if (pmix_status_t rc = PMIx_Commit(); rc != PMIX_SUCCESS) {
-    *err = fmt::format("PMIx_Commit: {}", PMIx_Error_string(rc));
-    return false;
-  }
-  pmix_info_t info[2];
-  PMIX_INFO_CONSTRUCT(&info[0]);
-  PMIX_INFO_CONSTRUCT(&info[1]);
-  bool collect = true;
-  int timeout = 60;
-  PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
-  pmix_status_t fence = PMIx_Fence(&job, 1, info, 2);
-  PMIX_INFO_DESTRUCT(&info[0]);
-  PMIX_INFO_DESTRUCT(&info[1]);
-  if (fence != PMIX_SUCCESS) {
-    *err = fmt::format("PMIx_Fence: {}", PMIx_Error_string(fence));
-    return false;
-  }
+  if (!PublishAndFence(job, node_id, node_id == 0 ? &mine : nullptr, err)) return false;
 
   std::string addrs = mine;
   if (node_id != 0) {
@@ -223,6 +233,18 @@ bool PmixBootstrap(PmixInfo* out, std::string* err) {
   out->host_addresses = Split(addrs, ',');
   out->host_address = out->host_addresses.front();
   return true;  // ~PmixSession finalizes
+}
+
+bool PmixFollowerFence(std::string* err) {
+  if (!PmixAvailable()) return true;  // no PMIx: task 0 has none either
+  PmixSession session;
+  pmix_proc_t me;
+  if (!session.Init(&me, err)) return false;
+  pmix_proc_t job;
+  PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+  uint32_t node_id = 0;
+  if (!GetUint32(&me, PMIX_NODEID, &node_id, err)) return false;
+  return PublishAndFence(job, node_id, nullptr, err);  // ~PmixSession finalizes
 }
 
 }  // namespace elastic

@@ -1,4 +1,4 @@
-// PMIx bootstrap for elasticrun under `srun --mpi=pmix` (one task per node):
+// PMIx bootstrap for elasticrun under `srun --mpi=pmix`:
 // node id and node count from PMIx, and the rendezvous host's address from
 // node 0 through one Put/Commit/Fence. PMIx_Finalize runs before returning, so
 // it is done before any worker starts; never call this after workers run (a
@@ -26,6 +26,12 @@ bool PmixAvailable();
 // (collecting data, 60 s timeout), others Get node 0's addresses, Finalize.
 // Every process of the PMIx namespace must call it (a collective).
 bool PmixBootstrap(PmixInfo* out, std::string* err);
+
+// With several tasks per node (task_group.h), tasks 1..N-1 run no agent but are
+// processes of the namespace all the same: each takes part in the fence (its node
+// id put, nothing else), or task 0's PmixBootstrap waits for them until its timeout.
+// True at once without a PMIx server.
+bool PmixFollowerFence(std::string* err);
 
 // This host's addresses for others to reach it: the address its hostname
 // resolves to when that is not loopback, then every up, non-loopback interface

@@ -289,6 +289,20 @@ bool BootstrapFromPmix(const EnvMap& env, RendezvousOptions* rdzv) {
   return true;
 }
 
+// Tasks 1..N-1 of a node (task_group.h) are PMIx processes too: the fence of
+// task 0's bootstrap waits for them (srun --mpi=pmix --ntasks-per-node=N).
+void FollowerFence(const EnvMap& env, int local_id) {
+#ifdef ELASTIC_HAVE_PMIX
+  if (Get(env, "ELASTIC_SPANK_PMIX_ENDPOINT") != "1") return;
+  std::string err;
+  // Task 0 reports the bootstrap's failure for the node; this line says which task.
+  if (!PmixFollowerFence(&err)) Log(LogLevel::kDebug, "task {} of this node: PMIx: {}", local_id, err);
+#else
+  (void)env;
+  (void)local_id;
+#endif
+}
+
 }  // namespace
 
 int ElasticrunMain(int argc, const char* const* argv) {
@@ -339,7 +353,8 @@ int ElasticrunMain(int argc, const char* const* argv) {
       Log(LogLevel::kError, "one task per GPU: {}", err);
       return 1;
     }
-    if (group->local_id != 0) return RunTaskFollower(group_dir, *group, env);
+    if (group->local_id != 0)
+      return RunTaskFollower(group_dir, *group, env, [&] { FollowerFence(env, group->local_id); });
   }
   if (config.rdzv.token_in_argv)
     Log(LogLevel::kWarning, "--rdzv-conf token=... is on the command line, which every local user "

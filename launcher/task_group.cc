@@ -123,13 +123,15 @@ std::string TaskGroupDir(const std::string& state_dir, const std::string& key, s
 }
 
 int RunTaskFollower(const std::string& dir, const TaskGroup& group,
-                    const std::map<std::string, std::string>& env) {
+                    const std::map<std::string, std::string>& env,
+                    const std::function<void()>& after_report) {
   std::string err;
   std::string record = RecordPath(dir, group.local_id);
   if (!WriteFileAtomic(record, FormatTaskRecord(CurrentTaskRecord(env)), &err)) {
     Log(LogLevel::kError, "task {} of this node: {}", group.local_id, err);
     return 1;
   }
+  if (after_report) after_report();
   constexpr long long kAgentStartMs = 120000;
   long long start = NowMs();
   for (;;) {

@@ -6,6 +6,7 @@
 // the step and its slurmstepd (the tasks' parent), given by the plugin.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,10 +32,12 @@ TaskRecord CurrentTaskRecord(const std::map<std::string, std::string>& env);
 // *err when it cannot be made.
 std::string TaskGroupDir(const std::string& state_dir, const std::string& key, std::string* err);
 
-// Task K > 0: writes its record, waits for the agent's exit code (or its end) and
-// returns the code to exit with. Blocking: this process runs nothing else.
+// Task K > 0: writes its record, runs `after_report` (its part of a collective
+// the agent's start needs: the PMIx fence), waits for the agent's exit code (or its
+// end) and returns the code to exit with. Blocking: this process runs nothing else.
 int RunTaskFollower(const std::string& dir, const TaskGroup& group,
-                    const std::map<std::string, std::string>& env);
+                    const std::map<std::string, std::string>& env,
+                    const std::function<void()>& after_report = {});
 
 // Task 0, before the agent starts: announces itself, then collects every task's
 // record (index = local id), waiting up to timeout_ms. False with *err naming the

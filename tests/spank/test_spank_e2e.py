@@ -237,6 +237,41 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assert_nothing_left()
 
     @preloaded
+    def test_uneven_tasks_per_node_one_worker_per_task(self):
+        # srun -N2 -n3: Slurm puts tasks 0 and 1 on n1, task 2 on n2 (block). Each
+        # node's agent runs one worker per task it got: local world sizes 2 and 1,
+        # RANK is SLURM_PROCID and LOCAL_RANK SLURM_LOCALID, as with one task per GPU.
+        r = self.cluster.srun(["-N2", "-n3", "--gpus-per-task=1", "--elastic", "/usr/bin/python3", WORKER],
+                              timeout=RUN_TIMEOUT, env=ENV)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        env = records(r.stdout, "ENV")
+        self.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2], text)
+        for e in env:
+            self.assertEqual(e["world"], "3", e)
+            self.assertEqual(e["local_world"], "2" if e["nodeid"] == "0" else "1", e)
+            self.assertEqual(e["rank"], e["procid"], e)
+            self.assertEqual(e["local_rank"], e["localid"], e)
+        self.assertEqual(sorted(int(d["rank"]) for d in records(r.stdout, "DONE")), [0, 1, 2], text)
+        self.assert_nothing_left()
+
+    @preloaded
+    def test_one_task_per_gpu_under_pmix(self):
+        # --mpi=pmix with two tasks per node: Slurm's PMIx server serves every task,
+        # and the node's agent still runs one worker per task with torchrun's contract.
+        r = self.cluster.srun(["-N2", "--ntasks-per-node=2", "--gpus-per-task=1", "--mpi=pmix", "--elastic",
+                               "/usr/bin/python3", WORKER], timeout=RUN_TIMEOUT, env=ENV)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        env = records(r.stdout, "ENV")
+        self.assertEqual(sorted(int(e["rank"]) for e in env), [0, 1, 2, 3], text)
+        for e in env:
+            self.assertEqual((e["world"], e["local_world"]), ("4", "2"), e)
+            self.assertEqual(e["rank"], e["procid"], e)
+            self.assertEqual(e["local_rank"], e["localid"], e)
+        self.assert_nothing_left()
+
+    @preloaded
     def test_log_line_prefix_template_flag_names_each_lines_host(self):
         # srun --elastic-log-line-prefix-template (issue 22): expanded by each node's
         # agent, so ${hostname} is the node that printed the line; the flag wins over
