@@ -255,6 +255,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in records(r.stdout, "DONE")), [0, 1, 2], text)
         self.assert_nothing_left()
 
+    @unittest.skipUnless(Path(ELASTICRUN).exists() and b"ELASTIC_SPANK_PMIX_ENDPOINT" in Path(ELASTICRUN).read_bytes(),
+                         "elasticrun is built without the PMIx bootstrap (launcher/pmix_bootstrap.h)")
+    @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
     @preloaded
     def test_one_task_per_gpu_under_pmix(self):
         # --mpi=pmix with two tasks per node: Slurm's PMIx server serves every task,
