@@ -190,6 +190,33 @@ class TestOciContainer(ClusterTestCase):
         self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
         self.assert_nothing_left()
 
+    def test_a_missing_bundle_is_a_clear_error_and_drains_no_node(self):
+        # A user's typo in --container: slurmstepd fails the launch before any plugin runs
+        # (its own words: "Task launch ... failed on node n1: No such file or directory" on
+        # 22.05, "Unspecified error" on 24.11 and 26.05; the path is not named, and no
+        # plugin can add it: docs/containers.md), the nodes stay idle (a plugin never
+        # drains a node for a user's mistake) and nothing is left behind.
+        missing = str(self.work / "no-such-bundle")
+        r = self.cluster.srun(["-N2", f"--container={missing}", "--elastic=2", "/usr/bin/python3", "-c",
+                               "print('RAN')"], timeout=TIMEOUT)
+        text = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0, text)
+        self.assertRegex(text, r"Task launch for StepId=\d+\.0 failed on node n1", text)
+        self.assertNotIn("RAN", r.stdout)
+        self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
+        self.assert_nothing_left()
+
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_a_program_the_image_lacks_is_named_on_every_node(self):
+        # The program exists on the host but not in the image: each node's agent, inside
+        # the image, says so (what it looked for), the step fails, no node is drained.
+        r = self.srun(["--elastic=2", "/usr/bin/no-such-python3", "train.py"])
+        text = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0, text)
+        self.assertGreaterEqual(text.count("/usr/bin/no-such-python3"), 2, text)
+        self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
+        self.assert_nothing_left()
+
 
 if __name__ == "__main__":
     cluster_main()
