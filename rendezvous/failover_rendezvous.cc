@@ -192,6 +192,7 @@ std::unique_ptr<RendezvousClient> FailoverRendezvous::MakeClient(
   config.address = address;  // unset on the loop: successors are numeric addresses
   config.listen_port = [this](const std::string& local_addr) { return ListenPort(local_addr); };
   config.on_host_lost = [this](const std::string& why) { OnHostLost(why); };
+  config.on_welcomed = [this] { OnWelcomed(); };
   if (last_round_ && !rejoining_) config.last_round_run = last_round_->round;
   if (last_round_) config.regime = last_round_->regime;
   // Fencing for an agent that ran no round: only a host that completed the recorded
@@ -242,6 +243,7 @@ void FailoverRendezvous::OnRound(const RoundInfo& info) {
   running_ = true;
   join_.reset();
   failing_over_ = false;
+  fruitless_walks_ = 0;
   host_lost_at_.reset();
   excluded_.clear();
   if (client_) auth_ = client_->auth_method();
@@ -357,9 +359,7 @@ void FailoverRendezvous::TryNext() {
   if (shut_down_ || inner_) return;
   const RoundInfo& r = *last_round_;
   std::optional<int> rank = NextCandidate(r.successors.size(), excluded_);
-  if (!rank)
-    return Fatal(fmt::format("no successor of round {} is left", r.round),
-                 JobEnd{EndReason::kHostLost, false});
+  if (!rank) return WalkAgain();
   const Successor& s = r.successors[static_cast<size_t>(*rank)];
   // A member without a port (it could not listen) is skipped by every node, itself too.
   if (*rank == r.group_rank && (s.port != 0 || listener_)) return TakeOver();
@@ -370,6 +370,35 @@ void FailoverRendezvous::TryNext() {
   Log(LogLevel::kInfo, "rendezvous: trying successor {} ({}:{}) as the host", s.name, s.addr,
       s.port);
   UseClient(s.addr, s.port, *rank);
+}
+
+// Every successor refused, was silent or stale, and this agent does not take over itself:
+// the ones that could host may be cut off or restarting, so it walks them all again after
+// a pause, until join_timeout (PauseAfterAFruitlessWalk).
+void FailoverRendezvous::WalkAgain() {
+  const RoundInfo& r = *last_round_;
+  auto left = std::chrono::duration_cast<Millis>(failover_deadline_ - loop_.Now()).count();
+  std::optional<int64_t> pause =
+      PauseAfterAFruitlessWalk(++fruitless_walks_, left, params_.settings.heartbeat_interval_ms,
+                               params_.settings.heartbeat_timeout_ms);
+  if (!pause)
+    return Fatal(fmt::format("no successor of round {} became the rendezvous host within "
+                             "join_timeout ({} s; walked {} time(s))", r.round,
+                             params_.settings.join_timeout_ms / 1000.0, fruitless_walks_),
+                 JobEnd{EndReason::kHostLost, false});
+  Log(fruitless_walks_ == 1 ? LogLevel::kWarning : LogLevel::kInfo,
+      "rendezvous: no successor of round {} answers as the host (walk {}); walking them again "
+      "in {} s, until join_timeout ({} s left)", r.round, fruitless_walks_, *pause / 1000.0,
+      left / 1000.0);
+  excluded_.clear();
+  walk_timer_ = loop_.After(Millis(*pause), [this] { TryNext(); });
+}
+
+// A host welcomed this agent: the walk found one. Should that host be lost in turn, the
+// walk starts over with a join_timeout of its own.
+void FailoverRendezvous::OnWelcomed() {
+  fruitless_walks_ = 0;
+  failing_over_ = false;
 }
 
 void FailoverRendezvous::TakeOver() {

@@ -19,6 +19,10 @@
 //      CarriedRestarts, the majority rule of rendezvous_state.h).
 // A spare that stood by when the last round completed walks its successors the
 // same way (it never takes over) and joins the new host as a voter of that round.
+// An agent that does not take over itself (a latecomer, a spare, a member ranked past the
+// successors) and whose walk found no host walks again after a pause
+// (PauseAfterAFruitlessWalk), until join_timeout: the ones that could host may be cut off
+// or restarting. A host that welcomed it and is lost in turn starts a new join_timeout.
 // A host's loss before any round (or standby), or past join_timeout of walking, is fatal.
 // A host stuck without a majority (it was cut off, or SIGSTOPped) probes the
 // other successors every heartbeat_timeout; one that completed a later round
@@ -104,6 +108,8 @@ class FailoverRendezvous : public RendezvousHandler {
   void FollowAsSpare(const std::optional<RoundInfo>& standby);
   void OnUnreachable(int rank, const std::string& why);
   void TryNext();
+  void WalkAgain();
+  void OnWelcomed();
   void TakeOver();
   void Retire();
   void ForgetRegime();  // the job ended for all: this agent's record goes
@@ -132,6 +138,8 @@ class FailoverRendezvous : public RendezvousHandler {
   bool rejoining_ = false;               // last_round_ is a record, not a round this agent ran
   std::set<int> excluded_;               // successors lost or found unreachable
   MonoClock::time_point failover_deadline_{};
+  int fruitless_walks_ = 0;              // walks in a row that found no host
+  Timer walk_timer_;                     // the pause before the next walk
   std::optional<MonoClock::time_point> host_lost_at_;  // the loss being failed over (the event record)
   bool shut_down_ = false;
   Timer probe_timer_;                           // while hosting: look for a newer host

@@ -24,6 +24,16 @@ bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed) {
   return their_last_completed > my_last_completed;
 }
 
+std::optional<int64_t> PauseAfterAFruitlessWalk(int walks, int64_t left_ms,
+                                                int64_t heartbeat_interval_ms,
+                                                int64_t heartbeat_timeout_ms) {
+  if (left_ms <= 0) return std::nullopt;
+  int64_t cap = std::max<int64_t>({heartbeat_timeout_ms, heartbeat_interval_ms, 1});
+  int64_t pause = std::max<int64_t>(heartbeat_interval_ms, 1);
+  for (int i = 1; i < walks && pause < cap; ++i) pause *= 2;
+  return std::min({pause, cap, left_ms});
+}
+
 int64_t ProbeYieldsAfter(int64_t quorum_round, int probed_rank, int own_rank) {
   return own_rank >= 0 && probed_rank < own_rank ? quorum_round - 1 : quorum_round;
 }

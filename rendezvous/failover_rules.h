@@ -45,6 +45,18 @@ bool ShouldYield(int64_t my_last_completed, int64_t their_last_completed);
 // gives way to it: exactly one of the two moves), as to a host past that round.
 int64_t ProbeYieldsAfter(int64_t quorum_round, int probed_rank, int own_rank);
 
+// A walk of the successors that found no host (each refused, was silent or stale: the
+// ones that could host may be cut off, or restarting) by an agent that does not take
+// over itself (a latecomer, a spare, a member ranked past the successors) is walked
+// again, until join_timeout: the cut may heal. `walks` is how many fruitless walks were
+// made in a row (>= 1), `left` the time left to the walk's deadline. The pause before
+// the next walk: heartbeat_interval, doubled after each walk, at most heartbeat_timeout,
+// and never past the deadline (the last walk is made at it); nullopt once the deadline
+// has passed: the agent ends (host lost). Before, one fruitless walk ended it at once.
+std::optional<int64_t> PauseAfterAFruitlessWalk(int walks, int64_t left_ms,
+                                                int64_t heartbeat_interval_ms,
+                                                int64_t heartbeat_timeout_ms);
+
 // What an agent knows of the job-wide restarts used (--max-restarts is one budget
 // kept by the host) when it loses the host.
 struct RestartsKnown {

@@ -25,6 +25,34 @@ TEST(FailoverRulesTest, NextCandidateIsTheFirstRankNotExcluded) {
   for (const Row& r : rows) EXPECT_EQ(NextCandidate(r.members, r.excluded), r.want) << r.name;
 }
 
+// Issue 19 (the short fault run, seed 19): latecomers that walked round 3's successors
+// once while the two that could host were cut off exited 3; they walk again until
+// join_timeout, pausing heartbeat_interval (1 s here), doubled, at most heartbeat_timeout
+// (3 s), the last walk at the deadline.
+TEST(FailoverRulesTest, AWalkThatFoundNobodyIsWalkedAgainUntilTheDeadline) {
+  struct Row {
+    const char* name;
+    int walks;
+    int64_t left_ms;
+    std::optional<int64_t> pause_ms;
+  };
+  const Row rows[] = {
+      {"first fruitless walk: heartbeat_interval", 1, 60'000, 1'000},
+      {"second: doubled", 2, 60'000, 2'000},
+      {"third: capped at heartbeat_timeout", 3, 60'000, 3'000},
+      {"many: still capped (no overflow)", 200, 60'000, 3'000},
+      {"near the deadline: the last walk at it", 3, 1'500, 1'500},
+      {"a millisecond left", 1, 1, 1},
+      {"at the deadline: give up", 1, 0, std::nullopt},
+      {"past it: give up", 5, -20, std::nullopt},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(PauseAfterAFruitlessWalk(r.walks, r.left_ms, 1'000, 3'000), r.pause_ms) << r.name;
+  // A heartbeat_timeout under the interval (settings allow it): the interval, never less.
+  EXPECT_EQ(PauseAfterAFruitlessWalk(4, 60'000, 2'000, 500), 2'000);
+  EXPECT_EQ(PauseAfterAFruitlessWalk(1, 60'000, 0, 0), 1);  // never a busy loop
+}
+
 TEST(FailoverRulesTest, StrictMajorityOfThePreviousRound) {
   struct Row {
     size_t rejoined, previous;

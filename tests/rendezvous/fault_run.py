@@ -89,7 +89,8 @@ class Node:
 class FaultRun:
     def __init__(self, seed, agents=5, duration_s=60, fault_every=(1.5, 4.0), workdir=None,
                  elasticrun=ELASTICRUN, heartbeat_timeout=3, verbose=False, min_nodes=2,
-                 netns=False, torch=False, preload=False, max_impaired=2, last_call_timeout=1):
+                 netns=False, torch=False, preload=False, max_impaired=2, last_call_timeout=1,
+                 failover_successors=None):
         self.rng = random.Random(seed)
         self.seed = seed
         self.count = agents
@@ -100,6 +101,7 @@ class FaultRun:
         self.verbose = verbose
         self.min_nodes = min_nodes
         self.last_call_timeout = last_call_timeout
+        self.failover_successors = failover_successors
         self.torch = torch
         self.preload = preload
         # Impaired agents never reach half of a round: the others go on.
@@ -142,7 +144,9 @@ class FaultRun:
     def argv(self, node):
         conf = ",".join(["munge=0", "state_dir=" + os.path.join(self.dir, "state%d" % node.index),
                          "heartbeat_interval=1", "heartbeat_timeout=%d" % self.heartbeat_timeout,
-                         "last_call_timeout=%g" % self.last_call_timeout, "join_timeout=60"])
+                         "last_call_timeout=%g" % self.last_call_timeout, "join_timeout=60"]
+                        + (["failover_successors=%d" % self.failover_successors]
+                           if self.failover_successors else []))
         if self.torch:
             program = ["--python=" + PYTHON] + (["--preload=torch"] if self.preload else []) + [TORCH_WORKER]
         else:

@@ -62,7 +62,9 @@ class PartitionFaultRunTest(FaultRunCase):
         # latecomers of round 3, then the new host and node 4 cut together: the latecomers
         # walked round 3's successors once, found none answering (two cut, two just
         # restarted) and exited 3 ("no successor of round 3 is left") instead of walking
-        # again until join_timeout: open. The torch run below keeps two at once.
+        # again until join_timeout: fixed (test_nodes_cut_off_from_every_successor_walk_
+        # again_until_the_cut_heals below); two at once here is not yet re-run on all three
+        # systems. The torch run below keeps two at once.
         run = self.run_faults(duration_s=60, netns=True, max_impaired=1)
         self.assertGreater(run.trained_groups, 5, run.report())
 
@@ -165,6 +167,31 @@ class FoundByTheFaultRunTest(unittest.TestCase):
         self.wait_group([2, 3])
         run.start(run.nodes[0])      # node 0 back: its records name round 0 only
         self.wait_group([0, 2, 3])   # it trains with them (the defect: it exits 3)
+
+    def test_nodes_cut_off_from_every_successor_walk_again_until_the_cut_heals(self):
+        # Found by the partition run with two agents impaired at once (seed 19, Debian 13):
+        # nodes that do not take over themselves (latecomers there; here the nodes ranked
+        # past the round's successors) walked the successors once while the two that could
+        # host were cut off, found none and exited 3 ("no successor of round 3 is left").
+        # Here the successors (nodes 0 and 1: failover_successors=2) are cut off together
+        # for 20 s: nodes 2-4 walk them (each silent for heartbeat_timeout +
+        # heartbeat_interval, 4 s), find none, and walk again until join_timeout (60 s);
+        # after the heal all five train together. The minority [0, 1] never trains alone.
+        run = self.start_run(5, failover_successors=2)
+        cut_at = time.time()
+        for k in (0, 1):
+            run.net.move(k, 1)
+        for k in (2, 3, 4):
+            self.wait_line(k, "walking them again")  # the defect: "no successor ... is left", exit 3
+        time.sleep(max(0.0, cut_at + 20 - time.time()))
+        for k in (0, 1):
+            self.assertIsNone(run.nodes[k].proc.poll(), self.logs())  # the minority waits
+            run.net.move(k, 0)
+        healed = time.time()
+        self.wait_group([0, 1, 2, 3, 4], since=healed)
+        run.poll_workers()
+        alone = [w for w in run.workers.values() if cut_at < w["start"] < healed and w["world"] < 3]
+        self.assertEqual(alone, [], self.logs())
 
 
 class CheckerTest(unittest.TestCase):

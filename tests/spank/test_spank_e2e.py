@@ -943,6 +943,16 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertTrue(bg.wait_for(lambda t: len([d for d in records(t, "DONE")
                                                        if d["world"] == "8"]) == 8, RUN_TIMEOUT),
                             bg.text())
+            # The cut heals only once the survivors' agents ended: healed between their
+            # workers' DONE and their exit (torch 2.14's teardown on Debian unstable takes
+            # that long), n1 gives way to the new host and joins it, which grows the job to
+            # world 12 again (a scale-up, as it should: the fresh CI run of 2026-12-04 did
+            # that twice in a row there).
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while time.monotonic() < deadline and [
+                    p for p in self.job_processes()
+                    if not p.startswith("n1:") and not p.endswith(":slurmstepd")]:
+                time.sleep(0.5)
             self.cluster.uncut_node("n1")
             bg.finish(RUN_TIMEOUT)
             # srun gave n1 up ("Node failure"): n1's agent, alone of 3, ends by itself
