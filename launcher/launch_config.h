@@ -97,7 +97,7 @@ struct LaunchConfig {
   // plugin's ELASTIC_JOB_END_TIME (launcher/slurm_stop.h). Tells the time limit's SIGTERM.
   std::optional<int64_t> job_end_time;
   // One line each, printed once before the run: torchrun options accepted without
-  // a meaning here (launch_config.cc, ConvertTorchrunOnly).
+  // a meaning here (launch_convert.cc, ConvertTorchrunOnly).
   std::vector<std::string> warnings;
 };
 

@@ -86,7 +86,7 @@ BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env)
   r.topology_file = config.topology.empty() ? Get(env, "HWLOC_XMLFILE") : config.topology;
   r.cpus_allowed = config.cpus_allowed;
   r.gpu_vendor = config.gpu_vendor;
-  r.cuda_visible_devices = config.gpus.cuda_visible_devices;  // parsed once (launch_config.cc)
+  r.cuda_visible_devices = config.gpus.cuda_visible_devices;  // parsed once (launch_convert.cc)
   r.slurm_step_gpus = config.gpus.step_gpus;
   r.nproc = config.nproc;
   return r;
