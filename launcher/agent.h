@@ -45,8 +45,9 @@
 
 namespace elastic {
 
-// What every worker of an attempt runs, and where its files go.
-struct WorkerSpec {
+// What every worker of an attempt runs, and where its files go: the WorkerSpec
+// (launch_config.h) resolved by run.cc (executable, argv, binding per local rank).
+struct WorkerPlan {
   std::string path;                 // resolved executable
   std::vector<std::string> argv;
   std::string log_dir;              // LOG_DIR/attempt_N/LOCAL_RANK/...
@@ -82,7 +83,7 @@ struct Worker {
 class ElasticAgent {
  public:
   // `loop` must outlive the agent; `rendezvous` (given to Run) runs on it too.
-  ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec);
+  ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerPlan plan);
   ~ElasticAgent();
 
   // Runs the job; returns the exit code (see worker_state.h). `events` (may be
@@ -173,7 +174,7 @@ class ElasticAgent {
 
   const LaunchConfig& config_;
   const EnvMap& env_;
-  WorkerSpec spec_;
+  WorkerPlan plan_;
   EventLoop& loop_;
   std::unique_ptr<RendezvousHandler> rendezvous_;
   GroupStatus status_;

@@ -17,8 +17,8 @@ constexpr Millis kCrashLoopAnswerTimeout{10000};
 std::string ElasticAgent::CrashLoopMessage() const {
   return fmt::format("crash loop: the workers failed within {} s of their start in {} rounds in a row "
                      "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting "
-                     "(exit {}: do not requeue)", config_.crash_loop_window_ms / 1000.0,
-                     config_.crash_loop_count, ExitCodeFor(EndReason::kCrashLoop));
+                     "(exit {}: do not requeue)", config_.agent.crash_loop_window_ms / 1000.0,
+                     config_.agent.crash_loop_count, ExitCodeFor(EndReason::kCrashLoop));
 }
 
 // Every node reaches the verdict in the same round, the failing one first (its
@@ -27,8 +27,8 @@ std::string ElasticAgent::CrashLoopMessage() const {
 // one included, then ends through on_job_failed (exit 2); group rank 0 says why.
 bool ElasticAgent::EndsInCrashLoop() {
   // The last restart used up: the rendezvous ends the job anyway (restarts exhausted, exit 1).
-  if (round_.restarts_used >= config_.rdzv.max_restarts) return false;
-  CrashLoopSettings settings{config_.crash_loop_count, Millis(config_.crash_loop_window_ms)};
+  if (round_.restarts_used >= config_.spec.rdzv.max_restarts) return false;
+  CrashLoopSettings settings{config_.agent.crash_loop_count, Millis(config_.agent.crash_loop_window_ms)};
   auto uptime = std::chrono::duration_cast<Millis>(first_failure_at_ - workers_started_);
   // Only a worker's failure (here, or anywhere: the host says so) counts; churn never does.
   bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
@@ -50,9 +50,9 @@ void ElasticAgent::EndCrashLoopHere() {
       kCrashLoopAnswerTimeout.count() / 1000);
   if (status_.has_failure) {
     std::string summary =
-        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts,
+        FormatFailureSummary(status_.failure, round_.restarts_used, config_.spec.rdzv.max_restarts,
                              reason,
-                             config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
+                             config_.agent.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   }
   rendezvous_->Shutdown();
@@ -63,7 +63,7 @@ void ElasticAgent::EndCrashLoopHere() {
 }
 
 void ElasticAgent::JoinRound() {
-  if (config_.health_check.empty()) {
+  if (config_.agent.health_check.empty()) {
     JoinWithNodeState();
     return;
   }
@@ -80,7 +80,7 @@ void ElasticAgent::JoinWithNodeState() {
     return;
   }
   rendezvous_->SetStandBy(node_standby_);
-  rendezvous_->Join(config_.nproc);
+  rendezvous_->Join(config_.spec.nproc);
   standing_by_ = !node_standby_.empty();
   if (standing_by_ && !node_recheck_.armed())
     node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
@@ -93,8 +93,8 @@ void ElasticAgent::AskSlurm() {
     ScontrolSpec spec;
     spec.timeout = kNodeStateTimeout;
     spec.label = "slurm node state";
-    spec.log_path = spec_.log_dir + "/slurm_node_state.log";
-    spec.output_path = spec_.log_dir + "/slurm_node_state.out";
+    spec.log_path = plan_.log_dir + "/slurm_node_state.log";
+    spec.output_path = plan_.log_dir + "/slurm_node_state.out";
     spec.env = SideProgramEnv();
     spec.child_mask = original_mask_;
     spec.default_signals = handled_list_;
@@ -155,9 +155,9 @@ std::vector<std::string> ElasticAgent::SideProgramEnv() const {
 
 void ElasticAgent::RunHealthCheck() {
   HealthCheck::Spec spec;
-  spec.command = config_.health_check;
-  spec.timeout = Millis(config_.health_check_timeout_ms);
-  spec.log_path = spec_.log_dir + "/health_check.log";
+  spec.command = config_.agent.health_check;
+  spec.timeout = Millis(config_.agent.health_check_timeout_ms);
+  spec.log_path = plan_.log_dir + "/health_check.log";
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
@@ -176,8 +176,8 @@ void ElasticAgent::RunHealthCheck() {
 void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   health_.reset();
   if (status_.exited || loop_.stopped()) return;
-  const std::string& node = config_.rdzv.hostname;
-  std::string log = spec_.log_dir + "/health_check.log";
+  const std::string& node = config_.spec.rdzv.hostname;
+  std::string log = plan_.log_dir + "/health_check.log";
   if (r.passed) {
     if (health_failing_since_) Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
     health_failing_since_.reset();
@@ -185,7 +185,7 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
     return;
   }
   if (!health_failing_since_) health_failing_since_ = loop_.Now();
-  std::string what = DescribeHealthResult(r, Millis(config_.health_check_timeout_ms));
+  std::string what = DescribeHealthResult(r, Millis(config_.agent.health_check_timeout_ms));
   if (loop_.Now() - *health_failing_since_ >= kHealthGiveUp) {
     Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
         node, what, log, kHealthGiveUp.count() / 1000);
@@ -210,26 +210,26 @@ bool ElasticAgent::MaybeRequeue() {
   const JobEnd* end = status_.after_stop == AfterStop::kFail    ? &status_.fail_end
                       : status_.after_stop == AfterStop::kFatal ? &status_.fatal_end
                                                                 : nullptr;
-  if (!end || config_.requeue <= 0) return false;
+  if (!end || config_.agent.requeue <= 0) return false;
   SlurmJobInfo job;
   std::string err;
   if (!ReadSlurmJobInfo(env_, &job, &err)) {
     Log(LogLevel::kWarning, "--requeue: not requeueing: {}", err);
     return false;
   }
-  RequeueDecision d = DecideRequeue(config_.requeue, *end, job);
+  RequeueDecision d = DecideRequeue(config_.agent.requeue, *end, job);
   if (d.verdict != RequeueVerdict::kRequeue) {
     if (!d.message.empty()) Log(LogLevel::kWarning, "{}", d.message);
     return false;
   }
-  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.requeue);
+  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.agent.requeue);
   ScontrolSpec spec;
-  spec.log_path = spec_.log_dir + "/requeue.log";
+  spec.log_path = plan_.log_dir + "/requeue.log";
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
   requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));
-  requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = spec_.log_dir + "/requeue.log"](
+  requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = plan_.log_dir + "/requeue.log"](
                                      bool ok, const std::string& what) {
     if (!ok) Log(LogLevel::kError, "scontrol requeue {} failed: {} (output in {})", id, what, log);
     Log(LogLevel::kDebug, "exit {}", exit_code_);

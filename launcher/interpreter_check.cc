@@ -86,7 +86,7 @@ bool SourceImportsTorch(std::string_view text) {
 
 bool CheckInterpreterHasTorch(const LaunchConfig& config, const std::string& python,
                               std::string* err) {
-  std::ifstream file(config.program, std::ios::binary);
+  std::ifstream file(config.spec.program, std::ios::binary);
   if (!file) return true;
   std::string text(kMaxSource, '\0');
   file.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -101,7 +101,7 @@ bool CheckInterpreterHasTorch(const LaunchConfig& config, const std::string& pyt
   *err = fmt::format(
       "the interpreter '{}' cannot import torch, which {} imports: every worker would fail; "
       "give an interpreter that has it with --python=PATH (e.g. your venv's bin/python)",
-      python, config.program);
+      python, config.spec.program);
   return false;
 }
 

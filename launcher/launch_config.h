@@ -1,12 +1,14 @@
-// LaunchConfig: every setting of one elasticrun invocation, parsed from the
-// command line (torchrun-compatible, dashed or underscored spellings) and
-// PET_<NAME> environment variables. Precedence: command line > PET_ > default.
+// LaunchConfig: every setting of one elasticrun invocation, the WorkerSpec (what
+// to run) and the AgentSettings (how this agent runs it), parsed from the command
+// line (torchrun-compatible, dashed or underscored spellings) and PET_<NAME>
+// environment variables. Precedence: command line > PET_ > default.
 //
 // Wrapped by the SPANK plugin (docs/design.md): when ELASTIC_SPANK_ARGV0 is set,
 // no option is read from argv; argv[1..] are the user's arguments, the program
 // is $ELASTIC_SPANK_ARGV0 and the options come from PET_* only.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,16 +43,46 @@ struct GpuLists {
   std::optional<GpuList> step_gpus;             // SLURM_STEP_GPUS, else SLURM_JOB_GPUS
 };
 
-struct LaunchConfig {
-  RendezvousOptions rdzv;
+// What to run and the workers' contract (torchrun's WorkerSpec): the program, how
+// many workers and where, the rendezvous they join, and what their environment
+// says (ROLE_NAME, LOCAL_RANK, TORCHELASTIC_SIGNALS_TO_HANDLE, ...). Every node
+// of a job is given the same.
+struct WorkerSpec {
+  // The user's command: program as given and its arguments.
+  std::string program;
+  std::vector<std::string> args;
+  bool no_python = false;
+  bool module = false;                // -m
+  bool run_path = false;              // --run-path
+  std::string python = "python3";     // --python
+  std::vector<std::string> preload;   // --preload: modules the zygote imports (zygote.h)
+  RendezvousOptions rdzv;             // the rendezvous, max_restarts included
   NprocSpec nproc_spec;               // --nproc-per-node: N|gpu|cpu|auto
   int nproc = 1;                      // resolved (ResolveNproc)
   GpuLists gpus;
+  std::string role = "default";
+  bool virtual_local_rank = false;
+  std::vector<int> signals_to_handle;  // terminating signals: forward, stop, exit 128+sig
+  // --signals-to-handle as given: the workers' TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun 2.14's
+  // agent sets that variable from the flag, for its workers' start_processes).
+  std::string signals_to_handle_text = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+  // Binding (hwloc_binding/binding.h).
+  BindMode bind = BindMode::kAuto;
+  MemBind membind = MemBind::kPreferred;
+  std::string topology;
+  std::string cpus_allowed;
+  std::string gpu_vendor;
+};
+
+// The agent's own settings: its timeouts, paths, output handling and resilience
+// rules; how this node's agent runs the WorkerSpec. Every timeout of the agent is
+// here, by name, with its default (those without an option are fixed: no flag
+// sets them, but they are read from here, not hard-wired where they are used).
+struct AgentSettings {
   long long monitor_interval_ms = 100;  // accepted for compatibility; we do not poll
   long long shutdown_timeout_ms = 30000;
   // --uninterruptible-timeout: SIGKILL to "unkillable" (stuck_worker.h); always > 0.
   long long uninterruptible_timeout_ms = 60000;
-  std::string role = "default";
   StdSpec redirects;
   StdSpec tee;
   std::string log_dir;                // "" = a fresh directory under $TMPDIR, removed at exit
@@ -60,16 +92,6 @@ struct LaunchConfig {
   std::string log_line_prefix_template;  // "" = "[rankN]: " (log_prefix.h)
   std::vector<std::string> duplicate_stdout_filters;  // duplicate_filter.h ({}: none)
   std::vector<std::string> duplicate_stderr_filters;
-  bool no_python = false;
-  bool module = false;                // -m
-  bool run_path = false;              // --run-path
-  std::vector<int> signals_to_handle;  // terminating signals: forward, stop, exit 128+sig
-  // --signals-to-handle as given: the workers' TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun 2.14's
-  // agent sets that variable from the flag, for its workers' start_processes).
-  std::string signals_to_handle_text = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
-  bool virtual_local_rank = false;
-  std::string python = "python3";     // --python
-  std::vector<std::string> preload;   // --preload: modules the zygote imports (zygote.h)
   bool verbose = false;
   int crash_loop_count = 3;                // --crash-loop-count; 0 = never end early (crash_loop.h)
   long long crash_loop_window_ms = 60000;  // --crash-loop-window
@@ -82,20 +104,17 @@ struct LaunchConfig {
   NativeStacksMode native_stacks = NativeStacksMode::kAuto;  // --native-stacks (native_stacks.h)
   long long native_stacks_timeout_ms = 15000;                // --native-stacks-timeout
   long long console_drain_timeout_ms = 10000;  // --console-drain-timeout (console.h)
-  // Binding (hwloc_binding/binding.h).
-  BindMode bind = BindMode::kAuto;
-  MemBind membind = MemBind::kPreferred;
-  std::string topology;
-  std::string cpus_allowed;
-  std::string gpu_vendor;
   std::string print_binding;          // "", "table" or "json": print the plan and exit
-  // The user's command: program as given and its arguments.
-  std::string program;
-  std::vector<std::string> args;
   bool spank_wrapped = false;         // ELASTIC_SPANK_ARGV0 was set
   // The job's end time under Slurm (unix seconds): SLURM_JOB_END_TIME, else the
   // plugin's ELASTIC_JOB_END_TIME (launcher/slurm_stop.h). Tells the time limit's SIGTERM.
   std::optional<int64_t> job_end_time;
+};
+
+// One elasticrun invocation: the workers' spec and this agent's settings.
+struct LaunchConfig {
+  WorkerSpec spec;
+  AgentSettings agent;
   // One line each, printed once before the run: torchrun options accepted without
   // a meaning here (launch_convert.cc, ConvertTorchrunOnly).
   std::vector<std::string> warnings;

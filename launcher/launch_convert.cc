@@ -74,55 +74,55 @@ class Converter {
 
 bool Converter::Convert(std::string* err) {
   auto flag = [&](Opt opt, bool* out) { return ParseBool(What(opt), Text(opt), out, err); };
-  if (!flag(Opt::kNoPython, &c_->no_python) || !flag(Opt::kModule, &c_->module) ||
-      !flag(Opt::kRunPath, &c_->run_path) || !flag(Opt::kVirtualLocalRank, &c_->virtual_local_rank) ||
-      !flag(Opt::kVerbose, &c_->verbose)) {
+  if (!flag(Opt::kNoPython, &c_->spec.no_python) || !flag(Opt::kModule, &c_->spec.module) ||
+      !flag(Opt::kRunPath, &c_->spec.run_path) || !flag(Opt::kVirtualLocalRank, &c_->spec.virtual_local_rank) ||
+      !flag(Opt::kVerbose, &c_->agent.verbose)) {
     return false;
   }
-  if (c_->module && c_->no_python) {
+  if (c_->spec.module && c_->spec.no_python) {
     *err = "-m/--module: cannot be combined with --no-python";
     return false;
   }
-  if (!ParseNprocSpec(What(Opt::kNprocPerNode), Text(Opt::kNprocPerNode), &c_->nproc_spec, err)) {
+  if (!ParseNprocSpec(What(Opt::kNprocPerNode), Text(Opt::kNprocPerNode), &c_->spec.nproc_spec, err)) {
     return false;
   }
-  if (c_->nproc_spec.kind == NprocSpec::Kind::kCount) c_->nproc = c_->nproc_spec.count;
-  if (!ParseSeconds(What(Opt::kMonitorInterval), Text(Opt::kMonitorInterval), &c_->monitor_interval_ms,
+  if (c_->spec.nproc_spec.kind == NprocSpec::Kind::kCount) c_->spec.nproc = c_->spec.nproc_spec.count;
+  if (!ParseSeconds(What(Opt::kMonitorInterval), Text(Opt::kMonitorInterval), &c_->agent.monitor_interval_ms,
                     err) ||
-      !ParseSeconds(What(Opt::kShutdownTimeout), Text(Opt::kShutdownTimeout), &c_->shutdown_timeout_ms,
+      !ParseSeconds(What(Opt::kShutdownTimeout), Text(Opt::kShutdownTimeout), &c_->agent.shutdown_timeout_ms,
                     err)) {
     return false;
   }
-  c_->role = Text(Opt::kRole);
-  if (c_->role.empty()) {
+  c_->spec.role = Text(Opt::kRole);
+  if (c_->spec.role.empty()) {
     *err = What(Opt::kRole) + ": must not be empty";
     return false;
   }
-  if (!ParseStdSpec(What(Opt::kRedirects), Text(Opt::kRedirects), &c_->redirects, err) ||
-      !ParseStdSpec(What(Opt::kTee), Text(Opt::kTee), &c_->tee, err) ||
-      !ParseRankList(What(Opt::kLocalRanksFilter), Text(Opt::kLocalRanksFilter), &c_->local_ranks_filter,
+  if (!ParseStdSpec(What(Opt::kRedirects), Text(Opt::kRedirects), &c_->agent.redirects, err) ||
+      !ParseStdSpec(What(Opt::kTee), Text(Opt::kTee), &c_->agent.tee, err) ||
+      !ParseRankList(What(Opt::kLocalRanksFilter), Text(Opt::kLocalRanksFilter), &c_->agent.local_ranks_filter,
                      err) ||
-      !ParseSignals(What(Opt::kSignalsToHandle), Text(Opt::kSignalsToHandle), &c_->signals_to_handle, err)) {
+      !ParseSignals(What(Opt::kSignalsToHandle), Text(Opt::kSignalsToHandle), &c_->spec.signals_to_handle, err)) {
     return false;
   }
-  c_->signals_to_handle_text = Text(Opt::kSignalsToHandle);
-  if (const std::string* given = Env(kWorkerSignalsVar); given && *given != c_->signals_to_handle_text) {
+  c_->spec.signals_to_handle_text = Text(Opt::kSignalsToHandle);
+  if (const std::string* given = Env(kWorkerSignalsVar); given && *given != c_->spec.signals_to_handle_text) {
     c_->warnings.push_back(fmt::format("{}={}: ignored, as torchrun does (it sets the variable for its workers "
                                        "from --signals-to-handle); the workers get {}; use --signals-to-handle "
                                        "or PET_SIGNALS_TO_HANDLE", kWorkerSignalsVar, EscapeForLog(*given),
-                                       c_->signals_to_handle_text));
+                                       c_->spec.signals_to_handle_text));
   }
-  c_->log_dir = Text(Opt::kLogDir);
-  c_->events_path = Text(Opt::kEvents);
-  c_->log_line_prefix_template = Text(Opt::kLogLinePrefixTemplate);
+  c_->agent.log_dir = Text(Opt::kLogDir);
+  c_->agent.events_path = Text(Opt::kEvents);
+  c_->agent.log_line_prefix_template = Text(Opt::kLogLinePrefixTemplate);
   if (!ConvertTorchrunOnly(err)) return false;
-  c_->python = Text(Opt::kPython);
-  if (c_->python.empty()) {
+  c_->spec.python = Text(Opt::kPython);
+  if (c_->spec.python.empty()) {
     *err = What(Opt::kPython) + ": must not be empty";
     return false;
   }
   ConvertGpuLists();
-  if (!ParseModuleList(What(Opt::kPreload), Text(Opt::kPreload), &c_->preload, err)) return false;
+  if (!ParseModuleList(What(Opt::kPreload), Text(Opt::kPreload), &c_->spec.preload, err)) return false;
   return ConvertRendezvous(err) && ConvertBinding(err) && ConvertResilience(err);
 }
 
@@ -133,14 +133,14 @@ bool Converter::ConvertTorchrunOnly(std::string* err) {
   // torchrun's handlers (torch.distributed.elastic.events.handlers): console logs
   // each event, null and dynamic_rendezvous drop them.
   const std::string& handler = Text(Opt::kEventLogHandler);
-  c_->events_to_console = handler == "console";
+  c_->agent.events_to_console = handler == "console";
   if (handler != "null" && handler != "dynamic_rendezvous" && handler != "console") {
     warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun's handlers are console and null (its "
                                    "event record: --events)",
                                    What(Opt::kEventLogHandler), handler));
   }
-  c_->duplicate_stdout_filters = ParseDuplicateFilters(Text(Opt::kDuplicateStdoutFilters));
-  c_->duplicate_stderr_filters = ParseDuplicateFilters(Text(Opt::kDuplicateStderrFilters));
+  c_->agent.duplicate_stdout_filters = ParseDuplicateFilters(Text(Opt::kDuplicateStdoutFilters));
+  c_->agent.duplicate_stderr_filters = ParseDuplicateFilters(Text(Opt::kDuplicateStderrFilters));
   // torch registers one entry point, `default` (DefaultLogsSpecs): what elasticrun does.
   if (!Text(Opt::kLogsSpecs).empty() && Text(Opt::kLogsSpecs) != "default") {
     warnings.push_back(fmt::format("{}: '{}' ignored: elasticrun has no torchrun.logs_specs entry points "
@@ -168,39 +168,39 @@ bool Converter::ConvertTorchrunOnly(std::string* err) {
 bool Converter::ConvertResilience(std::string* err) {
   long long n = 0;
   if (!ParseIntNamed(What(Opt::kCrashLoopCount), Text(Opt::kCrashLoopCount), 0, 1000000, &n, err) ||
-      !ParseSeconds(What(Opt::kCrashLoopWindow), Text(Opt::kCrashLoopWindow), &c_->crash_loop_window_ms, err) ||
+      !ParseSeconds(What(Opt::kCrashLoopWindow), Text(Opt::kCrashLoopWindow), &c_->agent.crash_loop_window_ms, err) ||
       !ParseSeconds(What(Opt::kHealthCheckTimeout), Text(Opt::kHealthCheckTimeout),
-                    &c_->health_check_timeout_ms, err)) {
+                    &c_->agent.health_check_timeout_ms, err)) {
     return false;
   }
-  c_->crash_loop_count = static_cast<int>(n);
+  c_->agent.crash_loop_count = static_cast<int>(n);
   if (!ParseIntNamed(What(Opt::kNoProgressRestarts), Text(Opt::kNoProgressRestarts), 0, 1000000, &n, err)) return false;
-  c_->no_progress_restarts = static_cast<int>(n);
-  c_->progress_file = Text(Opt::kProgressFile);
+  c_->agent.no_progress_restarts = static_cast<int>(n);
+  c_->agent.progress_file = Text(Opt::kProgressFile);
   if (!ConvertUninterruptibleTimeout(err)) return false;
   if (!ParseIntNamed(What(Opt::kRequeue), Text(Opt::kRequeue), 0, 1000000, &n, err)) return false;
-  c_->requeue = static_cast<int>(n);
+  c_->agent.requeue = static_cast<int>(n);
   if (!ParseSeconds(What(Opt::kSlurmCommentInterval), Text(Opt::kSlurmCommentInterval),
-                    &c_->slurm_comment_interval_ms, err))
+                    &c_->agent.slurm_comment_interval_ms, err))
     return false;
-  if (c_->health_check_timeout_ms <= 0) {
+  if (c_->agent.health_check_timeout_ms <= 0) {
     *err = fmt::format("{}: '{}': must be more than 0 seconds", What(Opt::kHealthCheckTimeout),
                        Text(Opt::kHealthCheckTimeout));
     return false;
   }
-  c_->health_check = Text(Opt::kHealthCheck);
-  if (!ParseNativeStacksMode(What(Opt::kNativeStacks), Text(Opt::kNativeStacks), &c_->native_stacks, err) ||
+  c_->agent.health_check = Text(Opt::kHealthCheck);
+  if (!ParseNativeStacksMode(What(Opt::kNativeStacks), Text(Opt::kNativeStacks), &c_->agent.native_stacks, err) ||
       !ParseSeconds(What(Opt::kNativeStacksTimeout), Text(Opt::kNativeStacksTimeout),
-                    &c_->native_stacks_timeout_ms, err)) {
+                    &c_->agent.native_stacks_timeout_ms, err)) {
     return false;
   }
-  if (c_->native_stacks_timeout_ms <= 0) {
+  if (c_->agent.native_stacks_timeout_ms <= 0) {
     *err = fmt::format("{}: '{}': must be more than 0 seconds", What(Opt::kNativeStacksTimeout),
                        Text(Opt::kNativeStacksTimeout));
     return false;
   }
   return ParseSeconds(What(Opt::kConsoleDrainTimeout), Text(Opt::kConsoleDrainTimeout),
-                      &c_->console_drain_timeout_ms, err);
+                      &c_->agent.console_drain_timeout_ms, err);
 }
 
 // torchrun reads TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (seconds; unset or 0: no
@@ -218,12 +218,12 @@ bool Converter::ConvertUninterruptibleTimeout(std::string* err) {
     *err = fmt::format("{}: '{}': must be more than 0 seconds", v.What(), v.text);
     return false;
   }
-  c_->uninterruptible_timeout_ms = ms;
+  c_->agent.uninterruptible_timeout_ms = ms;
   return true;
 }
 
 bool Converter::ConvertRendezvous(std::string* err) {
-  RendezvousOptions& r = c_->rdzv;
+  RendezvousOptions& r = c_->spec.rdzv;
   NodeRange nodes;
   if (!ParseBool(What(Opt::kStandalone), Text(Opt::kStandalone), &r.standalone, err) ||
       !ParseNodeRange(What(Opt::kNnodes), Text(Opt::kNnodes), &nodes, err)) {
@@ -278,7 +278,7 @@ bool Converter::ConvertRendezvous(std::string* err) {
 // when there is something to say: a static backend named or --master-addr given
 // (else a multi-node run without an endpoint keeps its clear error).
 bool Converter::ConvertBackend(std::string* err) {
-  RendezvousOptions& r = c_->rdzv;
+  RendezvousOptions& r = c_->spec.rdzv;
   r.backend = Text(Opt::kRdzvBackend);
   if (r.backend == "etcd" || r.backend == "etcd-v2") {
     *err = fmt::format(
@@ -316,7 +316,7 @@ bool Converter::ConvertBackend(std::string* err) {
 // rendezvous' expected node count (--rdzv-conf expected_nodes wins). Values that
 // are not numbers, or a count outside --nnodes, are ignored.
 void Converter::ConvertSlurmDefaults() {
-  RendezvousOptions& r = c_->rdzv;
+  RendezvousOptions& r = c_->spec.rdzv;
   long long value = 0;
   const std::string* node_id = Env("SLURM_NODEID");
   if (!V(Opt::kNodeRank).given && node_id && ParseInt(*node_id, 0, 1 << 20, &value)) {
@@ -329,19 +329,19 @@ void Converter::ConvertSlurmDefaults() {
 }
 
 bool Converter::ConvertBinding(std::string* err) {
-  c_->topology = Text(Opt::kTopology);
-  c_->cpus_allowed = Text(Opt::kCpusAllowed);
-  c_->gpu_vendor = Text(Opt::kGpuVendor);
-  if (!ParseBindMode(What(Opt::kBind), Text(Opt::kBind), &c_->bind, err) ||
-      !ParseMemBind(What(Opt::kMembind), Text(Opt::kMembind), &c_->membind, err) ||
-      !ParseCpuList(What(Opt::kCpusAllowed), c_->cpus_allowed, err)) {
+  c_->spec.topology = Text(Opt::kTopology);
+  c_->spec.cpus_allowed = Text(Opt::kCpusAllowed);
+  c_->spec.gpu_vendor = Text(Opt::kGpuVendor);
+  if (!ParseBindMode(What(Opt::kBind), Text(Opt::kBind), &c_->spec.bind, err) ||
+      !ParseMemBind(What(Opt::kMembind), Text(Opt::kMembind), &c_->spec.membind, err) ||
+      !ParseCpuList(What(Opt::kCpusAllowed), c_->spec.cpus_allowed, err)) {
     return false;
   }
-  if (!c_->gpu_vendor.empty() && !OneOf(What(Opt::kGpuVendor), c_->gpu_vendor, {"nvidia", "amd"}, err)) {
+  if (!c_->spec.gpu_vendor.empty() && !OneOf(What(Opt::kGpuVendor), c_->spec.gpu_vendor, {"nvidia", "amd"}, err)) {
     return false;
   }
-  if (!c_->topology.empty() && access(c_->topology.c_str(), R_OK) != 0) {
-    *err = fmt::format("{}: '{}': {}", What(Opt::kTopology), c_->topology, strerror(errno));
+  if (!c_->spec.topology.empty() && access(c_->spec.topology.c_str(), R_OK) != 0) {
+    *err = fmt::format("{}: '{}': {}", What(Opt::kTopology), c_->spec.topology, strerror(errno));
     return false;
   }
   return true;
@@ -351,7 +351,7 @@ bool Converter::ConvertBinding(std::string* err) {
 // binding maps them onto the topology. A list that does not parse is an error
 // only where it is used (a fixed --nproc-per-node with --bind=none never reads it).
 void Converter::ConvertGpuLists() {
-  GpuLists& g = c_->gpus;
+  GpuLists& g = c_->spec.gpus;
   if (const std::string* cvd = Env("CUDA_VISIBLE_DEVICES")) {
     g.cuda_visible_devices = ParseGpuList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES", *cvd);
   }
@@ -368,20 +368,20 @@ ParseOutcome ParseLaunchConfig(int argc, const char* const* argv, const EnvMap& 
                                LaunchConfig* config, std::string* out, std::string* err) {
   for (const char* name : {"SLURM_JOB_END_TIME", kJobEndTimeVar}) {
     auto it = env.find(name);
-    if (it != env.end() && !config->job_end_time) config->job_end_time = ParseJobEndTime(it->second);
+    if (it != env.end() && !config->agent.job_end_time) config->agent.job_end_time = ParseJobEndTime(it->second);
   }
   RawOptions raw;
   ParseOutcome outcome = ReadOptions(argc, argv, env, &raw, out, err);
   if (outcome != ParseOutcome::kRun) return outcome;
-  config->spank_wrapped = raw.spank_wrapped;
-  config->print_binding = raw.print_binding;
+  config->agent.spank_wrapped = raw.spank_wrapped;
+  config->agent.print_binding = raw.print_binding;
   if (!raw.program.empty()) {
-    config->program = raw.program.front();
-    config->args.assign(raw.program.begin() + 1, raw.program.end());
+    config->spec.program = raw.program.front();
+    config->spec.args.assign(raw.program.begin() + 1, raw.program.end());
   }
   Converter converter(env, std::move(raw.values), config);
   if (!converter.Convert(err)) return ParseOutcome::kUsageError;
-  if (config->program.empty() && config->print_binding.empty()) {
+  if (config->spec.program.empty() && config->agent.print_binding.empty()) {
     *err = "missing the program to run (e.g. elasticrun --nproc-per-node=4 train.py); see --help";
     return ParseOutcome::kUsageError;
   }
