@@ -521,6 +521,8 @@ void ElasticAgent::StartZygote(bool subreaper) {
     o.env = EnvToStrings(BuildWorkerEnv(in));
     o.child_mask = original_mask_;
     o.default_signals = handled_list_;
+    o.ready_timeout = Millis(config_.agent.zygote_ready_timeout_ms);
+    o.spawn_timeout = Millis(config_.agent.zygote_spawn_timeout_ms);
     zygote_ = std::make_unique<Zygote>(loop_);
     if (zygote_->Start(o, &why)) {
       Log(LogLevel::kDebug, "preloading {} in pid {}", fmt::join(config_.spec.preload, ","), zygote_->pid());
@@ -660,7 +662,7 @@ void ElasticAgent::ReapOrphans() {
 
 void ElasticAgent::KillLeftovers() {
   std::string err;
-  auto deadline = MonoClock::now() + Millis(std::max(config_.agent.shutdown_timeout_ms, 1000LL));
+  auto deadline = MonoClock::now() + Millis(std::max(config_.agent.shutdown_timeout_ms, config_.agent.min_kill_wait_ms));
   if (!KillDescendants(getpid(), deadline, &err, StuckPids())) Log(LogLevel::kWarning, "{}", err);
 }
 
@@ -683,7 +685,7 @@ void ElasticAgent::EndAttempt() {
   // Every worker has exited: whatever is still below the agent is theirs. They are
   // SIGKILLed and the state machine goes on once they are dead (issue 21: their
   // deaths are pidfd events, the loop does not wait for them).
-  auto deadline = loop_.Now() + Millis(std::max(config_.agent.shutdown_timeout_ms, 1000LL));
+  auto deadline = loop_.Now() + Millis(std::max(config_.agent.shutdown_timeout_ms, config_.agent.min_kill_wait_ms));
   ending_ = !leftovers_.Start(getpid(), Spared(), deadline, [this](const std::string& err) {
     OnLeftoversKilled(err);
   });

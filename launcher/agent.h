@@ -74,7 +74,7 @@ struct Worker {
   std::unique_ptr<WorkerOutput> out;
   std::unique_ptr<WorkerOutput> err;
   std::optional<HangInfo> hang;                      // its FileTimerClient timer expired
-  Timer hang_kill_timer;              // kStackDumpGrace after SIGABRT
+  Timer hang_kill_timer;              // AgentSettings::stack_dump_grace_ms after SIGABRT
   std::unique_ptr<HealthCheck> native_stacks;  // --native-stacks tool run on it (native_stacks.h)
   bool native_running = false;                 // that tool has not ended yet
   bool stuck = false;  // alive --uninterruptible-timeout after SIGKILL: never waited for again
@@ -242,7 +242,7 @@ class ElasticAgent {
   bool standing_by_ = false;                  // joined with a verdict, no round since
   bool node_state_unknown_ = false;           // a question failed: never asked again (one warning)
   bool had_round_ = false;                    // a round formed since the start
-  Timer node_recheck_;                        // kNodeStateRecheck while standing by
+  Timer node_recheck_;                        // AgentSettings::node_state_recheck_ms while standing by
 };
 
 }  // namespace elastic

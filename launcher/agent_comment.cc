@@ -8,7 +8,6 @@
 namespace elastic {
 
 namespace {
-constexpr Millis kCommentTimeout{10000};  // one scontrol update, at most
 }  // namespace
 
 void ElasticAgent::StartComment(EventWriter* events) {
@@ -17,7 +16,7 @@ void ElasticAgent::StartComment(EventWriter* events) {
   std::string err;
   if (!ReadSlurmJobInfo(env_, &job, &err) || job.job_id.empty()) return;  // outside Slurm
   ScontrolSpec spec;
-  spec.timeout = kCommentTimeout;
+  spec.timeout = Millis(config_.agent.slurm_comment_timeout_ms);
   spec.label = "slurm comment";
   spec.log_path = plan_.log_dir + "/slurm_comment.log";
   spec.env = SideProgramEnv();

@@ -160,11 +160,11 @@ void ElasticAgent::CollectPythonStacks(Worker* w) {
   if (!w->hang->native_tool.empty()) kill(t.pid, SIGCONT);
   kill(t.pid, SIGABRT);
   pid_t leader = w->child.pid;
-  w->hang_kill_timer = loop_.After(kStackDumpGrace, [this, leader, t] {
+  w->hang_kill_timer = loop_.After(Millis(config_.agent.stack_dump_grace_ms), [this, leader, t] {
     for (auto& x : workers_) {
       if (!x->alive || x->child.pid != leader) continue;
       Log(LogLevel::kWarning, "rank {} still running {} ms after SIGABRT: sending {} (its timer's signal)",
-          x->global_rank, kStackDumpGrace.count(), SignalName(t.signal));
+          x->global_rank, config_.agent.stack_dump_grace_ms, SignalName(t.signal));
       kill(t.pid, t.signal);
       if (t.pid != leader) kill(leader, t.signal);
     }

@@ -17,7 +17,6 @@ namespace {
 
 // How long reading the progress file may take (a child process: a file on a hung
 // filesystem never blocks the loop); past it the read counts as no progress known.
-constexpr Millis kProgressReadTimeout{10000};
 
 }  // namespace
 
@@ -41,7 +40,7 @@ bool ElasticAgent::ReadsProgress() {
   unlink(out.c_str());
   HealthCheck::Spec spec;
   spec.command = "exec cat -- " + ShellQuote(config_.agent.progress_file);
-  spec.timeout = kProgressReadTimeout;
+  spec.timeout = Millis(config_.agent.progress_read_timeout_ms);
   spec.log_path = out;
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
@@ -68,13 +67,13 @@ void ElasticAgent::OnProgressRead(const std::string& out, const HealthResult& r)
     if (eol != std::string_view::npos) now = ParseProgress(text.substr(eol + 1));
   }
   Log(LogLevel::kDebug, "progress: {} ({})", now ? std::to_string(*now) : std::string("none known"),
-      DescribeHealthResult(r, kProgressReadTimeout));
+      DescribeHealthResult(r, Millis(config_.agent.progress_read_timeout_ms)));
   if (!NoteRoundProgress(config_.agent.no_progress_restarts, now, &no_progress_)) return Rejoin();
   Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", NoProgressMessage());
   ending_here_ = EndReason::kNoProgress;
   rendezvous_->EndJob(EndReason::kNoProgress, status_.has_failure ? status_.failure : WorkerFailure{},
                       NoProgressMessage());
-  crash_loop_answer_ = loop_.After(Millis(10000), [this] { EndCrashLoopHere(); });
+  crash_loop_answer_ = loop_.After(Millis(config_.agent.crash_loop_answer_timeout_ms), [this] { EndCrashLoopHere(); });
 }
 
 }  // namespace elastic

@@ -12,7 +12,6 @@ namespace elastic {
 
 // How long a node in a crash loop waits for the host to end the job for all
 // (RendezvousHandler::EndJob) before it ends by itself.
-constexpr Millis kCrashLoopAnswerTimeout{10000};
 
 std::string ElasticAgent::CrashLoopMessage() const {
   return fmt::format("crash loop: the workers failed within {} s of their start in {} rounds in a row "
@@ -37,7 +36,7 @@ bool ElasticAgent::EndsInCrashLoop() {
   ending_here_ = EndReason::kCrashLoop;
   rendezvous_->EndJob(EndReason::kCrashLoop, status_.has_failure ? status_.failure : WorkerFailure{},
                       CrashLoopMessage());
-  crash_loop_answer_ = loop_.After(kCrashLoopAnswerTimeout, [this] { EndCrashLoopHere(); });
+  crash_loop_answer_ = loop_.After(Millis(config_.agent.crash_loop_answer_timeout_ms), [this] { EndCrashLoopHere(); });
   return true;
 }
 
@@ -47,7 +46,7 @@ void ElasticAgent::EndCrashLoopHere() {
   EndReason reason = ending_here_;
   Log(LogLevel::kError, "{} (the rendezvous did not end the job within {} s)",
       reason == EndReason::kCrashLoop ? CrashLoopMessage() : NoProgressMessage(),
-      kCrashLoopAnswerTimeout.count() / 1000);
+      config_.agent.crash_loop_answer_timeout_ms / 1000);
   if (status_.has_failure) {
     std::string summary =
         FormatFailureSummary(status_.failure, round_.restarts_used, config_.spec.rdzv.max_restarts,
@@ -72,7 +71,7 @@ void ElasticAgent::JoinRound() {
 
 // Round 0 is joined at once: Slurm has just allocated this node, so it was neither
 // drained nor down; later rounds wait for Slurm's answer (asked when the restart
-// began: AskSlurm) or reuse one younger than kNodeStateMinInterval.
+// began: AskSlurm) or reuse one younger than AgentSettings::node_state_min_interval_ms.
 void ElasticAgent::JoinWithNodeState() {
   if (!slurm_node_.empty() && had_round_ && !node_asking_) AskSlurm();
   if (node_asking_) {
@@ -83,15 +82,16 @@ void ElasticAgent::JoinWithNodeState() {
   rendezvous_->Join(config_.spec.nproc);
   standing_by_ = !node_standby_.empty();
   if (standing_by_ && !node_recheck_.armed())
-    node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
+    node_recheck_ = loop_.After(Millis(config_.agent.node_state_recheck_ms), [this] { AskSlurm(); });
 }
 
 void ElasticAgent::AskSlurm() {
-  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_state_unknown_, node_asked_, loop_.Now()))
+  Millis min_interval(config_.agent.node_state_min_interval_ms);
+  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_state_unknown_, node_asked_, loop_.Now(), min_interval))
     return;
   if (!node_reader_) {
     ScontrolSpec spec;
-    spec.timeout = kNodeStateTimeout;
+    spec.timeout = Millis(config_.agent.node_state_timeout_ms);
     spec.label = "slurm node state";
     spec.log_path = plan_.log_dir + "/slurm_node_state.log";
     spec.output_path = plan_.log_dir + "/slurm_node_state.out";
@@ -124,7 +124,7 @@ void ElasticAgent::OnNodeState(bool ok, const SlurmNodeState& node, const std::s
   }
   if (!standing_by_) return;  // a prefetch, or a recheck that a round overtook
   if (!node_standby_.empty()) {
-    node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
+    node_recheck_ = loop_.After(Millis(config_.agent.node_state_recheck_ms), [this] { AskSlurm(); });
     return;
   }
   // Cleared while it stood by, or unknown from now on (the warning above said so): it
@@ -186,9 +186,9 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   }
   if (!health_failing_since_) health_failing_since_ = loop_.Now();
   std::string what = DescribeHealthResult(r, Millis(config_.agent.health_check_timeout_ms));
-  if (loop_.Now() - *health_failing_since_ >= kHealthGiveUp) {
+  if (loop_.Now() - *health_failing_since_ >= Millis(config_.agent.health_check_give_up_ms)) {
     Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
-        node, what, log, kHealthGiveUp.count() / 1000);
+        node, what, log, config_.agent.health_check_give_up_ms / 1000);
     rendezvous_->Shutdown();
     status_.exited = true;
     exit_code_ = kExitJobFailed;
@@ -196,10 +196,10 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
     return;
   }
   Log(LogLevel::kWarning, "health check failed on node {}: {} (output in {}): this node stays out of the round; "
-      "checking again in {} s", node, what, log, kHealthRecheck.count() / 1000);
+      "checking again in {} s", node, what, log, config_.agent.health_check_recheck_ms / 1000);
   // Connected as an observer meanwhile: told the job's end, it exits with the others.
   rendezvous_->Watch();
-  health_retry_ = loop_.After(kHealthRecheck, [this] { RunHealthCheck(); });
+  health_retry_ = loop_.After(Millis(config_.agent.health_check_recheck_ms), [this] { RunHealthCheck(); });
 }
 
 }  // namespace elastic
@@ -224,6 +224,7 @@ bool ElasticAgent::MaybeRequeue() {
   }
   Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.agent.requeue);
   ScontrolSpec spec;
+  spec.timeout = Millis(config_.agent.requeue_timeout_ms);
   spec.log_path = plan_.log_dir + "/requeue.log";
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;

@@ -104,6 +104,47 @@ struct AgentSettings {
   NativeStacksMode native_stacks = NativeStacksMode::kAuto;  // --native-stacks (native_stacks.h)
   long long native_stacks_timeout_ms = 15000;                // --native-stacks-timeout
   long long console_drain_timeout_ms = 10000;  // --console-drain-timeout (console.h)
+  // Fixed deadlines: no option sets them; named here rather than hard-wired where used.
+  // The preloaded interpreter's imports (zygote.h): a shared file system can be slow.
+  long long zygote_ready_timeout_ms = 300000;
+  // The preloaded interpreter's answer to one worker's fork request (zygote.h).
+  long long zygote_spawn_timeout_ms = 10000;
+  // A hung worker still alive this long after SIGABRT (its Python stacks) is SIGKILLed
+  // (hung_worker.h).
+  long long stack_dump_grace_ms = 5000;
+  // A crash loop seen here waits this long for the rendezvous host's word before this
+  // node ends the job by itself (crash_loop.h).
+  long long crash_loop_answer_timeout_ms = 10000;
+  // One read of --progress-file after a failed round (no_progress.h).
+  long long progress_read_timeout_ms = 10000;
+  // One `scontrol update` of the job's Comment (job_comment.h).
+  long long slurm_comment_timeout_ms = 10000;
+  // A node whose --health-check failed checks again after this (health_check.h)...
+  long long health_check_recheck_ms = 10000;
+  // ...and gives up (exit 1) once its checks have failed for this long.
+  long long health_check_give_up_ms = 600000;
+  // One `scontrol show node` of this node's state (slurm_node_state.h)...
+  long long node_state_timeout_ms = 10000;
+  // ...asked again this often while this node stands by for that state; an answer
+  // younger than node_state_min_interval_ms is reused.
+  long long node_state_recheck_ms = 10000;
+  long long node_state_min_interval_ms = 5000;
+  // `scontrol requeue` of the job (--requeue, requeue.h).
+  long long requeue_timeout_ms = 30000;
+  // The least time a worker's leftovers (its own children) get to die after SIGKILL,
+  // even with --shutdown-timeout=0.
+  long long min_kill_wait_ms = 1000;
+  // `PYTHON -c 'import torch'` before the run (interpreter_check.h): a cold
+  // interpreter on a shared file system.
+  long long interpreter_check_timeout_ms = 10000;
+  // One task per GPU (task_group.h): task 0 waits this long for the other tasks of
+  // its node to report...
+  long long task_records_timeout_ms = 60000;
+  // ...and they wait this long for task 0's agent to start.
+  long long task_agent_start_timeout_ms = 120000;
+  // `elasticrun status`: connecting to the rendezvous host, and its whole answer.
+  long long status_connect_timeout_ms = 5000;
+  long long status_deadline_ms = 15000;
   std::string print_binding;          // "", "table" or "json": print the plan and exit
   bool spank_wrapped = false;         // ELASTIC_SPANK_ARGV0 was set
   // The job's end time under Slurm (unix seconds): SLURM_JOB_END_TIME, else the

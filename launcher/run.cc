@@ -355,7 +355,8 @@ int ElasticrunMain(int argc, const char* const* argv) {
       return 1;
     }
     if (group->local_id != 0)
-      return RunTaskFollower(group_dir, *group, env, [&] { FollowerFence(env, group->local_id); });
+      return RunTaskFollower(group_dir, *group, env, config.agent.task_agent_start_timeout_ms,
+                             [&] { FollowerFence(env, group->local_id); });
   }
   if (config.spec.rdzv.token_in_argv)
     Log(LogLevel::kWarning, "--rdzv-conf token=... is on the command line, which every local user "
@@ -364,8 +365,7 @@ int ElasticrunMain(int argc, const char* const* argv) {
   for (const std::string& warning : config.warnings) Log(LogLevel::kWarning, "{}", warning);
   std::vector<TaskRecord> tasks;
   if (group) {
-    constexpr long long kTasksReportMs = 60000;
-    if (!CollectTaskRecords(group_dir, *group, env, kTasksReportMs, &tasks, &err)) {
+    if (!CollectTaskRecords(group_dir, *group, env, config.agent.task_records_timeout_ms, &tasks, &err)) {
       Log(LogLevel::kError, "one task per GPU: {}", err);
       FinishTaskGroup(group_dir, *group, 1);
       return 1;

@@ -27,10 +27,6 @@ constexpr const char* kUsage =
     "recoveries. Give the job's own rendezvous options (or its PET_ variables).\n"
     "  --json  the view as one JSON object (docs/user.md, \"Job status\")\n";
 
-// How long the whole request may take: a running host answers at once.
-constexpr int64_t kConnectMs = 5000;
-constexpr int64_t kDeadlineMs = 15000;
-
 }  // namespace
 
 int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
@@ -66,7 +62,7 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
     Log(LogLevel::kError, "status: {}", err);
     return 2;
   }
-  settings.join_timeout_ms = std::min<int64_t>(settings.join_timeout_ms, kConnectMs);
+  settings.join_timeout_ms = std::min<int64_t>(settings.join_timeout_ms, config.agent.status_connect_timeout_ms);
   const Endpoint& endpoint = *config.spec.rdzv.endpoint;
   ClientConfig client_config;
   client_config.host = endpoint.host;
@@ -90,12 +86,12 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
   callbacks.on_done = [&] { failed = "the job ended"; };
   client.SetCallbacks(callbacks);
   client.Watch();
-  MonoClock::time_point deadline = loop.Now() + Millis(kDeadlineMs);
+  MonoClock::time_point deadline = loop.Now() + Millis(config.agent.status_deadline_ms);
   while (!view && failed.empty() && loop.Now() < deadline) loop.RunOnce(Millis(100));
   if (!view) {
     Log(LogLevel::kError, "status: no status from run {} at {}: {}{}", config.spec.rdzv.run_id,
         FormatEndpoint(endpoint),
-        failed.empty() ? fmt::format("no answer within {} s", kDeadlineMs / 1000) : failed,
+        failed.empty() ? fmt::format("no answer within {} s", config.agent.status_deadline_ms / 1000) : failed,
         " (has the job ended, or does its host run elsewhere after a failover?)");
     return 1;
   }
