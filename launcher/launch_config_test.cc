@@ -34,6 +34,38 @@ TEST(LaunchConfigTest, Defaults) {
   EXPECT_TRUE(c.spec.args.empty());
 }
 
+// The deadlines that no option sets: the values they had as literals where they
+// were used (users' scripts and docs name them: "checking again in 10 s").
+TEST(LaunchConfigTest, FixedDeadlinesKeepTheirValues) {
+  Parsed p = Parse({"train.py"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  const AgentSettings& a = p.config.agent;
+  const struct {
+    const char* name;
+    long long got, want;
+  } rows[] = {
+      {"zygote_ready_timeout_ms", a.zygote_ready_timeout_ms, 300000},
+      {"zygote_spawn_timeout_ms", a.zygote_spawn_timeout_ms, 10000},
+      {"stack_dump_grace_ms", a.stack_dump_grace_ms, 5000},
+      {"crash_loop_answer_timeout_ms", a.crash_loop_answer_timeout_ms, 10000},
+      {"progress_read_timeout_ms", a.progress_read_timeout_ms, 10000},
+      {"slurm_comment_timeout_ms", a.slurm_comment_timeout_ms, 10000},
+      {"health_check_recheck_ms", a.health_check_recheck_ms, 10000},
+      {"health_check_give_up_ms", a.health_check_give_up_ms, 600000},
+      {"node_state_timeout_ms", a.node_state_timeout_ms, 10000},
+      {"node_state_recheck_ms", a.node_state_recheck_ms, 10000},
+      {"node_state_min_interval_ms", a.node_state_min_interval_ms, 5000},
+      {"requeue_timeout_ms", a.requeue_timeout_ms, 30000},
+      {"min_kill_wait_ms", a.min_kill_wait_ms, 1000},
+      {"interpreter_check_timeout_ms", a.interpreter_check_timeout_ms, 10000},
+      {"task_records_timeout_ms", a.task_records_timeout_ms, 60000},
+      {"task_agent_start_timeout_ms", a.task_agent_start_timeout_ms, 120000},
+      {"status_connect_timeout_ms", a.status_connect_timeout_ms, 5000},
+      {"status_deadline_ms", a.status_deadline_ms, 15000},
+  };
+  for (const auto& row : rows) EXPECT_EQ(row.got, row.want) << row.name;
+}
+
 TEST(LaunchConfigTest, CrashLoopSettings) {
   Parsed d = Parse({"train.py"});
   EXPECT_EQ(d.config.agent.crash_loop_count, 3);
