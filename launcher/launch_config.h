@@ -142,6 +142,11 @@ struct AgentSettings {
   long long task_records_timeout_ms = 60000;
   // ...and they wait this long for task 0's agent to start.
   long long task_agent_start_timeout_ms = 120000;
+  // The guardian (guardian.h) waits this long for what the agent left below it to die
+  // after SIGKILL: a process in uninterruptible sleep (a GPU driver freeing memory, a
+  // hung NFS read) dies only when the kernel call returns. The guardian runs before
+  // the command line is parsed: it reads this default.
+  long long guardian_kill_timeout_ms = 30000;
   // `elasticrun status`: connecting to the rendezvous host, and its whole answer.
   long long status_connect_timeout_ms = 5000;
   long long status_deadline_ms = 15000;

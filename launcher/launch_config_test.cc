@@ -62,6 +62,7 @@ TEST(LaunchConfigTest, FixedDeadlinesKeepTheirValues) {
       {"task_agent_start_timeout_ms", a.task_agent_start_timeout_ms, 120000},
       {"status_connect_timeout_ms", a.status_connect_timeout_ms, 5000},
       {"status_deadline_ms", a.status_deadline_ms, 15000},
+      {"guardian_kill_timeout_ms", a.guardian_kill_timeout_ms, 30000},
   };
   for (const auto& row : rows) EXPECT_EQ(row.got, row.want) << row.name;
 }
