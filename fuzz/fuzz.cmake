@@ -139,7 +139,7 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
   SOURCES launcher/file_timer_request.cc common/log_escape.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
-  SOURCES launcher/launch_config.cc launcher/option_values.cc launcher/native_stacks.cc launcher/slurm_stop.cc
+  SOURCES launcher/launch_options.cc launcher/launch_convert.cc launcher/option_values.cc launcher/native_stacks.cc launcher/slurm_stop.cc
           launcher/completion.cc launcher/duplicate_filter.cc
           common/parse.cc rendezvous/rendezvous_settings.cc
           rendezvous/token_file.cc

@@ -47,14 +47,14 @@ std::shared_ptr<DuplicateSink> OpenDuplicateSink(const std::vector<std::string>&
 
 }  // namespace
 
-ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec)
+ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerPlan plan)
     : config_(config),
       env_(env),
-      spec_(std::move(spec)),
+      plan_(std::move(plan)),
       loop_(loop),
       stdout_console_(loop, STDOUT_FILENO),
       stderr_console_(loop, STDERR_FILENO) {
-  status_.nproc = config.nproc;
+  status_.nproc = config.spec.nproc;
   log_source_ = stderr_console_.AddSource(nullptr);
   SetLogSink([this](const std::string& line) { LogToConsole(line); });
   std::string warning;
@@ -95,7 +95,7 @@ void ElasticAgent::LogToConsole(const std::string& line) {
 }
 
 void ElasticAgent::DrainConsoles() {
-  auto deadline = loop_.Now() + Millis(config_.console_drain_timeout_ms);
+  auto deadline = loop_.Now() + Millis(config_.agent.console_drain_timeout_ms);
   size_t dropped_out = stdout_console_.DrainUntil(deadline, loop_.clock());
   size_t dropped_err = stderr_console_.DrainUntil(deadline, loop_.clock());
   if (dropped_out + dropped_err == 0) return;
@@ -103,13 +103,13 @@ void ElasticAgent::DrainConsoles() {
   SetLogSink(nullptr);
   Log(LogLevel::kWarning, "{} byte(s) of output to stdout and {} to stderr not written: the console took "
       "nothing for --console-drain-timeout={}s at exit", dropped_out, dropped_err,
-      config_.console_drain_timeout_ms / 1000.0);
+      config_.agent.console_drain_timeout_ms / 1000.0);
   SetLogSink([this](const std::string& line) { LogToConsole(line); });
 }
 
 bool ElasticAgent::SetUpSignals(std::string* err) {
   sigemptyset(&handled_);
-  handled_list_ = config_.signals_to_handle;
+  handled_list_ = config_.spec.signals_to_handle;
   for (int sig : {SIGUSR1, SIGUSR2}) {
     if (std::find(handled_list_.begin(), handled_list_.end(), sig) == handled_list_.end()) {
       handled_list_.push_back(sig);
@@ -150,14 +150,14 @@ void ElasticAgent::OnSignal() {
       OnJobControl(sig);
       continue;
     }
-    bool terminating = std::find(config_.signals_to_handle.begin(), config_.signals_to_handle.end(),
-                                 sig) != config_.signals_to_handle.end();
-    if (terminating && sig == SIGTERM && config_.spank_wrapped) {
+    bool terminating = std::find(config_.spec.signals_to_handle.begin(), config_.spec.signals_to_handle.end(),
+                                 sig) != config_.spec.signals_to_handle.end();
+    if (terminating && sig == SIGTERM && config_.agent.spank_wrapped) {
       // Slurm ends a step with SIGTERM (scancel, the time limit, preemption), to
       // every process of the step and more than once: one plain line from node 0,
       // not a warning per signal and node.
       Log(cancel_told_ ? LogLevel::kDebug : JobEvent(LogLevel::kInfo), "{}",
-          SlurmStopLine(config_.job_end_time, static_cast<int64_t>(std::time(nullptr))));
+          SlurmStopLine(config_.agent.job_end_time, static_cast<int64_t>(std::time(nullptr))));
       cancel_told_ = true;
     } else {
       Log(JobEvent(terminating ? LogLevel::kWarning : LogLevel::kInfo), "got {}: {}", SignalName(sig),
@@ -198,7 +198,7 @@ LogLevel ElasticAgent::JobEvent(LogLevel level) const {
 }
 
 const char* ElasticAgent::RestartsFlag() const {
-  return config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts";
+  return config_.agent.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts";
 }
 
 void ElasticAgent::SetCallbacks() {
@@ -254,15 +254,15 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous, EventWriter
   }
   StartZygote(subreaper);  // imports while the rendezvous runs
   // A name lookup (may wait on DNS): once, here, never on the loop (gloo_interface.h).
-  if (!config_.rdzv.standalone && config_.rdzv.max_nodes > 1)  // else one node: no gloo choice
-    hostname_resolves_ = HostnameResolvesUsably(config_.rdzv.hostname);
+  if (!config_.spec.rdzv.standalone && config_.spec.rdzv.max_nodes > 1)  // else one node: no gloo choice
+    hostname_resolves_ = HostnameResolvesUsably(config_.spec.rdzv.hostname);
   SetCallbacks();
   StartComment(events);
   // Slurm's verdict on this node before each later round (slurm_node_state.h).
   auto node = env_.find("SLURMD_NODENAME");
-  if (!config_.rdzv.standalone && node != env_.end() && env_.count("SLURM_JOB_ID")) slurm_node_ = node->second;
-  Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.nproc,
-      fmt::join(spec_.argv, " "));
+  if (!config_.spec.rdzv.standalone && node != env_.end() && env_.count("SLURM_JOB_ID")) slurm_node_ = node->second;
+  Log(LogLevel::kDebug, "rendezvous: {}; {} worker(s): {}", rendezvous_->Describe(), config_.spec.nproc,
+      fmt::join(plan_.argv, " "));
   JoinRound();
   loop_.Run();
   if (comment_source_) comment_source_->SetListener(nullptr);
@@ -299,8 +299,8 @@ void ElasticAgent::RunQueue() {
     Event e = std::move(queue_.front());
     queue_.pop_front();
     WorkerState before = status_.state;
-    Transition t = StepWorkers(status_, e, loop_.Now(), Millis(config_.shutdown_timeout_ms),
-                               Millis(config_.uninterruptible_timeout_ms));
+    Transition t = StepWorkers(status_, e, loop_.Now(), Millis(config_.agent.shutdown_timeout_ms),
+                               Millis(config_.agent.uninterruptible_timeout_ms));
     status_ = std::move(t.status);
     if (before == WorkerState::kHealthy && status_.state == WorkerState::kUnhealthy) {
       first_failure_at_ = loop_.Now();
@@ -353,7 +353,7 @@ void ElasticAgent::Execute(const Action& action) {
 void ElasticAgent::Rejoin() {
   if (status_.has_failure) {
     Log(JobEvent(LogLevel::kInfo), "{}",
-        FormatRejoinLine(status_.failure, round_.restarts_used, config_.rdzv.max_restarts, RestartsFlag()));
+        FormatRejoinLine(status_.failure, round_.restarts_used, config_.spec.rdzv.max_restarts, RestartsFlag()));
   } else {
     Log(LogLevel::kDebug, "restarting the workers");
   }
@@ -392,22 +392,22 @@ void ElasticAgent::StartWorkersNow() {
   stop_signal_ = 0;
   workers_started_ = loop_.Now();
   if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
-  std::string attempt_dir = fmt::format("{}/attempt_{}", spec_.log_dir, round_.round);
-  if (!config_.duplicate_stdout_filters.empty() || !config_.duplicate_stderr_filters.empty()) {
+  std::string attempt_dir = fmt::format("{}/attempt_{}", plan_.log_dir, round_.round);
+  if (!config_.agent.duplicate_stdout_filters.empty() || !config_.agent.duplicate_stderr_filters.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(attempt_dir, ec);
   }
-  duplicate_out_ = OpenDuplicateSink(config_.duplicate_stdout_filters, attempt_dir + "/filtered_stdout.log");
-  duplicate_err_ = OpenDuplicateSink(config_.duplicate_stderr_filters, attempt_dir + "/filtered_stderr.log");
+  duplicate_out_ = OpenDuplicateSink(config_.agent.duplicate_stdout_filters, attempt_dir + "/filtered_stdout.log");
+  duplicate_err_ = OpenDuplicateSink(config_.agent.duplicate_stderr_filters, attempt_dir + "/filtered_stderr.log");
   Log(LogLevel::kDebug, "starting {} worker(s), restart count {}, world size {}, master {}:{}",
-      config_.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
+      config_.spec.nproc, round_.round, round_.world_size, round_.store_addr, round_.store_port);
   if (zygote_ && !zygote_->ready() && !zygote_->why().empty() && !zygote_warned_) {
     zygote_warned_ = true;
     Log(LogLevel::kWarning, "--preload: the preloaded interpreter cannot be used: {}: workers start "
         "normally", zygote_->why());
   }
   std::vector<std::pair<int, std::string>> failed;
-  for (int local_rank = 0; local_rank < config_.nproc; ++local_rank) {
+  for (int local_rank = 0; local_rank < config_.spec.nproc; ++local_rank) {
     auto w = std::make_unique<Worker>();
     w->local_rank = local_rank;
     w->global_rank = round_.rank_offset + local_rank;
@@ -425,13 +425,13 @@ void ElasticAgent::StartWorkersNow() {
 
 bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   int lr = w->local_rank;
-  std::string dir = fmt::format("{}/attempt_{}/{}", spec_.log_dir, round_.round, lr);
-  std::string prefix = LogLinePrefix(config_.log_line_prefix_template,
-                                     {config_.role, w->global_rank, lr, config_.rdzv.hostname});
-  bool on_console = config_.local_ranks_filter.empty() ||
-                    std::count(config_.local_ranks_filter.begin(), config_.local_ranks_filter.end(), lr);
-  int redirect = config_.redirects.For(lr);
-  int to_file = redirect | config_.tee.For(lr);
+  std::string dir = fmt::format("{}/attempt_{}/{}", plan_.log_dir, round_.round, lr);
+  std::string prefix = LogLinePrefix(config_.agent.log_line_prefix_template,
+                                     {config_.spec.role, w->global_rank, lr, config_.spec.rdzv.hostname});
+  bool on_console = config_.agent.local_ranks_filter.empty() ||
+                    std::count(config_.agent.local_ranks_filter.begin(), config_.agent.local_ranks_filter.end(), lr);
+  int redirect = config_.agent.redirects.For(lr);
+  int to_file = redirect | config_.agent.tee.For(lr);
   auto make = [&](int mask, Console* console, const char* name) {
     UniqueFd file;
     if (to_file & mask) file = OpenLog(dir + "/" + name);
@@ -449,23 +449,23 @@ bool ElasticAgent::StartWorker(Worker* w, std::string* err) {
   in.round = round_;
   in.local_rank = lr;
   in.error_file = w->error_file;
-  in.bound_cores = lr < static_cast<int>(spec_.cores.size()) ? spec_.cores[lr] : 0;
+  in.bound_cores = lr < static_cast<int>(plan_.cores.size()) ? plan_.cores[lr] : 0;
   in.gloo_ifname = gloo_ifname_;
   in.python_shim_dir = python_shim_dir_;
   in.timer_file = file_timer_ ? file_timer_->path() : std::string();
-  in.task = lr < static_cast<int>(spec_.tasks.size()) ? &spec_.tasks[lr] : nullptr;
+  in.task = lr < static_cast<int>(plan_.tasks.size()) ? &plan_.tasks[lr] : nullptr;
   ChildSpec child;
-  child.path = spec_.path;
-  child.argv = spec_.argv;
+  child.path = plan_.path;
+  child.argv = plan_.argv;
   child.env = EnvToStrings(BuildWorkerEnv(in));
   child.stdout_fd = w->out->child_fd();
   child.stderr_fd = w->err->child_fd();
   child.child_mask = original_mask_;
   child.default_signals = handled_list_;
-  if (spec_.bind) {
-    child.in_child = [this, lr](const char** call) { return spec_.bind(lr, call); };
+  if (plan_.bind) {
+    child.in_child = [this, lr](const char** call) { return plan_.bind(lr, call); };
     child.in_child_what = fmt::format("binding local rank {} (cpus {})", lr,
-                                      lr < static_cast<int>(spec_.cpus.size()) ? spec_.cpus[lr] : "?");
+                                      lr < static_cast<int>(plan_.cpus.size()) ? plan_.cpus[lr] : "?");
   }
   if (zygote_ && zygote_->ready()) {
     StartFromZygote(w, child);
@@ -488,7 +488,7 @@ void ElasticAgent::StartFailed(Worker* w, const std::string& err) {
   WorkerFailure f;
   f.global_rank = w->global_rank;
   f.local_rank = w->local_rank;
-  f.host = config_.rdzv.hostname;
+  f.host = config_.spec.rdzv.hostname;
   f.exit_code = 127;
   f.time_unix_ms = UnixMillisNow();
   f.message = "cannot start worker: " + err;
@@ -496,10 +496,10 @@ void ElasticAgent::StartFailed(Worker* w, const std::string& err) {
 }
 
 void ElasticAgent::StartZygote(bool subreaper) {
-  if (config_.preload.empty()) return;
+  if (config_.spec.preload.empty()) return;
   std::string script = ZygoteScript(AgentExePath());
   std::string why;
-  if (!ParsePythonCommand(spec_.argv, config_.python, &python_command_)) {
+  if (!ParsePythonCommand(plan_.argv, config_.spec.python, &python_command_)) {
     why = "the program does not run in Python (not PYTHON [-u] script or -m module)";
   } else if (!subreaper) {
     why = "the agent is not a child subreaper";
@@ -511,19 +511,21 @@ void ElasticAgent::StartZygote(bool subreaper) {
     WorkerEnvInput in;
     in.base = &env_;
     in.config = &config_;
-    in.bound_cores = spec_.cores.empty() ? 0 : spec_.cores[0];
+    in.bound_cores = plan_.cores.empty() ? 0 : plan_.cores[0];
     in.python_shim_dir = python_shim_dir_;
     ZygoteOptions o;
-    o.python = spec_.path;
+    o.python = plan_.path;
     o.script = script;
     o.unbuffered = python_command_.unbuffered;
-    o.modules = config_.preload;
+    o.modules = config_.spec.preload;
     o.env = EnvToStrings(BuildWorkerEnv(in));
     o.child_mask = original_mask_;
     o.default_signals = handled_list_;
+    o.ready_timeout = Millis(config_.agent.zygote_ready_timeout_ms);
+    o.spawn_timeout = Millis(config_.agent.zygote_spawn_timeout_ms);
     zygote_ = std::make_unique<Zygote>(loop_);
     if (zygote_->Start(o, &why)) {
-      Log(LogLevel::kDebug, "preloading {} in pid {}", fmt::join(config_.preload, ","), zygote_->pid());
+      Log(LogLevel::kDebug, "preloading {} in pid {}", fmt::join(config_.spec.preload, ","), zygote_->pid());
       return;
     }
     zygote_.reset();
@@ -536,8 +538,8 @@ void ElasticAgent::StartZygote(bool subreaper) {
 void ElasticAgent::StartFromZygote(Worker* w, const ChildSpec& child) {
   int lr = w->local_rank;
   const KernelBinding* binding = nullptr;
-  if (spec_.kernel_binding && lr < static_cast<int>(spec_.kernel_binding->size())) {
-    binding = &(*spec_.kernel_binding)[lr];
+  if (plan_.kernel_binding && lr < static_cast<int>(plan_.kernel_binding->size())) {
+    binding = &(*plan_.kernel_binding)[lr];
   }
   SpawnRequest r = MakeSpawnRequest(python_command_, child.env, child.default_signals, binding);
   auto kept = std::make_shared<ChildSpec>(child);  // for a normal start if it fails
@@ -605,7 +607,7 @@ void ElasticAgent::OnWorkerExit(Worker* w) {
   w->err->Drain();
   f.global_rank = w->global_rank;
   f.local_rank = w->local_rank;
-  f.host = config_.rdzv.hostname;
+  f.host = config_.spec.rdzv.hostname;
   f.time_unix_ms = UnixMillisNow();
   if (IsFailure(f)) {
     ReadErrorFile(w->error_file, &f.message, &f.traceback);
@@ -622,7 +624,7 @@ void ElasticAgent::OnWorkerExit(Worker* w) {
 void ElasticAgent::SignalWorkers(int sig) {
   if (sig == SIGKILL) {
     Log(LogLevel::kWarning, "workers still running after --shutdown-timeout={}s: sending SIGKILL",
-        config_.shutdown_timeout_ms / 1000.0);
+        config_.agent.shutdown_timeout_ms / 1000.0);
   }
   if (status_.state == WorkerState::kUnhealthy) stop_signal_ = sig;  // for a late start
   std::vector<pid_t> groups = Spared();  // the zygote leads its own group
@@ -660,7 +662,7 @@ void ElasticAgent::ReapOrphans() {
 
 void ElasticAgent::KillLeftovers() {
   std::string err;
-  auto deadline = MonoClock::now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
+  auto deadline = MonoClock::now() + Millis(std::max(config_.agent.shutdown_timeout_ms, config_.agent.min_kill_wait_ms));
   if (!KillDescendants(getpid(), deadline, &err, StuckPids())) Log(LogLevel::kWarning, "{}", err);
 }
 
@@ -683,7 +685,7 @@ void ElasticAgent::EndAttempt() {
   // Every worker has exited: whatever is still below the agent is theirs. They are
   // SIGKILLed and the state machine goes on once they are dead (issue 21: their
   // deaths are pidfd events, the loop does not wait for them).
-  auto deadline = loop_.Now() + Millis(std::max(config_.shutdown_timeout_ms, 1000LL));
+  auto deadline = loop_.Now() + Millis(std::max(config_.agent.shutdown_timeout_ms, config_.agent.min_kill_wait_ms));
   ending_ = !leftovers_.Start(getpid(), Spared(), deadline, [this](const std::string& err) {
     OnLeftoversKilled(err);
   });
@@ -707,7 +709,7 @@ void ElasticAgent::Finish(int exit_code) {
   if (status_.after_stop == AfterStop::kFail && status_.has_failure) {
     int used = std::max(round_.restarts_used, status_.fail_end.restarts_used);
     std::string summary =
-        FormatFailureSummary(status_.failure, used, config_.rdzv.max_restarts, status_.fail_end.reason,
+        FormatFailureSummary(status_.failure, used, config_.spec.rdzv.max_restarts, status_.fail_end.reason,
                              RestartsFlag());
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);

@@ -45,8 +45,9 @@
 
 namespace elastic {
 
-// What every worker of an attempt runs, and where its files go.
-struct WorkerSpec {
+// What every worker of an attempt runs, and where its files go: the WorkerSpec
+// (launch_config.h) resolved by run.cc (executable, argv, binding per local rank).
+struct WorkerPlan {
   std::string path;                 // resolved executable
   std::vector<std::string> argv;
   std::string log_dir;              // LOG_DIR/attempt_N/LOCAL_RANK/...
@@ -73,7 +74,7 @@ struct Worker {
   std::unique_ptr<WorkerOutput> out;
   std::unique_ptr<WorkerOutput> err;
   std::optional<HangInfo> hang;                      // its FileTimerClient timer expired
-  Timer hang_kill_timer;              // kStackDumpGrace after SIGABRT
+  Timer hang_kill_timer;              // AgentSettings::stack_dump_grace_ms after SIGABRT
   std::unique_ptr<HealthCheck> native_stacks;  // --native-stacks tool run on it (native_stacks.h)
   bool native_running = false;                 // that tool has not ended yet
   bool stuck = false;  // alive --uninterruptible-timeout after SIGKILL: never waited for again
@@ -82,7 +83,7 @@ struct Worker {
 class ElasticAgent {
  public:
   // `loop` must outlive the agent; `rendezvous` (given to Run) runs on it too.
-  ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerSpec spec);
+  ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerPlan plan);
   ~ElasticAgent();
 
   // Runs the job; returns the exit code (see worker_state.h). `events` (may be
@@ -173,7 +174,7 @@ class ElasticAgent {
 
   const LaunchConfig& config_;
   const EnvMap& env_;
-  WorkerSpec spec_;
+  WorkerPlan plan_;
   EventLoop& loop_;
   std::unique_ptr<RendezvousHandler> rendezvous_;
   GroupStatus status_;
@@ -241,7 +242,7 @@ class ElasticAgent {
   bool standing_by_ = false;                  // joined with a verdict, no round since
   bool node_state_unknown_ = false;           // a question failed: never asked again (one warning)
   bool had_round_ = false;                    // a round formed since the start
-  Timer node_recheck_;                        // kNodeStateRecheck while standing by
+  Timer node_recheck_;                        // AgentSettings::node_state_recheck_ms while standing by
 };
 
 }  // namespace elastic

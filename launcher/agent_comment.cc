@@ -8,22 +8,21 @@
 namespace elastic {
 
 namespace {
-constexpr Millis kCommentTimeout{10000};  // one scontrol update, at most
 }  // namespace
 
 void ElasticAgent::StartComment(EventWriter* events) {
-  if (!events || config_.slurm_comment_interval_ms <= 0) return;
+  if (!events || config_.agent.slurm_comment_interval_ms <= 0) return;
   SlurmJobInfo job;
   std::string err;
   if (!ReadSlurmJobInfo(env_, &job, &err) || job.job_id.empty()) return;  // outside Slurm
   ScontrolSpec spec;
-  spec.timeout = kCommentTimeout;
+  spec.timeout = Millis(config_.agent.slurm_comment_timeout_ms);
   spec.label = "slurm comment";
-  spec.log_path = spec_.log_dir + "/slurm_comment.log";
+  spec.log_path = plan_.log_dir + "/slurm_comment.log";
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
-  comment_ = std::make_unique<CommentUpdater>(loop_, job.job_id, Millis(config_.slurm_comment_interval_ms),
+  comment_ = std::make_unique<CommentUpdater>(loop_, job.job_id, Millis(config_.agent.slurm_comment_interval_ms),
                                               std::move(spec));
   comment_source_ = events;
   events->SetListener([this](const ::elastic::JobEvent& e) { comment_->OnEvent(e); });

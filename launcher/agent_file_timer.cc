@@ -56,7 +56,7 @@ void ElasticAgent::ChooseNativeTool() {
   std::string path_env = EnvOr(env_, "PATH"), py_spy, gdb;
   if (!FindInPath("py-spy", path_env, &py_spy)) py_spy.clear();
   if (!FindInPath("gdb", path_env, &gdb)) gdb.clear();
-  NativeToolChoice choice = ChooseNativeStackTool(config_.native_stacks, py_spy, gdb);
+  NativeToolChoice choice = ChooseNativeStackTool(config_.agent.native_stacks, py_spy, gdb);
   if (!choice.warning.empty()) Log(LogLevel::kWarning, "{}", choice.warning);
   native_tool_ = choice.tool;
   if (!native_tool_.name.empty()) {
@@ -98,7 +98,7 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
   HangInfo hang;
   hang.timer = t;
   hang.overdue_s = std::max(0.0, WallSeconds() - t.expiration_time);
-  std::string dir = fmt::format("{}/attempt_{}/{}", spec_.log_dir, round_.round, w->local_rank);
+  std::string dir = fmt::format("{}/attempt_{}/{}", plan_.log_dir, round_.round, w->local_rank);
   hang.stacks_path = dir + "/stacks.log";
   if (!native_tool_.name.empty()) {
     hang.native_tool = native_tool_.name;
@@ -118,7 +118,7 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
 bool ElasticAgent::StartNativeStacks(Worker* w) {
   HealthCheck::Spec spec;
   spec.command = NativeStackCommand(native_tool_, w->hang->timer.pid);
-  spec.timeout = Millis(config_.native_stacks_timeout_ms);
+  spec.timeout = Millis(config_.agent.native_stacks_timeout_ms);
   spec.log_path = w->hang->native_path;
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
@@ -141,8 +141,8 @@ void ElasticAgent::OnNativeStacksDone(Worker* w, const HealthResult& r) {
   w->native_running = false;
   if (!r.passed) {
     w->hang->native_problem = r.timed_out ? fmt::format("killed after the {} s timeout (--native-stacks-timeout)",
-                                                        config_.native_stacks_timeout_ms / 1000.0)
-                                          : DescribeHealthResult(r, Millis(config_.native_stacks_timeout_ms));
+                                                        config_.agent.native_stacks_timeout_ms / 1000.0)
+                                          : DescribeHealthResult(r, Millis(config_.agent.native_stacks_timeout_ms));
     Log(LogLevel::kWarning, "rank {}: --native-stacks {} failed: {} (its output: {}); the Python stacks follow",
         w->global_rank, w->hang->native_tool, w->hang->native_problem, w->hang->native_path);
   } else {
@@ -160,11 +160,11 @@ void ElasticAgent::CollectPythonStacks(Worker* w) {
   if (!w->hang->native_tool.empty()) kill(t.pid, SIGCONT);
   kill(t.pid, SIGABRT);
   pid_t leader = w->child.pid;
-  w->hang_kill_timer = loop_.After(kStackDumpGrace, [this, leader, t] {
+  w->hang_kill_timer = loop_.After(Millis(config_.agent.stack_dump_grace_ms), [this, leader, t] {
     for (auto& x : workers_) {
       if (!x->alive || x->child.pid != leader) continue;
       Log(LogLevel::kWarning, "rank {} still running {} ms after SIGABRT: sending {} (its timer's signal)",
-          x->global_rank, kStackDumpGrace.count(), SignalName(t.signal));
+          x->global_rank, config_.agent.stack_dump_grace_ms, SignalName(t.signal));
       kill(t.pid, t.signal);
       if (t.pid != leader) kill(leader, t.signal);
     }

@@ -17,7 +17,6 @@ namespace {
 
 // How long reading the progress file may take (a child process: a file on a hung
 // filesystem never blocks the loop); past it the read counts as no progress known.
-constexpr Millis kProgressReadTimeout{10000};
 
 }  // namespace
 
@@ -25,8 +24,8 @@ std::string ElasticAgent::NoProgressMessage() const {
   std::string last = no_progress_.best ? fmt::format(", last {}", *no_progress_.best) : std::string();
   return fmt::format("no progress: {} failed round(s) in a row without the iteration in {} growing{} "
                      "(--progress-file, --no-progress-restarts={}): ending the job instead of restarting "
-                     "(exit {}: do not requeue)", config_.no_progress_restarts, config_.progress_file, last,
-                     config_.no_progress_restarts, ExitCodeFor(EndReason::kNoProgress));
+                     "(exit {}: do not requeue)", config_.agent.no_progress_restarts, config_.agent.progress_file, last,
+                     config_.agent.no_progress_restarts, ExitCodeFor(EndReason::kNoProgress));
 }
 
 // After a round that a worker's failure ended, the node of group rank 0 (where rank 0,
@@ -34,14 +33,14 @@ std::string ElasticAgent::NoProgressMessage() const {
 // waits for that read. True when it started (Rejoin or the job's end follows).
 bool ElasticAgent::ReadsProgress() {
   bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
-  if (config_.progress_file.empty() || config_.no_progress_restarts <= 0 || !worker_failed ||
-      round_.group_rank != 0 || round_.restarts_used >= config_.rdzv.max_restarts)
+  if (config_.agent.progress_file.empty() || config_.agent.no_progress_restarts <= 0 || !worker_failed ||
+      round_.group_rank != 0 || round_.restarts_used >= config_.spec.rdzv.max_restarts)
     return false;
-  std::string out = spec_.log_dir + "/progress.out";
+  std::string out = plan_.log_dir + "/progress.out";
   unlink(out.c_str());
   HealthCheck::Spec spec;
-  spec.command = "exec cat -- " + ShellQuote(config_.progress_file);
-  spec.timeout = kProgressReadTimeout;
+  spec.command = "exec cat -- " + ShellQuote(config_.agent.progress_file);
+  spec.timeout = Millis(config_.agent.progress_read_timeout_ms);
   spec.log_path = out;
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
@@ -68,13 +67,13 @@ void ElasticAgent::OnProgressRead(const std::string& out, const HealthResult& r)
     if (eol != std::string_view::npos) now = ParseProgress(text.substr(eol + 1));
   }
   Log(LogLevel::kDebug, "progress: {} ({})", now ? std::to_string(*now) : std::string("none known"),
-      DescribeHealthResult(r, kProgressReadTimeout));
-  if (!NoteRoundProgress(config_.no_progress_restarts, now, &no_progress_)) return Rejoin();
+      DescribeHealthResult(r, Millis(config_.agent.progress_read_timeout_ms)));
+  if (!NoteRoundProgress(config_.agent.no_progress_restarts, now, &no_progress_)) return Rejoin();
   Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", NoProgressMessage());
   ending_here_ = EndReason::kNoProgress;
   rendezvous_->EndJob(EndReason::kNoProgress, status_.has_failure ? status_.failure : WorkerFailure{},
                       NoProgressMessage());
-  crash_loop_answer_ = loop_.After(Millis(10000), [this] { EndCrashLoopHere(); });
+  crash_loop_answer_ = loop_.After(Millis(config_.agent.crash_loop_answer_timeout_ms), [this] { EndCrashLoopHere(); });
 }
 
 }  // namespace elastic

@@ -12,13 +12,12 @@ namespace elastic {
 
 // How long a node in a crash loop waits for the host to end the job for all
 // (RendezvousHandler::EndJob) before it ends by itself.
-constexpr Millis kCrashLoopAnswerTimeout{10000};
 
 std::string ElasticAgent::CrashLoopMessage() const {
   return fmt::format("crash loop: the workers failed within {} s of their start in {} rounds in a row "
                      "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting "
-                     "(exit {}: do not requeue)", config_.crash_loop_window_ms / 1000.0,
-                     config_.crash_loop_count, ExitCodeFor(EndReason::kCrashLoop));
+                     "(exit {}: do not requeue)", config_.agent.crash_loop_window_ms / 1000.0,
+                     config_.agent.crash_loop_count, ExitCodeFor(EndReason::kCrashLoop));
 }
 
 // Every node reaches the verdict in the same round, the failing one first (its
@@ -27,8 +26,8 @@ std::string ElasticAgent::CrashLoopMessage() const {
 // one included, then ends through on_job_failed (exit 2); group rank 0 says why.
 bool ElasticAgent::EndsInCrashLoop() {
   // The last restart used up: the rendezvous ends the job anyway (restarts exhausted, exit 1).
-  if (round_.restarts_used >= config_.rdzv.max_restarts) return false;
-  CrashLoopSettings settings{config_.crash_loop_count, Millis(config_.crash_loop_window_ms)};
+  if (round_.restarts_used >= config_.spec.rdzv.max_restarts) return false;
+  CrashLoopSettings settings{config_.agent.crash_loop_count, Millis(config_.agent.crash_loop_window_ms)};
   auto uptime = std::chrono::duration_cast<Millis>(first_failure_at_ - workers_started_);
   // Only a worker's failure (here, or anywhere: the host says so) counts; churn never does.
   bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
@@ -37,7 +36,7 @@ bool ElasticAgent::EndsInCrashLoop() {
   ending_here_ = EndReason::kCrashLoop;
   rendezvous_->EndJob(EndReason::kCrashLoop, status_.has_failure ? status_.failure : WorkerFailure{},
                       CrashLoopMessage());
-  crash_loop_answer_ = loop_.After(kCrashLoopAnswerTimeout, [this] { EndCrashLoopHere(); });
+  crash_loop_answer_ = loop_.After(Millis(config_.agent.crash_loop_answer_timeout_ms), [this] { EndCrashLoopHere(); });
   return true;
 }
 
@@ -47,12 +46,12 @@ void ElasticAgent::EndCrashLoopHere() {
   EndReason reason = ending_here_;
   Log(LogLevel::kError, "{} (the rendezvous did not end the job within {} s)",
       reason == EndReason::kCrashLoop ? CrashLoopMessage() : NoProgressMessage(),
-      kCrashLoopAnswerTimeout.count() / 1000);
+      config_.agent.crash_loop_answer_timeout_ms / 1000);
   if (status_.has_failure) {
     std::string summary =
-        FormatFailureSummary(status_.failure, round_.restarts_used, config_.rdzv.max_restarts,
+        FormatFailureSummary(status_.failure, round_.restarts_used, config_.spec.rdzv.max_restarts,
                              reason,
-                             config_.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
+                             config_.agent.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   }
   rendezvous_->Shutdown();
@@ -63,7 +62,7 @@ void ElasticAgent::EndCrashLoopHere() {
 }
 
 void ElasticAgent::JoinRound() {
-  if (config_.health_check.empty()) {
+  if (config_.agent.health_check.empty()) {
     JoinWithNodeState();
     return;
   }
@@ -72,7 +71,7 @@ void ElasticAgent::JoinRound() {
 
 // Round 0 is joined at once: Slurm has just allocated this node, so it was neither
 // drained nor down; later rounds wait for Slurm's answer (asked when the restart
-// began: AskSlurm) or reuse one younger than kNodeStateMinInterval.
+// began: AskSlurm) or reuse one younger than AgentSettings::node_state_min_interval_ms.
 void ElasticAgent::JoinWithNodeState() {
   if (!slurm_node_.empty() && had_round_ && !node_asking_) AskSlurm();
   if (node_asking_) {
@@ -80,21 +79,22 @@ void ElasticAgent::JoinWithNodeState() {
     return;
   }
   rendezvous_->SetStandBy(node_standby_);
-  rendezvous_->Join(config_.nproc);
+  rendezvous_->Join(config_.spec.nproc);
   standing_by_ = !node_standby_.empty();
   if (standing_by_ && !node_recheck_.armed())
-    node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
+    node_recheck_ = loop_.After(Millis(config_.agent.node_state_recheck_ms), [this] { AskSlurm(); });
 }
 
 void ElasticAgent::AskSlurm() {
-  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_state_unknown_, node_asked_, loop_.Now()))
+  Millis min_interval(config_.agent.node_state_min_interval_ms);
+  if (slurm_node_.empty() || node_asking_ || !ShouldAskSlurm(node_state_unknown_, node_asked_, loop_.Now(), min_interval))
     return;
   if (!node_reader_) {
     ScontrolSpec spec;
-    spec.timeout = kNodeStateTimeout;
+    spec.timeout = Millis(config_.agent.node_state_timeout_ms);
     spec.label = "slurm node state";
-    spec.log_path = spec_.log_dir + "/slurm_node_state.log";
-    spec.output_path = spec_.log_dir + "/slurm_node_state.out";
+    spec.log_path = plan_.log_dir + "/slurm_node_state.log";
+    spec.output_path = plan_.log_dir + "/slurm_node_state.out";
     spec.env = SideProgramEnv();
     spec.child_mask = original_mask_;
     spec.default_signals = handled_list_;
@@ -124,7 +124,7 @@ void ElasticAgent::OnNodeState(bool ok, const SlurmNodeState& node, const std::s
   }
   if (!standing_by_) return;  // a prefetch, or a recheck that a round overtook
   if (!node_standby_.empty()) {
-    node_recheck_ = loop_.After(kNodeStateRecheck, [this] { AskSlurm(); });
+    node_recheck_ = loop_.After(Millis(config_.agent.node_state_recheck_ms), [this] { AskSlurm(); });
     return;
   }
   // Cleared while it stood by, or unknown from now on (the warning above said so): it
@@ -155,9 +155,9 @@ std::vector<std::string> ElasticAgent::SideProgramEnv() const {
 
 void ElasticAgent::RunHealthCheck() {
   HealthCheck::Spec spec;
-  spec.command = config_.health_check;
-  spec.timeout = Millis(config_.health_check_timeout_ms);
-  spec.log_path = spec_.log_dir + "/health_check.log";
+  spec.command = config_.agent.health_check;
+  spec.timeout = Millis(config_.agent.health_check_timeout_ms);
+  spec.log_path = plan_.log_dir + "/health_check.log";
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
@@ -176,8 +176,8 @@ void ElasticAgent::RunHealthCheck() {
 void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   health_.reset();
   if (status_.exited || loop_.stopped()) return;
-  const std::string& node = config_.rdzv.hostname;
-  std::string log = spec_.log_dir + "/health_check.log";
+  const std::string& node = config_.spec.rdzv.hostname;
+  std::string log = plan_.log_dir + "/health_check.log";
   if (r.passed) {
     if (health_failing_since_) Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
     health_failing_since_.reset();
@@ -185,10 +185,10 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
     return;
   }
   if (!health_failing_since_) health_failing_since_ = loop_.Now();
-  std::string what = DescribeHealthResult(r, Millis(config_.health_check_timeout_ms));
-  if (loop_.Now() - *health_failing_since_ >= kHealthGiveUp) {
+  std::string what = DescribeHealthResult(r, Millis(config_.agent.health_check_timeout_ms));
+  if (loop_.Now() - *health_failing_since_ >= Millis(config_.agent.health_check_give_up_ms)) {
     Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
-        node, what, log, kHealthGiveUp.count() / 1000);
+        node, what, log, config_.agent.health_check_give_up_ms / 1000);
     rendezvous_->Shutdown();
     status_.exited = true;
     exit_code_ = kExitJobFailed;
@@ -196,10 +196,10 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
     return;
   }
   Log(LogLevel::kWarning, "health check failed on node {}: {} (output in {}): this node stays out of the round; "
-      "checking again in {} s", node, what, log, kHealthRecheck.count() / 1000);
+      "checking again in {} s", node, what, log, config_.agent.health_check_recheck_ms / 1000);
   // Connected as an observer meanwhile: told the job's end, it exits with the others.
   rendezvous_->Watch();
-  health_retry_ = loop_.After(kHealthRecheck, [this] { RunHealthCheck(); });
+  health_retry_ = loop_.After(Millis(config_.agent.health_check_recheck_ms), [this] { RunHealthCheck(); });
 }
 
 }  // namespace elastic
@@ -210,26 +210,27 @@ bool ElasticAgent::MaybeRequeue() {
   const JobEnd* end = status_.after_stop == AfterStop::kFail    ? &status_.fail_end
                       : status_.after_stop == AfterStop::kFatal ? &status_.fatal_end
                                                                 : nullptr;
-  if (!end || config_.requeue <= 0) return false;
+  if (!end || config_.agent.requeue <= 0) return false;
   SlurmJobInfo job;
   std::string err;
   if (!ReadSlurmJobInfo(env_, &job, &err)) {
     Log(LogLevel::kWarning, "--requeue: not requeueing: {}", err);
     return false;
   }
-  RequeueDecision d = DecideRequeue(config_.requeue, *end, job);
+  RequeueDecision d = DecideRequeue(config_.agent.requeue, *end, job);
   if (d.verdict != RequeueVerdict::kRequeue) {
     if (!d.message.empty()) Log(LogLevel::kWarning, "{}", d.message);
     return false;
   }
-  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.requeue);
+  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.agent.requeue);
   ScontrolSpec spec;
-  spec.log_path = spec_.log_dir + "/requeue.log";
+  spec.timeout = Millis(config_.agent.requeue_timeout_ms);
+  spec.log_path = plan_.log_dir + "/requeue.log";
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
   requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));
-  requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = spec_.log_dir + "/requeue.log"](
+  requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = plan_.log_dir + "/requeue.log"](
                                      bool ok, const std::string& what) {
     if (!ok) Log(LogLevel::kError, "scontrol requeue {} failed: {} (output in {})", id, what, log);
     Log(LogLevel::kDebug, "exit {}", exit_code_);

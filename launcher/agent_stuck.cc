@@ -43,13 +43,13 @@ void ElasticAgent::CheckKill() {
   if (check.verdict == KillVerdict::kDying) return;  // their exits are the next events
   for (auto& w : workers_)
     if (w->alive) w->stuck = true;
-  double after = config_.uninterruptible_timeout_ms / 1000.0;
+  double after = config_.agent.uninterruptible_timeout_ms / 1000.0;
   for (const StuckProcess& p : check.processes)
     Log(LogLevel::kError, "{} {} s after SIGKILL (--uninterruptible-timeout={}s)", DescribeStuck(p), after, after);
   if (check.unreported > 0) Log(LogLevel::kError, "and {} more process(es) of those workers", check.unreported);
   bool own_end = status_.after_stop == AfterStop::kRejoin || status_.after_stop == AfterStop::kNone;
   Log(LogLevel::kError, "workers cannot be killed on {}: this node leaves the job{} instead of waiting for them",
-      config_.rdzv.hostname,
+      config_.spec.rdzv.hostname,
       own_end ? fmt::format(" (exit {}; the other nodes go on without it)", static_cast<int>(kExitWorkerStuck))
               : std::string());
   Dispatch(Event{EventKind::kWorkersStuck, 0, {}, {}});

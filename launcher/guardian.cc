@@ -18,6 +18,7 @@
 #include "common/unique_fd.h"
 #include "launcher/descendants.h"
 #include "launcher/exit_codes.h"
+#include "launcher/launch_config.h"
 
 namespace elastic {
 namespace {
@@ -27,10 +28,6 @@ namespace {
 // did before the guardian existed. And job control: SIGTSTP (Ctrl-Z; Slurm's
 // suspend sends it before SIGSTOP) and SIGCONT (fg, bg; Slurm's resume).
 constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT};
-
-// SIGKILL is quick, but a process in uninterruptible sleep (a GPU driver freeing
-// memory, a hung NFS read) dies only when the kernel call returns.
-constexpr auto kKillTimeout = std::chrono::seconds(30);
 
 bool GuardianOff() {
   const char* v = getenv("ELASTIC_NO_GUARDIAN");
@@ -112,7 +109,7 @@ void KillLeftovers(int agent_status) {
     return;
   }
   std::string err;
-  if (!KillDescendants(getpid(), MonoClock::now() + kKillTimeout, &err)) {
+  if (!KillDescendants(getpid(), MonoClock::now() + Millis(AgentSettings{}.guardian_kill_timeout_ms), &err)) {
     Log(LogLevel::kWarning, "guardian: {}", err);
   }
   while (waitpid(-1, nullptr, WNOHANG) > 0) {

@@ -2,9 +2,9 @@
 // mounted, ...) run on this node before it joins each rendezvous round. A
 // non-zero exit or running past --health-check-timeout (the check's process
 // group is then SIGKILLed) keeps the node out of that round; the agent checks
-// again every kHealthRecheck and joins as a latecomer once a check passes, and
-// gives up (exit 1) when the checks have failed for kHealthGiveUp. Meanwhile
-// it watches the rendezvous (RendezvousHandler::Watch): the job's end reaches
+// again every AgentSettings::health_check_recheck_ms (10 s) and joins as a
+// latecomer once a check passes, and gives up (exit 1) when the checks have
+// failed for AgentSettings::health_check_give_up_ms (10 min). Meanwhile it watches the rendezvous (RendezvousHandler::Watch): the job's end reaches
 // it and it exits with the other nodes.
 //
 // Contracts:
@@ -29,8 +29,6 @@
 
 namespace elastic {
 
-constexpr std::chrono::milliseconds kHealthRecheck{10000};
-constexpr std::chrono::milliseconds kHealthGiveUp{600000};
 
 struct HealthResult {
   bool passed = false;

@@ -5,8 +5,9 @@
 // thread to stderr, even when it is stuck in C code (a collective, a lock),
 // before it dies of SIGABRT. The agent captures that stderr (WorkerOutput),
 // writes the stacks to LOG_DIR/attempt_N/LOCAL_RANK/stacks.log and puts them in
-// the failure summary. A worker still alive kStackDumpGrace after SIGABRT (it
-// handles or ignores SIGABRT) gets the signal its timer asked for.
+// the failure summary. A worker still alive AgentSettings::stack_dump_grace_ms
+// (5 s) after SIGABRT (it handles or ignores SIGABRT) gets the signal its timer
+// asked for.
 //
 // The pure helpers for that live here; agent.cc does the signalling.
 #pragma once
@@ -21,7 +22,6 @@
 
 namespace elastic {
 
-constexpr std::chrono::milliseconds kStackDumpGrace{5000};
 constexpr size_t kMaxStackCapture = 64 * 1024;  // bytes of stderr kept after SIGABRT
 
 // The timer whose expiry made a worker hang, and where its stacks went.

@@ -22,10 +22,9 @@ namespace elastic {
 namespace {
 
 constexpr size_t kMaxSource = 256 * 1024;    // imports are at the top
-constexpr int kTimeoutMs = 10000;            // a cold interpreter on a shared filesystem
 
 // 1: the interpreter finds torch; 0: it does not; -1: cannot tell.
-int PythonFindsTorch(const std::string& python) {
+int PythonFindsTorch(const std::string& python, long long timeout_ms) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -41,11 +40,11 @@ int PythonFindsTorch(const std::string& python) {
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return -1;
   int status = 0;
-  for (int waited = 0;; waited += 10) {
+  for (long long waited = 0;; waited += 10) {
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) return -1;
-    if (waited >= kTimeoutMs) {
+    if (waited >= timeout_ms) {
       kill(pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
@@ -86,13 +85,13 @@ bool SourceImportsTorch(std::string_view text) {
 
 bool CheckInterpreterHasTorch(const LaunchConfig& config, const std::string& python,
                               std::string* err) {
-  std::ifstream file(config.program, std::ios::binary);
+  std::ifstream file(config.spec.program, std::ios::binary);
   if (!file) return true;
   std::string text(kMaxSource, '\0');
   file.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(file.gcount()));
   if (!SourceImportsTorch(text)) return true;
-  int found = PythonFindsTorch(python);
+  int found = PythonFindsTorch(python, config.agent.interpreter_check_timeout_ms);
   if (found < 0) {
     Log(LogLevel::kDebug, "could not ask {} whether it has torch; going on", python);
     return true;
@@ -101,7 +100,7 @@ bool CheckInterpreterHasTorch(const LaunchConfig& config, const std::string& pyt
   *err = fmt::format(
       "the interpreter '{}' cannot import torch, which {} imports: every worker would fail; "
       "give an interpreter that has it with --python=PATH (e.g. your venv's bin/python)",
-      python, config.program);
+      python, config.spec.program);
   return false;
 }
 

@@ -16,34 +16,67 @@ TEST(LaunchConfigTest, Defaults) {
   Parsed p = Parse({"train.py"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
   const LaunchConfig& c = p.config;
-  EXPECT_EQ(c.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 1}));
-  EXPECT_EQ(c.rdzv.max_restarts, 0);
-  EXPECT_EQ(c.rdzv.min_nodes, 1);
-  EXPECT_EQ(c.rdzv.max_nodes, 1);
-  EXPECT_EQ(c.rdzv.run_id, "none");
-  EXPECT_EQ(c.rdzv.backend, "static");  // torchrun's default
-  EXPECT_EQ(c.rdzv.node_rank, -1);
-  EXPECT_EQ(c.shutdown_timeout_ms, 30000);
-  EXPECT_EQ(c.role, "default");
-  EXPECT_EQ(c.python, "python3");
-  EXPECT_EQ(c.bind, BindMode::kAuto);
-  EXPECT_EQ(c.membind, MemBind::kPreferred);
-  EXPECT_FALSE(c.rdzv.endpoint);
-  EXPECT_EQ(c.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
-  EXPECT_EQ(c.program, "train.py");
-  EXPECT_TRUE(c.args.empty());
+  EXPECT_EQ(c.spec.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 1}));
+  EXPECT_EQ(c.spec.rdzv.max_restarts, 0);
+  EXPECT_EQ(c.spec.rdzv.min_nodes, 1);
+  EXPECT_EQ(c.spec.rdzv.max_nodes, 1);
+  EXPECT_EQ(c.spec.rdzv.run_id, "none");
+  EXPECT_EQ(c.spec.rdzv.backend, "static");  // torchrun's default
+  EXPECT_EQ(c.spec.rdzv.node_rank, -1);
+  EXPECT_EQ(c.agent.shutdown_timeout_ms, 30000);
+  EXPECT_EQ(c.spec.role, "default");
+  EXPECT_EQ(c.spec.python, "python3");
+  EXPECT_EQ(c.spec.bind, BindMode::kAuto);
+  EXPECT_EQ(c.spec.membind, MemBind::kPreferred);
+  EXPECT_FALSE(c.spec.rdzv.endpoint);
+  EXPECT_EQ(c.spec.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
+  EXPECT_EQ(c.spec.program, "train.py");
+  EXPECT_TRUE(c.spec.args.empty());
+}
+
+// The deadlines that no option sets: the values they had as literals where they
+// were used (users' scripts and docs name them: "checking again in 10 s").
+TEST(LaunchConfigTest, FixedDeadlinesKeepTheirValues) {
+  Parsed p = Parse({"train.py"});
+  ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+  const AgentSettings& a = p.config.agent;
+  const struct {
+    const char* name;
+    long long got, want;
+  } rows[] = {
+      {"zygote_ready_timeout_ms", a.zygote_ready_timeout_ms, 300000},
+      {"zygote_spawn_timeout_ms", a.zygote_spawn_timeout_ms, 10000},
+      {"stack_dump_grace_ms", a.stack_dump_grace_ms, 5000},
+      {"crash_loop_answer_timeout_ms", a.crash_loop_answer_timeout_ms, 10000},
+      {"progress_read_timeout_ms", a.progress_read_timeout_ms, 10000},
+      {"slurm_comment_timeout_ms", a.slurm_comment_timeout_ms, 10000},
+      {"health_check_recheck_ms", a.health_check_recheck_ms, 10000},
+      {"health_check_give_up_ms", a.health_check_give_up_ms, 600000},
+      {"node_state_timeout_ms", a.node_state_timeout_ms, 10000},
+      {"node_state_recheck_ms", a.node_state_recheck_ms, 10000},
+      {"node_state_min_interval_ms", a.node_state_min_interval_ms, 5000},
+      {"requeue_timeout_ms", a.requeue_timeout_ms, 30000},
+      {"min_kill_wait_ms", a.min_kill_wait_ms, 1000},
+      {"interpreter_check_timeout_ms", a.interpreter_check_timeout_ms, 10000},
+      {"task_records_timeout_ms", a.task_records_timeout_ms, 60000},
+      {"task_agent_start_timeout_ms", a.task_agent_start_timeout_ms, 120000},
+      {"status_connect_timeout_ms", a.status_connect_timeout_ms, 5000},
+      {"status_deadline_ms", a.status_deadline_ms, 15000},
+      {"guardian_kill_timeout_ms", a.guardian_kill_timeout_ms, 30000},
+  };
+  for (const auto& row : rows) EXPECT_EQ(row.got, row.want) << row.name;
 }
 
 TEST(LaunchConfigTest, CrashLoopSettings) {
   Parsed d = Parse({"train.py"});
-  EXPECT_EQ(d.config.crash_loop_count, 3);
-  EXPECT_EQ(d.config.crash_loop_window_ms, 60000);
+  EXPECT_EQ(d.config.agent.crash_loop_count, 3);
+  EXPECT_EQ(d.config.agent.crash_loop_window_ms, 60000);
   Parsed p = Parse({"--crash-loop-count=0", "--crash_loop_window", "2.5", "train.py"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.crash_loop_count, 0);
-  EXPECT_EQ(p.config.crash_loop_window_ms, 2500);
+  EXPECT_EQ(p.config.agent.crash_loop_count, 0);
+  EXPECT_EQ(p.config.agent.crash_loop_window_ms, 2500);
   Parsed e = Parse({"train.py"}, {{"PET_CRASH_LOOP_COUNT", "5"}});
-  EXPECT_EQ(e.config.crash_loop_count, 5);
+  EXPECT_EQ(e.config.agent.crash_loop_count, 5);
   Parsed bad = Parse({"--crash-loop-count=-1", "train.py"});
   EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
   EXPECT_NE(bad.err.find("--crash-loop-count"), std::string::npos) << bad.err;
@@ -83,7 +116,7 @@ TEST(LaunchConfigTest, UninterruptibleTimeout) {
       continue;
     }
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-    EXPECT_EQ(p.config.uninterruptible_timeout_ms, c.want_ms) << c.args[0];
+    EXPECT_EQ(p.config.agent.uninterruptible_timeout_ms, c.want_ms) << c.args[0];
     EXPECT_EQ(!p.config.warnings.empty(), c.warned);
   }
 }
@@ -120,19 +153,19 @@ TEST(LaunchConfigTest, NativeStacksSettings) {
       continue;
     }
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-    EXPECT_EQ(p.config.native_stacks, c.mode);
-    EXPECT_EQ(p.config.native_stacks_timeout_ms, c.timeout_ms);
+    EXPECT_EQ(p.config.agent.native_stacks, c.mode);
+    EXPECT_EQ(p.config.agent.native_stacks_timeout_ms, c.timeout_ms);
   }
 }
 
 TEST(LaunchConfigTest, NodeMultiple) {
-  EXPECT_EQ(Parse({"train.py"}).config.rdzv.node_multiple, 1);
+  EXPECT_EQ(Parse({"train.py"}).config.spec.rdzv.node_multiple, 1);
   Parsed p = Parse({"--nnodes=2:4", "--node-multiple=2", "train.py"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.rdzv.node_multiple, 2);
+  EXPECT_EQ(p.config.spec.rdzv.node_multiple, 2);
   Parsed e = Parse({"--nnodes=4:8", "train.py"}, {{"PET_NODE_MULTIPLE", "4"}});
   ASSERT_EQ(e.outcome, ParseOutcome::kRun) << e.err;
-  EXPECT_EQ(e.config.rdzv.node_multiple, 4);
+  EXPECT_EQ(e.config.spec.rdzv.node_multiple, 4);
   Parsed bad = Parse({"--nnodes=3:3", "--node_multiple", "2", "train.py"});
   EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
   EXPECT_NE(bad.err.find("--node-multiple"), std::string::npos) << bad.err;
@@ -147,20 +180,20 @@ TEST(LaunchConfigTest, DashedAndUnderscoredSpellings) {
   Parsed b = Parse({"--nproc_per_node=4", "--max_restarts", "3", "train.py"});
   for (const Parsed* p : {&a, &b}) {
     ASSERT_EQ(p->outcome, ParseOutcome::kRun) << p->err;
-    EXPECT_EQ(p->config.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 4}));
-    EXPECT_EQ(p->config.nproc, 4);
-    EXPECT_EQ(p->config.rdzv.max_restarts, 3);
+    EXPECT_EQ(p->config.spec.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 4}));
+    EXPECT_EQ(p->config.spec.nproc, 4);
+    EXPECT_EQ(p->config.spec.rdzv.max_restarts, 3);
   }
 }
 
 TEST(LaunchConfigTest, ProgramArgumentsAreNotParsed) {
   Parsed p = Parse({"--standalone", "python3", "train.py", "--max-restarts=9", "-v"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.program, "python3");
-  EXPECT_EQ(p.config.args, (std::vector<std::string>{"train.py", "--max-restarts=9", "-v"}));
-  EXPECT_EQ(p.config.rdzv.max_restarts, 0);
-  EXPECT_FALSE(p.config.verbose);
-  EXPECT_TRUE(p.config.rdzv.standalone);
+  EXPECT_EQ(p.config.spec.program, "python3");
+  EXPECT_EQ(p.config.spec.args, (std::vector<std::string>{"train.py", "--max-restarts=9", "-v"}));
+  EXPECT_EQ(p.config.spec.rdzv.max_restarts, 0);
+  EXPECT_FALSE(p.config.agent.verbose);
+  EXPECT_TRUE(p.config.spec.rdzv.standalone);
 }
 
 TEST(LaunchConfigTest, EveryTorchrunOption) {
@@ -171,46 +204,46 @@ TEST(LaunchConfigTest, EveryTorchrunOption) {
                     "--virtual-local-rank", "--monitor-interval=5", "--local-addr=10.0.0.1", "prog"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
   const LaunchConfig& c = p.config;
-  EXPECT_EQ(c.rdzv.min_nodes, 2);
-  EXPECT_EQ(c.rdzv.max_nodes, 4);
-  EXPECT_EQ(c.rdzv.node_rank, 1);
-  ASSERT_TRUE(c.rdzv.endpoint);
-  EXPECT_EQ(*c.rdzv.endpoint, (Endpoint{"host", 1234}));
-  EXPECT_EQ(c.rdzv.run_id, "job7");
-  ASSERT_EQ(c.rdzv.conf.size(), 2u);
-  EXPECT_EQ(c.rdzv.conf[0], (std::pair<std::string, std::string>{"join_timeout", "5"}));
-  EXPECT_EQ(c.rdzv.local_addr, "10.0.0.1");
-  EXPECT_EQ(c.role, "trainer");
-  EXPECT_EQ(c.redirects.For(0), kStdOut);
-  EXPECT_EQ(c.redirects.For(1), kStdBoth);
-  EXPECT_EQ(c.redirects.For(2), kStdNone);
-  EXPECT_EQ(c.tee.For(5), kStdErr);
-  EXPECT_EQ(c.log_dir, "/tmp/x");
-  EXPECT_EQ(c.local_ranks_filter, (std::vector<int>{0, 2}));
-  EXPECT_TRUE(c.no_python);
-  EXPECT_EQ(c.signals_to_handle, (std::vector<int>{SIGTERM, SIGUSR1}));
-  EXPECT_EQ(c.shutdown_timeout_ms, 2500);
-  EXPECT_TRUE(c.virtual_local_rank);
-  EXPECT_EQ(c.monitor_interval_ms, 5000);
+  EXPECT_EQ(c.spec.rdzv.min_nodes, 2);
+  EXPECT_EQ(c.spec.rdzv.max_nodes, 4);
+  EXPECT_EQ(c.spec.rdzv.node_rank, 1);
+  ASSERT_TRUE(c.spec.rdzv.endpoint);
+  EXPECT_EQ(*c.spec.rdzv.endpoint, (Endpoint{"host", 1234}));
+  EXPECT_EQ(c.spec.rdzv.run_id, "job7");
+  ASSERT_EQ(c.spec.rdzv.conf.size(), 2u);
+  EXPECT_EQ(c.spec.rdzv.conf[0], (std::pair<std::string, std::string>{"join_timeout", "5"}));
+  EXPECT_EQ(c.spec.rdzv.local_addr, "10.0.0.1");
+  EXPECT_EQ(c.spec.role, "trainer");
+  EXPECT_EQ(c.agent.redirects.For(0), kStdOut);
+  EXPECT_EQ(c.agent.redirects.For(1), kStdBoth);
+  EXPECT_EQ(c.agent.redirects.For(2), kStdNone);
+  EXPECT_EQ(c.agent.tee.For(5), kStdErr);
+  EXPECT_EQ(c.agent.log_dir, "/tmp/x");
+  EXPECT_EQ(c.agent.local_ranks_filter, (std::vector<int>{0, 2}));
+  EXPECT_TRUE(c.spec.no_python);
+  EXPECT_EQ(c.spec.signals_to_handle, (std::vector<int>{SIGTERM, SIGUSR1}));
+  EXPECT_EQ(c.agent.shutdown_timeout_ms, 2500);
+  EXPECT_TRUE(c.spec.virtual_local_rank);
+  EXPECT_EQ(c.agent.monitor_interval_ms, 5000);
 }
 
 TEST(LaunchConfigTest, StandaloneForcesOneNode) {
   Parsed p = Parse({"--standalone", "--nnodes=3", "x"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.rdzv.max_nodes, 1);
-  EXPECT_FALSE(p.config.rdzv.endpoint);
+  EXPECT_EQ(p.config.spec.rdzv.max_nodes, 1);
+  EXPECT_FALSE(p.config.spec.rdzv.endpoint);
 }
 
 TEST(LaunchConfigTest, PetEnvironmentVariables) {
   Parsed p = Parse({"train.py"}, {{"PET_NPROC_PER_NODE", "3"}, {"PET_MAX_RESTARTS", "2"},
                                   {"PET_STANDALONE", "1"}, {"PET_RDZV_ID", "abc"}, {"PET_BIND", "none"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 3}));
-  EXPECT_EQ(p.config.rdzv.max_restarts, 2);
-  EXPECT_TRUE(p.config.rdzv.standalone);
-  EXPECT_EQ(p.config.rdzv.run_id.size(), 36u);  // --standalone: a fresh uuid, as torchrun
-  EXPECT_EQ(Parse({"train.py"}, {{"PET_RDZV_ID", "abc"}}).config.rdzv.run_id, "abc");
-  EXPECT_EQ(p.config.bind, BindMode::kNone);
+  EXPECT_EQ(p.config.spec.nproc_spec, (NprocSpec{NprocSpec::Kind::kCount, 3}));
+  EXPECT_EQ(p.config.spec.rdzv.max_restarts, 2);
+  EXPECT_TRUE(p.config.spec.rdzv.standalone);
+  EXPECT_EQ(p.config.spec.rdzv.run_id.size(), 36u);  // --standalone: a fresh uuid, as torchrun
+  EXPECT_EQ(Parse({"train.py"}, {{"PET_RDZV_ID", "abc"}}).config.spec.rdzv.run_id, "abc");
+  EXPECT_EQ(p.config.spec.bind, BindMode::kNone);
 }
 
 // Where a token may come from, and which source is warned about: only the
@@ -235,9 +268,9 @@ TEST(LaunchConfigTest, TokenOnTheCommandLineIsFlagged) {
   for (const Row& row : rows) {
     Parsed p = Parse(row.args, row.env);
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << row.name << ": " << p.err;
-    EXPECT_EQ(p.config.rdzv.token_in_argv, row.in_argv) << row.name;
-    EXPECT_EQ(p.config.rdzv.token, row.token) << row.name;
-    EXPECT_EQ(p.config.rdzv.token_file, row.token_file) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.token_in_argv, row.in_argv) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.token, row.token) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.token_file, row.token_file) << row.name;
   }
 }
 
@@ -246,7 +279,7 @@ TEST(LaunchConfigTest, TokenOnTheCommandLineIsFlagged) {
 TEST(LaunchConfigTest, PeersComeFromTheEnvironment) {
   Parsed p = Parse({"t.py"}, {{"ELASTIC_RDZV_PEERS", "10.0.0.1,10.0.0.2"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.rdzv.peers, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
+  EXPECT_EQ(p.config.spec.rdzv.peers, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
   Parsed bad = Parse({"t.py"}, {{"ELASTIC_RDZV_PEERS", "n1,10.0.0.2"}});
   EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
   EXPECT_NE(bad.err.find("ELASTIC_RDZV_PEERS: 'n1'"), std::string::npos) << bad.err;
@@ -273,15 +306,15 @@ TEST(LaunchConfigTest, SlurmStepGivesNodeRankAndExpectedNodes) {
   for (const Row& row : rows) {
     Parsed p = Parse(row.args, row.env);
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << row.name << ": " << p.err;
-    EXPECT_EQ(p.config.rdzv.node_rank, row.node_rank) << row.name;
-    EXPECT_EQ(p.config.rdzv.expected_nodes.value_or(-1), row.expected_nodes) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.node_rank, row.node_rank) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.expected_nodes.value_or(-1), row.expected_nodes) << row.name;
   }
 }
 
 TEST(LaunchConfigTest, TokenComesFromTheEnvironmentMap) {
   Parsed p = Parse({"x"}, {{"ELASTIC_RDZV_TOKEN", "s3cret"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.rdzv.token, "s3cret");
+  EXPECT_EQ(p.config.spec.rdzv.token, "s3cret");
 }
 
 TEST(MergePmixInfoTest, HostFromPmixPortFromThePlugin) {
@@ -292,22 +325,22 @@ TEST(MergePmixInfoTest, HostFromPmixPortFromThePlugin) {
   info.node_rank = 2;
   info.nnodes = 3;
   info.host_address = "fd00::1";
-  MergePmixInfo(info, &p.config.rdzv);
-  EXPECT_EQ(*p.config.rdzv.endpoint, (Endpoint{"fd00::1", 61000}));
-  EXPECT_EQ(p.config.rdzv.node_rank, 2);
-  EXPECT_EQ(p.config.rdzv.expected_nodes, 3);
+  MergePmixInfo(info, &p.config.spec.rdzv);
+  EXPECT_EQ(*p.config.spec.rdzv.endpoint, (Endpoint{"fd00::1", 61000}));
+  EXPECT_EQ(p.config.spec.rdzv.node_rank, 2);
+  EXPECT_EQ(p.config.spec.rdzv.expected_nodes, 3);
   info.nnodes = 5;  // outside --nnodes: not a count to wait for
-  p.config.rdzv.expected_nodes.reset();
-  MergePmixInfo(info, &p.config.rdzv);
-  EXPECT_FALSE(p.config.rdzv.expected_nodes);
+  p.config.spec.rdzv.expected_nodes.reset();
+  MergePmixInfo(info, &p.config.spec.rdzv);
+  EXPECT_FALSE(p.config.spec.rdzv.expected_nodes);
 }
 
 TEST(LaunchConfigTest, CommandLineBeatsPetBeatsDefault) {
   Parsed p = Parse({"--max-restarts=5", "train.py"}, {{"PET_MAX_RESTARTS", "2"}, {"PET_ROLE", "r"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.rdzv.max_restarts, 5);
-  EXPECT_EQ(p.config.role, "r");
-  EXPECT_EQ(p.config.shutdown_timeout_ms, 30000);
+  EXPECT_EQ(p.config.spec.rdzv.max_restarts, 5);
+  EXPECT_EQ(p.config.spec.role, "r");
+  EXPECT_EQ(p.config.agent.shutdown_timeout_ms, 30000);
 }
 
 // The job's end time tells the time limit's SIGTERM (launcher/slurm_stop.h):
@@ -315,22 +348,22 @@ TEST(LaunchConfigTest, CommandLineBeatsPetBeatsDefault) {
 TEST(LaunchConfigTest, JobEndTimeFromSlurmElseFromThePlugin) {
   Parsed slurm = Parse({"x"}, {{"SLURM_JOB_END_TIME", "1764692400"}, {"ELASTIC_JOB_END_TIME", "5"}});
   ASSERT_EQ(slurm.outcome, ParseOutcome::kRun) << slurm.err;
-  EXPECT_EQ(slurm.config.job_end_time, std::optional<int64_t>(1764692400));
+  EXPECT_EQ(slurm.config.agent.job_end_time, std::optional<int64_t>(1764692400));
   Parsed plugin = Parse({"x"}, {{"ELASTIC_JOB_END_TIME", "1764692401"}});
-  EXPECT_EQ(plugin.config.job_end_time, std::optional<int64_t>(1764692401));
+  EXPECT_EQ(plugin.config.agent.job_end_time, std::optional<int64_t>(1764692401));
   Parsed bad = Parse({"x"}, {{"SLURM_JOB_END_TIME", "0"}, {"ELASTIC_JOB_END_TIME", "1764692402"}});
-  EXPECT_EQ(bad.config.job_end_time, std::optional<int64_t>(1764692402));
-  EXPECT_EQ(Parse({"x"}, {}).config.job_end_time, std::nullopt);
+  EXPECT_EQ(bad.config.agent.job_end_time, std::optional<int64_t>(1764692402));
+  EXPECT_EQ(Parse({"x"}, {}).config.agent.job_end_time, std::nullopt);
 }
 
 TEST(LaunchConfigTest, SpankWrappedReadsNoOptionsFromArgv) {
   Parsed p = Parse({"--max-restarts=5", "data.txt"},
                    {{"ELASTIC_SPANK_ARGV0", "train.py"}, {"PET_MAX_RESTARTS", "1"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_TRUE(p.config.spank_wrapped);
-  EXPECT_EQ(p.config.program, "train.py");
-  EXPECT_EQ(p.config.args, (std::vector<std::string>{"--max-restarts=5", "data.txt"}));
-  EXPECT_EQ(p.config.rdzv.max_restarts, 1);
+  EXPECT_TRUE(p.config.agent.spank_wrapped);
+  EXPECT_EQ(p.config.spec.program, "train.py");
+  EXPECT_EQ(p.config.spec.args, (std::vector<std::string>{"--max-restarts=5", "data.txt"}));
+  EXPECT_EQ(p.config.spec.rdzv.max_restarts, 1);
 }
 
 // How the plugin wraps the task differs by Slurm version; the program the user
@@ -351,8 +384,8 @@ TEST(LaunchConfigTest, SpankWrappedProgramIsTheTasksOwnOnEverySlurm) {
     env["ELASTIC_SPANK_ARGV0"] = "python3";
     Parsed p = Parse(c.argv, env);
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << c.slurm << ": " << p.err;
-    EXPECT_EQ(p.config.program, "python3") << c.slurm;
-    EXPECT_EQ(p.config.args, (std::vector<std::string>{"train.py", "--epochs", "2"})) << c.slurm;
+    EXPECT_EQ(p.config.spec.program, "python3") << c.slurm;
+    EXPECT_EQ(p.config.spec.args, (std::vector<std::string>{"train.py", "--epochs", "2"})) << c.slurm;
   }
 }
 
@@ -417,11 +450,11 @@ TEST(LaunchConfigTest, HelpListsEveryOptionWithDefaults) {
 }
 
 TEST(LaunchConfigTest, PreloadModuleList) {
-  EXPECT_TRUE(Parse({"x"}).config.preload.empty());
-  EXPECT_EQ(Parse({"--preload=torch", "x"}).config.preload, (std::vector<std::string>{"torch"}));
-  EXPECT_EQ(Parse({"--preload", "torch,numpy.random,_my_mod2", "x"}).config.preload,
+  EXPECT_TRUE(Parse({"x"}).config.spec.preload.empty());
+  EXPECT_EQ(Parse({"--preload=torch", "x"}).config.spec.preload, (std::vector<std::string>{"torch"}));
+  EXPECT_EQ(Parse({"--preload", "torch,numpy.random,_my_mod2", "x"}).config.spec.preload,
             (std::vector<std::string>{"torch", "numpy.random", "_my_mod2"}));
-  EXPECT_EQ(Parse({"x"}, {{"PET_PRELOAD", "torch"}}).config.preload, (std::vector<std::string>{"torch"}));
+  EXPECT_EQ(Parse({"x"}, {{"PET_PRELOAD", "torch"}}).config.spec.preload, (std::vector<std::string>{"torch"}));
 }
 
 TEST(LaunchConfigTest, Version) {
@@ -433,8 +466,8 @@ TEST(LaunchConfigTest, Version) {
 TEST(LaunchConfigTest, PrintBindingNeedsNoProgram) {
   Parsed p = Parse({"--print-binding=json"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.print_binding, "json");
-  EXPECT_EQ(Parse({"--print-binding"}).config.print_binding, "table");
+  EXPECT_EQ(p.config.agent.print_binding, "json");
+  EXPECT_EQ(Parse({"--print-binding"}).config.agent.print_binding, "table");
 }
 
 // The config as the parser makes it from the environment (GPU lists included).
@@ -448,16 +481,16 @@ TEST(NprocTest, NumberAndGpuSources) {
   std::string err;
   LaunchConfig c = WithEnv("3", {});
   ASSERT_TRUE(ResolveNproc(&c, &err));
-  EXPECT_EQ(c.nproc, 3);
+  EXPECT_EQ(c.spec.nproc, 3);
   c = WithEnv("gpu", {{"CUDA_VISIBLE_DEVICES", "0,2"}, {"SLURM_STEP_GPUS", "0,1,2"}});
   ASSERT_TRUE(ResolveNproc(&c, &err));
-  EXPECT_EQ(c.nproc, 2);
+  EXPECT_EQ(c.spec.nproc, 2);
   c = WithEnv("gpu", {{"SLURM_STEP_GPUS", "4,5,6"}, {"SLURM_JOB_GPUS", "0"}});
   ASSERT_TRUE(ResolveNproc(&c, &err));
-  EXPECT_EQ(c.nproc, 3);
+  EXPECT_EQ(c.spec.nproc, 3);
   c = WithEnv("gpu", {{"SLURM_JOB_GPUS", "1"}});
   ASSERT_TRUE(ResolveNproc(&c, &err));
-  EXPECT_EQ(c.nproc, 1);
+  EXPECT_EQ(c.spec.nproc, 1);
 }
 
 TEST(NprocTest, GpuWithNoneIsAnError) {
@@ -473,8 +506,8 @@ TEST(NprocTest, AutoWithoutGpusIsCpuCount) {
   ASSERT_TRUE(ResolveNproc(&c, &err));
   LaunchConfig cpu = WithEnv("cpu", {});
   ASSERT_TRUE(ResolveNproc(&cpu, &err));
-  EXPECT_EQ(c.nproc, cpu.nproc);
-  EXPECT_GE(cpu.nproc, 1);
+  EXPECT_EQ(c.spec.nproc, cpu.spec.nproc);
+  EXPECT_GE(cpu.spec.nproc, 1);
 }
 
 TEST(NprocTest, GpuCountsOfEveryListForm) {
@@ -494,10 +527,10 @@ TEST(NprocTest, GpuCountsOfEveryListForm) {
     std::string err;
     ASSERT_TRUE(ResolveNproc(&c, &err)) << row.list << ": " << err;
     if (row.gpus > 0) {
-      EXPECT_EQ(c.nproc, row.gpus) << row.name << "=" << row.list;
+      EXPECT_EQ(c.spec.nproc, row.gpus) << row.name << "=" << row.list;
     }
-    ASSERT_TRUE(c.gpus.cuda_visible_devices || c.gpus.step_gpus);
-    const GpuList& list = c.gpus.cuda_visible_devices ? *c.gpus.cuda_visible_devices : *c.gpus.step_gpus;
+    ASSERT_TRUE(c.spec.gpus.cuda_visible_devices || c.spec.gpus.step_gpus);
+    const GpuList& list = c.spec.gpus.cuda_visible_devices ? *c.spec.gpus.cuda_visible_devices : *c.spec.gpus.step_gpus;
     EXPECT_EQ(list.name, row.name);
     EXPECT_EQ(static_cast<int>(list.devices.size()), row.gpus) << row.list;
   }
@@ -507,7 +540,7 @@ TEST(NprocTest, GpuModeCountsSlurmRangesAndNamesABadList) {
   std::string err;
   LaunchConfig c = WithEnv("gpu", {{"SLURM_STEP_GPUS", "0-3"}});
   ASSERT_TRUE(ResolveNproc(&c, &err)) << err;
-  EXPECT_EQ(c.nproc, 4);
+  EXPECT_EQ(c.spec.nproc, 4);
   c = WithEnv("gpu", {{"SLURM_STEP_GPUS", "0-x"}});
   EXPECT_FALSE(ResolveNproc(&c, &err));
   EXPECT_NE(err.find("--nproc-per-node=gpu: SLURM_STEP_GPUS='0-x'"), std::string::npos) << err;
@@ -517,38 +550,38 @@ TEST(NprocTest, ABadGpuListIsNoErrorWhereNothingReadsIt) {
   LaunchConfig c = WithEnv("2", {{"CUDA_VISIBLE_DEVICES", "0-3"}});
   std::string err;
   ASSERT_TRUE(ResolveNproc(&c, &err)) << err;
-  EXPECT_EQ(c.nproc, 2);
-  ASSERT_TRUE(c.gpus.cuda_visible_devices);
-  EXPECT_FALSE(c.gpus.cuda_visible_devices->ok);
-  EXPECT_NE(c.gpus.cuda_visible_devices->error.find("CUDA_VISIBLE_DEVICES='0-3'"), std::string::npos);
+  EXPECT_EQ(c.spec.nproc, 2);
+  ASSERT_TRUE(c.spec.gpus.cuda_visible_devices);
+  EXPECT_FALSE(c.spec.gpus.cuda_visible_devices->ok);
+  EXPECT_NE(c.spec.gpus.cuda_visible_devices->error.find("CUDA_VISIBLE_DEVICES='0-3'"), std::string::npos);
 }
 
 TEST(WorkerCommandTest, PyRunsUnderPython) {
   LaunchConfig c;
-  c.program = ::testing::TempDir() + "/worker_command_train.py";  // must exist
-  std::ofstream(c.program) << "\n";
-  c.args = {"--lr", "1"};
-  c.python = "/bin/sh";  // any executable stands in for the interpreter
+  c.spec.program = ::testing::TempDir() + "/worker_command_train.py";  // must exist
+  std::ofstream(c.spec.program) << "\n";
+  c.spec.args = {"--lr", "1"};
+  c.spec.python = "/bin/sh";  // any executable stands in for the interpreter
   std::string path, err;
   std::vector<std::string> argv;
   ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/usr/bin:/bin"}}, &path, &argv, &err)) << err;
   EXPECT_EQ(path, "/bin/sh");
-  EXPECT_EQ(argv, (std::vector<std::string>{"/bin/sh", "-u", c.program, "--lr", "1"}));
+  EXPECT_EQ(argv, (std::vector<std::string>{"/bin/sh", "-u", c.spec.program, "--lr", "1"}));
 }
 
 TEST(WorkerCommandTest, ModuleAndNoPython) {
   LaunchConfig c;
-  c.program = "pkg.train";
-  c.module = true;
-  c.python = "sh";
+  c.spec.program = "pkg.train";
+  c.spec.module = true;
+  c.spec.python = "sh";
   std::string path, err;
   std::vector<std::string> argv;
   ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << err;
   EXPECT_EQ(path, "/bin/sh");
   EXPECT_EQ(argv, (std::vector<std::string>{"sh", "-u", "-m", "pkg.train"}));
   LaunchConfig d;
-  d.program = "true";
-  d.no_python = true;
+  d.spec.program = "true";
+  d.spec.no_python = true;
   ASSERT_TRUE(BuildWorkerCommand(d, {{"PATH", "/nonexistent:/bin"}}, &path, &argv, &err)) << err;
   EXPECT_EQ(path, "/bin/true");
   EXPECT_EQ(argv, std::vector<std::string>{"true"});
@@ -556,13 +589,13 @@ TEST(WorkerCommandTest, ModuleAndNoPython) {
 
 TEST(WorkerCommandTest, MissingProgramIsAnError) {
   LaunchConfig c;
-  c.program = "no-such-program-xyz";
+  c.spec.program = "no-such-program-xyz";
   std::string path, err;
   std::vector<std::string> argv;
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("no-such-program-xyz"), std::string::npos);
-  c.program = "x.py";
-  c.python = "no-python-here";
+  c.spec.program = "x.py";
+  c.spec.python = "no-python-here";
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("--python: 'no-python-here'"), std::string::npos) << err;
 }

@@ -10,7 +10,9 @@
 namespace elastic {
 namespace {
 
-std::string EndpointText(const LaunchConfig& c) { return c.rdzv.endpoint ? FormatEndpoint(*c.rdzv.endpoint) : "-"; }
+std::string EndpointText(const LaunchConfig& c) {
+  return c.spec.rdzv.endpoint ? FormatEndpoint(*c.spec.rdzv.endpoint) : "-";
+}
 
 // Where the rendezvous is, by torchrun's rules: --rdzv-endpoint, else (static backend
 // named, or --master-addr given, on more than one node) --master-addr:--master-port.
@@ -50,8 +52,8 @@ TEST(LaunchConfigTorchrunTest, RendezvousEndpointTable) {
     Parsed p = Parse(row.args, row.env);
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << row.name << ": " << p.err;
     EXPECT_EQ(EndpointText(p.config), row.endpoint) << row.name;
-    EXPECT_EQ(p.config.rdzv.node_rank, row.node_rank) << row.name;
-    EXPECT_EQ(p.config.rdzv.backend, row.backend) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.node_rank, row.node_rank) << row.name;
+    EXPECT_EQ(p.config.spec.rdzv.backend, row.backend) << row.name;
   }
 }
 
@@ -101,8 +103,8 @@ TEST(LaunchConfigTorchrunTest, RefusedLinesNameTheOption) {
 TEST(LaunchConfigTorchrunTest, RepeatedOptionLastWins) {
   Parsed p = Parse({"--nproc-per-node=1", "--max-restarts=3", "--nproc_per_node", "2", "--max_restarts=1", "t.py"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.nproc, 2);
-  EXPECT_EQ(p.config.rdzv.max_restarts, 1);
+  EXPECT_EQ(p.config.spec.nproc, 2);
+  EXPECT_EQ(p.config.spec.rdzv.max_restarts, 1);
   p = Parse({"--standalone", "--standalone", "--rdzv-id=a", "--rdzv-id=b", "t.py"});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
 }
@@ -122,12 +124,12 @@ TEST(LaunchConfigTorchrunTest, DashDashAfterTheProgram) {
   for (const Row& row : rows) {
     Parsed p = Parse(row.args);
     ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-    EXPECT_EQ(p.config.args, row.script_args) << row.args[1];
+    EXPECT_EQ(p.config.spec.args, row.script_args) << row.args[1];
   }
   // Under srun --elastic the task's arguments are the user's, as srun gives them.
   Parsed s = Parse({"--", "x"}, {{"ELASTIC_SPANK_ARGV0", "t.py"}});
   ASSERT_EQ(s.outcome, ParseOutcome::kRun) << s.err;
-  EXPECT_EQ(s.config.args, (std::vector<std::string>{"--", "x"}));
+  EXPECT_EQ(s.config.spec.args, (std::vector<std::string>{"--", "x"}));
 }
 
 TEST(LaunchConfigTorchrunTest, StartMethodAccepted) {
@@ -143,22 +145,22 @@ TEST(LaunchConfigTorchrunTest, StandaloneRunIdIsAFreshUuid) {
   Parsed a = Parse({"--standalone", "--rdzv-id=mine", "t.py"});
   Parsed b = Parse({"--standalone", "t.py"});
   ASSERT_EQ(a.outcome, ParseOutcome::kRun) << a.err;
-  const std::string& id = a.config.rdzv.run_id;
+  const std::string& id = a.config.spec.rdzv.run_id;
   ASSERT_EQ(id.size(), 36u) << id;
   EXPECT_EQ(id[8], '-');
   EXPECT_EQ(id[14], '4');
-  EXPECT_NE(id, b.config.rdzv.run_id);
-  EXPECT_EQ(Parse({"t.py"}).config.rdzv.run_id, "none");
+  EXPECT_NE(id, b.config.spec.rdzv.run_id);
+  EXPECT_EQ(Parse({"t.py"}).config.spec.rdzv.run_id, "none");
 }
 
 // The flag, then PET_ (every option's rule), then torchrun's own variable.
 TEST(LaunchConfigTorchrunTest, LogLinePrefixTemplateSources) {
   EnvMap env = {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "${hostname}:${rank} "}};
-  EXPECT_EQ(Parse({"t.py"}).config.log_line_prefix_template, "");
-  EXPECT_EQ(Parse({"t.py"}, env).config.log_line_prefix_template, "${hostname}:${rank} ");
+  EXPECT_EQ(Parse({"t.py"}).config.agent.log_line_prefix_template, "");
+  EXPECT_EQ(Parse({"t.py"}, env).config.agent.log_line_prefix_template, "${hostname}:${rank} ");
   env["PET_LOG_LINE_PREFIX_TEMPLATE"] = "[${rank}] ";
-  EXPECT_EQ(Parse({"t.py"}, env).config.log_line_prefix_template, "[${rank}] ");
-  EXPECT_EQ(Parse({"--log_line_prefix_template=${local_rank}>", "t.py"}, env).config.log_line_prefix_template,
+  EXPECT_EQ(Parse({"t.py"}, env).config.agent.log_line_prefix_template, "[${rank}] ");
+  EXPECT_EQ(Parse({"--log_line_prefix_template=${local_rank}>", "t.py"}, env).config.agent.log_line_prefix_template,
             "${local_rank}>");
 }
 
@@ -195,13 +197,13 @@ TEST(LaunchConfigTorchrunTest, OptionsWithoutAMeaningHereWarnOnce) {
     for (size_t i = 0; i < row.warnings.size(); ++i) {
       EXPECT_NE(p.config.warnings[i].find(row.warnings[i]), std::string::npos) << p.config.warnings[i];
     }
-    EXPECT_EQ(p.config.bind, row.bind) << row.args[0];
+    EXPECT_EQ(p.config.spec.bind, row.bind) << row.args[0];
   }
   // The event record: --events / PET_EVENTS; torchrun's console handler echoes it.
-  EXPECT_TRUE(Parse({"--event-log-handler=console", "t.py"}).config.events_to_console);
-  EXPECT_FALSE(Parse({"--event-log-handler=null", "t.py"}).config.events_to_console);
-  EXPECT_EQ(Parse({"--events=/x/e.jsonl", "t.py"}).config.events_path, "/x/e.jsonl");
-  EXPECT_EQ(Parse({"t.py"}, {{"PET_EVENTS", "/y.jsonl"}}).config.events_path, "/y.jsonl");
+  EXPECT_TRUE(Parse({"--event-log-handler=console", "t.py"}).config.agent.events_to_console);
+  EXPECT_FALSE(Parse({"--event-log-handler=null", "t.py"}).config.agent.events_to_console);
+  EXPECT_EQ(Parse({"--events=/x/e.jsonl", "t.py"}).config.agent.events_path, "/x/e.jsonl");
+  EXPECT_EQ(Parse({"t.py"}, {{"PET_EVENTS", "/y.jsonl"}}).config.agent.events_path, "/y.jsonl");
   Parsed bad = Parse({"--numa-binding=rack", "t.py"});
   ASSERT_EQ(bad.outcome, ParseOutcome::kUsageError);
   EXPECT_NE(bad.err.find("--numa-binding"), std::string::npos) << bad.err;
@@ -213,18 +215,18 @@ TEST(LaunchConfigTorchrunTest, TorchrunVariables) {
   Parsed p = Parse({"t.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "120"}, {"PYTHON_EXEC", "/opt/py/bin/python3"},
                               {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGUSR1"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.shutdown_timeout_ms, 120000);
-  EXPECT_EQ(p.config.python, "/opt/py/bin/python3");
+  EXPECT_EQ(p.config.agent.shutdown_timeout_ms, 120000);
+  EXPECT_EQ(p.config.spec.python, "/opt/py/bin/python3");
   // torchrun 2.14 sets TORCHELASTIC_SIGNALS_TO_HANDLE from its flag, never reads the user's.
-  EXPECT_EQ(p.config.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
-  EXPECT_EQ(p.config.signals_to_handle_text, "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
+  EXPECT_EQ(p.config.spec.signals_to_handle, (std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT}));
+  EXPECT_EQ(p.config.spec.signals_to_handle_text, "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
   p = Parse({"--signals_to_handle=SIGTERM,SIGUSR1", "t.py"});
-  EXPECT_EQ(p.config.signals_to_handle_text, "SIGTERM,SIGUSR1");
+  EXPECT_EQ(p.config.spec.signals_to_handle_text, "SIGTERM,SIGUSR1");
   p = Parse({"--shutdown-timeout=5", "t.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "120"}, {"PET_PYTHON", "py"},
                                                {"PYTHON_EXEC", "other"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
-  EXPECT_EQ(p.config.shutdown_timeout_ms, 5000);
-  EXPECT_EQ(p.config.python, "py");
+  EXPECT_EQ(p.config.agent.shutdown_timeout_ms, 5000);
+  EXPECT_EQ(p.config.spec.python, "py");
   p = Parse({"t.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "soon"}});
   ASSERT_EQ(p.outcome, ParseOutcome::kUsageError);
   EXPECT_NE(p.err.find("TORCH_ELASTIC_SHUTDOWN_TIMEOUT"), std::string::npos) << p.err;

@@ -28,7 +28,7 @@ struct RendezvousOptions {
   int node_rank = -1;                 // --node-rank, else SLURM_NODEID, else PMIx: preferred rank; -1 = join order
   std::optional<int> expected_nodes;  // SLURM_NNODES or PMIx (within MIN:MAX); --rdzv-conf expected_nodes wins
   std::string backend = "static";     // --rdzv-backend: static (torchrun's default) or c10d, both
-                                      // elasticrun's host/client rendezvous (launch_config.cc)
+                                      // elasticrun's host/client rendezvous (launch_convert.cc)
   std::optional<Endpoint> endpoint;   // --rdzv-endpoint HOST[:PORT] (host from PMIx under the plugin),
                                       // else --master-addr:--master-port (static); port 0: a free one
   std::string run_id = "none";        // --rdzv-id

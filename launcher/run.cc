@@ -40,16 +40,16 @@ std::string Get(const EnvMap& env, const char* key) {
 class LogDir {
  public:
   bool Make(const LaunchConfig& config, const EnvMap& env, std::string* err) {
-    if (!config.log_dir.empty()) {
+    if (!config.agent.log_dir.empty()) {
       std::error_code ec;
-      std::filesystem::create_directories(config.log_dir, ec);
+      std::filesystem::create_directories(config.agent.log_dir, ec);
       if (ec) {
-        *err = fmt::format("--log-dir: '{}': {}", config.log_dir, ec.message());
+        *err = fmt::format("--log-dir: '{}': {}", config.agent.log_dir, ec.message());
         return false;
       }
-      std::string run = config.rdzv.run_id;
+      std::string run = config.spec.rdzv.run_id;
       std::replace(run.begin(), run.end(), '/', '_');  // a name in the directory, never a path
-      std::string templ = fmt::format("{}/{}_XXXXXX", config.log_dir, run);
+      std::string templ = fmt::format("{}/{}_XXXXXX", config.agent.log_dir, run);
       if (mkdtemp(templ.data()) == nullptr) {
         *err = fmt::format("--log-dir: cannot create '{}': {}", templ, strerror(errno));
         return false;
@@ -81,30 +81,30 @@ class LogDir {
 
 BindingRequest MakeBindingRequest(const LaunchConfig& config, const EnvMap& env) {
   BindingRequest r;
-  r.mode = config.bind;
-  r.membind = config.membind;
-  r.topology_file = config.topology.empty() ? Get(env, "HWLOC_XMLFILE") : config.topology;
-  r.cpus_allowed = config.cpus_allowed;
-  r.gpu_vendor = config.gpu_vendor;
-  r.cuda_visible_devices = config.gpus.cuda_visible_devices;  // parsed once (launch_config.cc)
-  r.slurm_step_gpus = config.gpus.step_gpus;
-  r.nproc = config.nproc;
+  r.mode = config.spec.bind;
+  r.membind = config.spec.membind;
+  r.topology_file = config.spec.topology.empty() ? Get(env, "HWLOC_XMLFILE") : config.spec.topology;
+  r.cpus_allowed = config.spec.cpus_allowed;
+  r.gpu_vendor = config.spec.gpu_vendor;
+  r.cuda_visible_devices = config.spec.gpus.cuda_visible_devices;  // parsed once (launch_convert.cc)
+  r.slurm_step_gpus = config.spec.gpus.step_gpus;
+  r.nproc = config.spec.nproc;
   return r;
 }
 
-// Fills spec->cpus/cores/bind from the binding plan. A plan that cannot be made is an
+// Fills workers->cpus/cores/bind from the binding plan. A plan that cannot be made is an
 // error: nothing starts. With --print-binding the plan is the answer.
-bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec, int* exit_code) {
+bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerPlan* workers, int* exit_code) {
   auto plan = std::make_shared<BindingPlan>();
   std::string err;
   bool planned = PlanBinding(MakeBindingRequest(config, env), plan.get(), &err);
-  if (!config.print_binding.empty()) {
+  if (!config.agent.print_binding.empty()) {
     if (!planned) {
       Log(LogLevel::kError, "binding: {}", err);
       *exit_code = 1;
       return false;
     }
-    std::string text = config.print_binding == "json" ? PlanToJson(*plan) : PlanToTable(*plan);
+    std::string text = config.agent.print_binding == "json" ? PlanToJson(*plan) : PlanToTable(*plan);
     fmt::print("{}{}", text, text.empty() || text.back() == '\n' ? "" : "\n");
     *exit_code = 0;
     return false;
@@ -121,13 +121,13 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
   // agent's job-level events: not the whole table on every run.
   if (LogVerbose()) {
     Log(LogLevel::kInfo, "binding plan:\n{}", PlanToTable(*plan));
-  } else if (!plan->note.empty() && config.rdzv.node_rank <= 0) {
+  } else if (!plan->note.empty() && config.spec.rdzv.node_rank <= 0) {
     Log(LogLevel::kInfo, "binding: note: {} (the whole plan: {})", plan->note,
-        config.spank_wrapped ? "export PET_VERBOSE=1" : "-v");
+        config.agent.spank_wrapped ? "export PET_VERBOSE=1" : "-v");
   }
   for (size_t i = 0; i < plan->workers.size(); ++i) {
-    spec->cpus.push_back(plan->workers[i].cpus);
-    spec->cores.push_back(OmpThreads(*plan, i));
+    workers->cpus.push_back(plan->workers[i].cpus);
+    workers->cores.push_back(OmpThreads(*plan, i));
   }
   if (plan->mode != BindMode::kNone && plan->this_system) {
     auto kernel = std::make_shared<std::vector<KernelBinding>>(plan->workers.size());
@@ -138,8 +138,8 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
         return false;
       }
     }
-    spec->kernel_binding = kernel;
-    spec->bind = [kernel](int local_rank, const char** call) {
+    workers->kernel_binding = kernel;
+    workers->bind = [kernel](int local_rank, const char** call) {
       if (local_rank >= static_cast<int>(kernel->size())) return 0;
       return ApplyKernelBinding((*kernel)[local_rank], call);
     };
@@ -154,26 +154,26 @@ bool PlanWorkers(const LaunchConfig& config, const EnvMap& env, WorkerSpec* spec
 std::unique_ptr<EventWriter> MakeEventWriter(EventLoop& loop, const LaunchConfig& config,
                                              const std::string& log_dir, std::string* err) {
   std::vector<EventWriter::File> files;
-  if (!config.events_path.empty()) {
+  if (!config.agent.events_path.empty()) {
     EventWriter::File f;
-    if (!EventWriter::OpenFile(config.events_path, "--events", &f, err)) return nullptr;
+    if (!EventWriter::OpenFile(config.agent.events_path, "--events", &f, err)) return nullptr;
     files.push_back(std::move(f));
   }
-  if (!config.log_dir.empty()) {
+  if (!config.agent.log_dir.empty()) {
     EventWriter::File f;
     if (!EventWriter::OpenFile(log_dir + "/events.jsonl", "--log-dir", &f, err)) return nullptr;
     files.push_back(std::move(f));
   }
-  return std::make_unique<EventWriter>(loop, std::move(files), config.events_to_console, WallClockMillis);
+  return std::make_unique<EventWriter>(loop, std::move(files), config.agent.events_to_console, WallClockMillis);
 }
 
 // One task per GPU (task_group.h): worker K gets task K's CPU affinity, as Slurm
 // bound that task (--cpu-bind), instead of a plan of our own.
-bool BindAsTasks(const std::vector<TaskRecord>& tasks, WorkerSpec* spec, int* exit_code) {
+bool BindAsTasks(const std::vector<TaskRecord>& tasks, WorkerPlan* workers, int* exit_code) {
   BindingPlan plan;
   auto kernel = std::make_shared<std::vector<KernelBinding>>(tasks.size());
-  spec->cpus.assign(tasks.size(), "");
-  spec->cores.assign(tasks.size(), 0);
+  workers->cpus.assign(tasks.size(), "");
+  workers->cores.assign(tasks.size(), 0);
   for (size_t i = 0; i < tasks.size(); ++i) {
     WorkerBinding worker;
     worker.cpus = tasks[i].cpus;
@@ -183,15 +183,15 @@ bool BindAsTasks(const std::vector<TaskRecord>& tasks, WorkerSpec* spec, int* ex
       *exit_code = kUsageExit;
       return false;
     }
-    spec->cpus[i] = tasks[i].cpus;
-    for (unsigned long word : (*kernel)[i].cpu_mask) spec->cores[i] += __builtin_popcountl(word);
+    workers->cpus[i] = tasks[i].cpus;
+    for (unsigned long word : (*kernel)[i].cpu_mask) workers->cores[i] += __builtin_popcountl(word);
   }
-  spec->kernel_binding = kernel;
-  spec->bind = [kernel](int local_rank, const char** call) {
+  workers->kernel_binding = kernel;
+  workers->bind = [kernel](int local_rank, const char** call) {
     if (local_rank >= static_cast<int>(kernel->size())) return 0;
     return ApplyKernelBinding((*kernel)[local_rank], call);
   };
-  spec->tasks = tasks;
+  workers->tasks = tasks;
   return true;
 }
 
@@ -203,30 +203,31 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
-  WorkerSpec spec;
+  WorkerPlan workers;
   int exit_code = 0;
   if (!tasks.empty()) {
-    if (config.nproc != static_cast<int>(tasks.size())) {
+    if (config.spec.nproc != static_cast<int>(tasks.size())) {
       Log(LogLevel::kError, "{} workers for {} tasks on this node: one task per GPU starts one worker "
-          "per task (drop --elastic-nproc-per-node)", config.nproc, tasks.size());
+          "per task (drop --elastic-nproc-per-node)", config.spec.nproc, tasks.size());
       return kUsageExit;
     }
-    if (!BindAsTasks(tasks, &spec, &exit_code)) return exit_code;
-  } else if (!PlanWorkers(config, env, &spec, &exit_code)) {
+    if (!BindAsTasks(tasks, &workers, &exit_code)) return exit_code;
+  } else if (!PlanWorkers(config, env, &workers, &exit_code)) {
     return exit_code;
   }
-  if (!BuildWorkerCommand(config, env, &spec.path, &spec.argv, &err)) {
+  if (!BuildWorkerCommand(config, env, &workers.path, &workers.argv, &err)) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
   // A .py script run by an interpreter without torch: exit 2 here rather than
   // every worker failing and the restarts burnt (interpreter_check.h).
-  if (!config.no_python && !config.module && spec.argv.size() > 2 && spec.argv[2] == config.program &&
-      !CheckInterpreterHasTorch(config, spec.path, &err)) {
+  if (!config.spec.no_python && !config.spec.module && workers.argv.size() > 2 &&
+      workers.argv[2] == config.spec.program &&
+      !CheckInterpreterHasTorch(config, workers.path, &err)) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
-  if (config.nproc > 1 && !env.count("OMP_NUM_THREADS") && spec.cores.empty()) {
+  if (config.spec.nproc > 1 && !env.count("OMP_NUM_THREADS") && workers.cores.empty()) {
     Log(LogLevel::kDebug, "OMP_NUM_THREADS set to 1 for each worker (set it to override)");
   }
   LogDir log_dir;
@@ -234,21 +235,21 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
     Log(LogLevel::kError, "{}", err);
     return 1;
   }
-  spec.log_dir = log_dir.path();
+  workers.log_dir = log_dir.path();
   EventLoop loop;
   std::unique_ptr<EventWriter> events = MakeEventWriter(loop, config, log_dir.path(), &err);
   if (!err.empty()) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
-  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.rdzv, loop, &err, events.get());
+  std::unique_ptr<RendezvousHandler> rendezvous = MakeRendezvous(config.spec.rdzv, loop, &err, events.get());
   if (!rendezvous) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
   int code = 0;
   {
-    ElasticAgent agent(loop, config, env, std::move(spec));
+    ElasticAgent agent(loop, config, env, std::move(workers));
     code = agent.Run(std::move(rendezvous), events.get());
   }
   if (events) events->Flush();  // the end's line, when the loop stopped before its turn
@@ -332,7 +333,7 @@ int ElasticrunMain(int argc, const char* const* argv) {
     case ParseOutcome::kRun:
       break;
   }
-  SetLogVerbose(config.verbose);
+  SetLogVerbose(config.agent.verbose);
   // Several Slurm tasks on this node (srun --ntasks-per-node=N): task 0 runs the
   // node's agent, the others wait for it (task_group.h).
   std::optional<TaskGroup> group;
@@ -344,7 +345,7 @@ int ElasticrunMain(int argc, const char* const* argv) {
       return kUsageExit;
     }
     std::string state_dir;
-    for (const auto& [key, value] : config.rdzv.conf) {
+    for (const auto& [key, value] : config.spec.rdzv.conf) {
       if (key == "state_dir") state_dir = value;
     }
     auto key = env.find("ELASTIC_SPANK_TASK_GROUP_KEY");
@@ -354,23 +355,23 @@ int ElasticrunMain(int argc, const char* const* argv) {
       return 1;
     }
     if (group->local_id != 0)
-      return RunTaskFollower(group_dir, *group, env, [&] { FollowerFence(env, group->local_id); });
+      return RunTaskFollower(group_dir, *group, env, config.agent.task_agent_start_timeout_ms,
+                             [&] { FollowerFence(env, group->local_id); });
   }
-  if (config.rdzv.token_in_argv)
+  if (config.spec.rdzv.token_in_argv)
     Log(LogLevel::kWarning, "--rdzv-conf token=... is on the command line, which every local user "
         "can read (/proc/PID/cmdline, ps): give the token as token_file=PATH (mode 0600), "
         "ELASTIC_RDZV_TOKEN_FILE or ELASTIC_RDZV_TOKEN instead");
   for (const std::string& warning : config.warnings) Log(LogLevel::kWarning, "{}", warning);
   std::vector<TaskRecord> tasks;
   if (group) {
-    constexpr long long kTasksReportMs = 60000;
-    if (!CollectTaskRecords(group_dir, *group, env, kTasksReportMs, &tasks, &err)) {
+    if (!CollectTaskRecords(group_dir, *group, env, config.agent.task_records_timeout_ms, &tasks, &err)) {
       Log(LogLevel::kError, "one task per GPU: {}", err);
       FinishTaskGroup(group_dir, *group, 1);
       return 1;
     }
   }
-  int code = BootstrapFromPmix(env, &config.rdzv) ? RunElasticrun(std::move(config), env, tasks) : 1;
+  int code = BootstrapFromPmix(env, &config.spec.rdzv) ? RunElasticrun(std::move(config), env, tasks) : 1;
   if (group) FinishTaskGroup(group_dir, *group, code);
   return code;
 }

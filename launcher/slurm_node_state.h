@@ -4,10 +4,11 @@
 // RendezvousHandler::SetStandBy), unless the round needs it to reach MIN.
 //
 // The agent asks Slurm for its own node (SLURMD_NODENAME) before it joins a round,
-// at most once per kNodeStateMinInterval (the answer is reused in between), and,
-// while it stands by for that reason, again every kNodeStateRecheck: once the
-// verdict clears it joins again. The question goes through SlurmNodeReader, a
-// child process on the event loop with a deadline (the real one runs
+// at most once per AgentSettings::node_state_min_interval_ms (the answer is
+// reused in between), and, while it stands by for that reason, again every
+// AgentSettings::node_state_recheck_ms: once the verdict clears it joins again.
+// The question goes through SlurmNodeReader, a child process on the event loop
+// with a deadline (the real one runs
 // `scontrol --oneliner show node NAME` through scontrol.h). A failed or late
 // answer (scontrol or its configuration missing in a container, no munge, the
 // controller silent) means "node state unknown": one warning, the node trains as
@@ -34,9 +35,7 @@
 
 namespace elastic {
 
-constexpr std::chrono::milliseconds kNodeStateMinInterval{5000};  // between two questions
-constexpr std::chrono::milliseconds kNodeStateRecheck{10000};     // while standing by for it
-constexpr std::chrono::milliseconds kNodeStateTimeout{10000};     // one question's deadline
+constexpr std::chrono::milliseconds kNodeStateMinInterval{5000};  // AgentSettings' default
 
 // One node as `scontrol --oneliner show node NAME` prints it (Slurm 22.05 .. 26.05):
 // "NodeName=n2 Arch=... State=MIXED+DRAIN ThreadsPerCore=... Reason=test [root@2026-...]".
@@ -79,7 +78,8 @@ class SlurmNodeReader {
 
 // The real one: `scontrol --oneliner show node NAME` through the one scontrol
 // runner (scontrol.h: a deadline, SLURM_CONF checked first); spec.timeout should
-// be kNodeStateTimeout, spec.output_path a private file (its stdout).
+// be AgentSettings::node_state_timeout_ms, spec.output_path a private file (its
+// stdout).
 std::unique_ptr<SlurmNodeReader> MakeScontrolNodeReader(EventLoop& loop, ScontrolSpec spec);
 
 }  // namespace elastic

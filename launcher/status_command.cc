@@ -27,10 +27,6 @@ constexpr const char* kUsage =
     "recoveries. Give the job's own rendezvous options (or its PET_ variables).\n"
     "  --json  the view as one JSON object (docs/user.md, \"Job status\")\n";
 
-// How long the whole request may take: a running host answers at once.
-constexpr int64_t kConnectMs = 5000;
-constexpr int64_t kDeadlineMs = 15000;
-
 }  // namespace
 
 int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
@@ -57,17 +53,17 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
     Log(LogLevel::kError, "status: {}", err.empty() ? "bad usage" : err);
     return 2;
   }
-  if (!config.rdzv.endpoint) {
+  if (!config.spec.rdzv.endpoint) {
     Log(LogLevel::kError, "status: --rdzv-endpoint HOST:PORT is required (the job's)\n{}", kUsage);
     return 2;
   }
   RendezvousSettings settings;
-  if (!BuildRendezvousSettings(config.rdzv, &settings, &err)) {
+  if (!BuildRendezvousSettings(config.spec.rdzv, &settings, &err)) {
     Log(LogLevel::kError, "status: {}", err);
     return 2;
   }
-  settings.join_timeout_ms = std::min<int64_t>(settings.join_timeout_ms, kConnectMs);
-  const Endpoint& endpoint = *config.rdzv.endpoint;
+  settings.join_timeout_ms = std::min<int64_t>(settings.join_timeout_ms, config.agent.status_connect_timeout_ms);
+  const Endpoint& endpoint = *config.spec.rdzv.endpoint;
   ClientConfig client_config;
   client_config.host = endpoint.host;
   client_config.port = endpoint.PortOr(kDefaultRendezvousPort);
@@ -78,8 +74,8 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
   }
   client_config.address = address;
   client_config.settings = settings;
-  client_config.run_id = config.rdzv.run_id;
-  client_config.node_name = "status@" + (config.rdzv.hostname.empty() ? "localhost" : config.rdzv.hostname);
+  client_config.run_id = config.spec.rdzv.run_id;
+  client_config.node_name = "status@" + (config.spec.rdzv.hostname.empty() ? "localhost" : config.spec.rdzv.hostname);
   std::optional<nlohmann::json> view;
   std::string failed;
   EventLoop loop;
@@ -90,18 +86,18 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
   callbacks.on_done = [&] { failed = "the job ended"; };
   client.SetCallbacks(callbacks);
   client.Watch();
-  MonoClock::time_point deadline = loop.Now() + Millis(kDeadlineMs);
+  MonoClock::time_point deadline = loop.Now() + Millis(config.agent.status_deadline_ms);
   while (!view && failed.empty() && loop.Now() < deadline) loop.RunOnce(Millis(100));
   if (!view) {
-    Log(LogLevel::kError, "status: no status from run {} at {}: {}{}", config.rdzv.run_id,
+    Log(LogLevel::kError, "status: no status from run {} at {}: {}{}", config.spec.rdzv.run_id,
         FormatEndpoint(endpoint),
-        failed.empty() ? fmt::format("no answer within {} s", kDeadlineMs / 1000) : failed,
+        failed.empty() ? fmt::format("no answer within {} s", config.agent.status_deadline_ms / 1000) : failed,
         " (has the job ended, or does its host run elsewhere after a failover?)");
     return 1;
   }
   JobStatus status;
   if (view->is_null()) {
-    Log(LogLevel::kError, "status: the host of run {} keeps no status", config.rdzv.run_id);
+    Log(LogLevel::kError, "status: the host of run {} keeps no status", config.spec.rdzv.run_id);
     return 1;
   }
   if (!DecodeJobStatus(*view, &status, &err)) {

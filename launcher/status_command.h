@@ -2,7 +2,7 @@
 // asks a running job's rendezvous host for its view (job_status.h) as an
 // authenticated observer and prints it. The rendezvous options are the job's
 // own (--rdzv-endpoint, --rdzv-id, --rdzv-conf and the token, PET_ forms
-// included), read by the one option table (launch_config.cc).
+// included), read by the one option table (launch_options.cc).
 #pragma once
 
 #include <string>

@@ -123,7 +123,7 @@ std::string TaskGroupDir(const std::string& state_dir, const std::string& key, s
 }
 
 int RunTaskFollower(const std::string& dir, const TaskGroup& group,
-                    const std::map<std::string, std::string>& env,
+                    const std::map<std::string, std::string>& env, long long agent_start_timeout_ms,
                     const std::function<void()>& after_report) {
   std::string err;
   std::string record = RecordPath(dir, group.local_id);
@@ -132,7 +132,6 @@ int RunTaskFollower(const std::string& dir, const TaskGroup& group,
     return 1;
   }
   if (after_report) after_report();
-  constexpr long long kAgentStartMs = 120000;
   long long start = NowMs();
   for (;;) {
     std::string text;
@@ -151,9 +150,9 @@ int RunTaskFollower(const std::string& dir, const TaskGroup& group,
         unlink(record.c_str());
         return 1;
       }
-    } else if (NowMs() - start > kAgentStartMs) {
+    } else if (NowMs() - start > agent_start_timeout_ms) {
       Log(LogLevel::kError, "task {} of this node: task 0 did not start the node's agent within {} s",
-          group.local_id, kAgentStartMs / 1000);
+          group.local_id, agent_start_timeout_ms / 1000);
       unlink(record.c_str());
       return 1;
     }

@@ -34,9 +34,11 @@ std::string TaskGroupDir(const std::string& state_dir, const std::string& key, s
 
 // Task K > 0: writes its record, runs `after_report` (its part of a collective
 // the agent's start needs: the PMIx fence), waits for the agent's exit code (or its
-// end) and returns the code to exit with. Blocking: this process runs nothing else.
+// end) and returns the code to exit with; an agent that has not started within
+// agent_start_timeout_ms (AgentSettings::task_agent_start_timeout_ms) is an error.
+// Blocking: this process runs nothing else.
 int RunTaskFollower(const std::string& dir, const TaskGroup& group,
-                    const std::map<std::string, std::string>& env,
+                    const std::map<std::string, std::string>& env, long long agent_start_timeout_ms,
                     const std::function<void()>& after_report = {});
 
 // Task 0, before the agent starts: announces itself, then collects every task's

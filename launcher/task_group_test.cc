@@ -1,6 +1,7 @@
 // One task per GPU (task_group.h): the K/N value, the record format, and task 0
 // meeting the other tasks of its node through the directory (real processes).
 #include "launcher/task_group.h"
+#include "launcher/launch_config.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,7 +53,7 @@ TEST(TaskGroup, TheOtherTasksReportAndExitWithTheAgentsCode) {
     if (pid == 0) {
       std::map<std::string, std::string> env = {{"CUDA_VISIBLE_DEVICES", std::to_string(k)},
                                                 {"SLURM_LOCALID", std::to_string(k)}};
-      _exit(RunTaskFollower(dir, TaskGroup{k, 3}, env));
+      _exit(RunTaskFollower(dir, TaskGroup{k, 3}, env, AgentSettings{}.task_agent_start_timeout_ms));
     }
     pids.push_back(pid);
   }

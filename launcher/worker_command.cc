@@ -33,7 +33,7 @@ int CountCpus() {
 // (with *err) when that variable holds no GPU list.
 bool CountGpusFromConfig(const LaunchConfig& config, int* gpus, std::string* source, std::string* err) {
   *gpus = 0;
-  for (const std::optional<GpuList>* entry : {&config.gpus.cuda_visible_devices, &config.gpus.step_gpus}) {
+  for (const std::optional<GpuList>* entry : {&config.spec.gpus.cuda_visible_devices, &config.spec.gpus.step_gpus}) {
     if (!*entry) continue;
     const GpuList* list = &**entry;
     *source = list->name;
@@ -46,8 +46,8 @@ bool CountGpusFromConfig(const LaunchConfig& config, int* gpus, std::string* sou
   }
   *source = "hwloc";
   BindingRequest request;
-  request.topology_file = config.topology;
-  request.gpu_vendor = config.gpu_vendor;
+  request.topology_file = config.spec.topology;
+  request.gpu_vendor = config.spec.gpu_vendor;
   std::string why;
   if (CountGpus(request, gpus, &why)) return true;
   *gpus = 0;
@@ -67,13 +67,13 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 bool ResolveNproc(LaunchConfig* config, std::string* err) {
-  const std::string spec = FormatNprocSpec(config->nproc_spec);
-  switch (config->nproc_spec.kind) {
+  const std::string spec = FormatNprocSpec(config->spec.nproc_spec);
+  switch (config->spec.nproc_spec.kind) {
     case NprocSpec::Kind::kCount:
-      config->nproc = config->nproc_spec.count;
+      config->spec.nproc = config->spec.nproc_spec.count;
       return true;
     case NprocSpec::Kind::kCpu:
-      config->nproc = CountCpus();
+      config->spec.nproc = CountCpus();
       return true;
     case NprocSpec::Kind::kGpu:
     case NprocSpec::Kind::kAuto:
@@ -86,17 +86,17 @@ bool ResolveNproc(LaunchConfig* config, std::string* err) {
     return false;
   }
   if (gpus > 0) {
-    config->nproc = gpus;
+    config->spec.nproc = gpus;
     return true;
   }
-  if (config->nproc_spec.kind == NprocSpec::Kind::kGpu) {
+  if (config->spec.nproc_spec.kind == NprocSpec::Kind::kGpu) {
     *err = fmt::format(
         "--nproc-per-node=gpu: this node has no GPU to use (looked at {}); "
         "give a number or use --nproc-per-node=auto",
         source);
     return false;
   }
-  config->nproc = CountCpus();
+  config->spec.nproc = CountCpus();
   return true;
 }
 
@@ -127,39 +127,39 @@ bool FindInPath(const std::string& name, const std::string& path_env, std::strin
 bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::string* path,
                         std::vector<std::string>* argv, std::string* err) {
   std::string path_env = Get(env, "PATH");
-  bool use_python = !config.no_python &&
-                    (config.module || config.run_path || EndsWith(config.program, ".py"));
+  bool use_python = !config.spec.no_python &&
+                    (config.spec.module || config.spec.run_path || EndsWith(config.spec.program, ".py"));
   argv->clear();
   if (use_python) {
-    if (!FindInPath(config.python, path_env, path)) {
+    if (!FindInPath(config.spec.python, path_env, path)) {
       *err = fmt::format("--python: '{}' is not an executable file{} (the interpreter must have torch)",
-                         config.python, config.python.find('/') == std::string::npos ? " in PATH" : "");
+                         config.spec.python, config.spec.python.find('/') == std::string::npos ? " in PATH" : "");
       return false;
     }
     // A missing script is an error here, before the rendezvous (exit 2), not a
     // failure of every worker (exit 1 after the restarts are burnt).
-    if (!config.module && access(config.program.c_str(), R_OK) != 0) {
+    if (!config.spec.module && access(config.spec.program.c_str(), R_OK) != 0) {
       int saved = errno;
       char cwd[4096];
-      *err = fmt::format("cannot run '{}': {} (in {})", config.program, std::strerror(saved),
+      *err = fmt::format("cannot run '{}': {} (in {})", config.spec.program, std::strerror(saved),
                          getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "the working directory");
       return false;
     }
-    argv->push_back(config.python);
+    argv->push_back(config.spec.python);
     argv->push_back("-u");
-    if (config.module) argv->push_back("-m");
-    argv->push_back(config.program);
+    if (config.spec.module) argv->push_back("-m");
+    argv->push_back(config.spec.program);
   } else {
-    if (!FindInPath(config.program, path_env, path, config.spank_wrapped)) {
-      *err = fmt::format("cannot execute '{}': not an executable file{}", config.program,
-                         config.program.find('/') != std::string::npos ? ""
-                         : config.spank_wrapped ? " in PATH or the working directory"
+    if (!FindInPath(config.spec.program, path_env, path, config.agent.spank_wrapped)) {
+      *err = fmt::format("cannot execute '{}': not an executable file{}", config.spec.program,
+                         config.spec.program.find('/') != std::string::npos ? ""
+                         : config.agent.spank_wrapped ? " in PATH or the working directory"
                                                 : " in PATH");
       return false;
     }
-    argv->push_back(config.program);
+    argv->push_back(config.spec.program);
   }
-  argv->insert(argv->end(), config.args.begin(), config.args.end());
+  argv->insert(argv->end(), config.spec.args.begin(), config.spec.args.end());
   return true;
 }
 

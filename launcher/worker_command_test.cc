@@ -38,14 +38,14 @@ class WorkerCommandCwdTest : public ::testing::Test {
 
 TEST_F(WorkerCommandCwdTest, AMissingScriptIsAnErrorNamingItAndTheDirectory) {
   LaunchConfig c;
-  c.program = "nosuch.py";
-  c.python = "/bin/sh";
+  c.spec.program = "nosuch.py";
+  c.spec.python = "/bin/sh";
   std::string path, err;
   std::vector<std::string> argv;
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("cannot run 'nosuch.py': No such file or directory (in " + dir_.string() + ")"),
             std::string::npos) << err;
-  c.module = true;  // -m: a module name, not a file
+  c.spec.module = true;  // -m: a module name, not a file
   EXPECT_TRUE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << err;
 }
 
@@ -55,15 +55,15 @@ TEST_F(WorkerCommandCwdTest, UnderSrunAProgramInTheWorkingDirectoryRuns) {
   { std::ofstream("train.sh") << "#!/bin/sh\n"; }
   ASSERT_EQ(chmod("train.sh", 0755), 0);
   LaunchConfig c;
-  c.program = "train.sh";
+  c.spec.program = "train.sh";
   std::string path, err;
   std::vector<std::string> argv;
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("not an executable file in PATH"), std::string::npos) << err;
-  c.spank_wrapped = true;
+  c.agent.spank_wrapped = true;
   ASSERT_TRUE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << err;
   EXPECT_EQ(path, "./train.sh");
-  c.program = "nosuch.sh";
+  c.spec.program = "nosuch.sh";
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("'nosuch.sh': not an executable file in PATH or the working directory"),
             std::string::npos) << err;

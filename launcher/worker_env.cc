@@ -35,22 +35,22 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   }
   int rank = r.rank_offset + in.local_rank;
   env["RANK"] = std::to_string(rank);
-  env["LOCAL_RANK"] = std::to_string(c.virtual_local_rank ? 0 : in.local_rank);
+  env["LOCAL_RANK"] = std::to_string(c.spec.virtual_local_rank ? 0 : in.local_rank);
   env["WORLD_SIZE"] = std::to_string(r.world_size);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(c.nproc);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(c.spec.nproc);
   env["GROUP_RANK"] = std::to_string(r.group_rank);
   env["GROUP_WORLD_SIZE"] = std::to_string(r.group_world_size);
-  env["ROLE_NAME"] = c.role;
+  env["ROLE_NAME"] = c.spec.role;
   env["ROLE_RANK"] = std::to_string(rank);
   env["ROLE_WORLD_SIZE"] = std::to_string(r.world_size);
   env["MASTER_ADDR"] = r.store_addr;
   env["MASTER_PORT"] = std::to_string(r.store_port);
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(r.round);
-  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(c.rdzv.max_restarts);
-  env["TORCHELASTIC_RUN_ID"] = c.rdzv.run_id;
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(c.spec.rdzv.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = c.spec.rdzv.run_id;
   env["TORCHELASTIC_USE_AGENT_STORE"] = r.use_agent_store ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = in.error_file;
-  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = c.signals_to_handle_text;  // as torchrun 2.14's agent
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = c.spec.signals_to_handle_text;  // as torchrun 2.14's agent
   // PyTorch 2.x reads TORCH_NCCL_ASYNC_ERROR_HANDLING, 1.13 the old name: set both,
   // and if the user set either one, give the other the same value.
   auto torch_name = env.find("TORCH_NCCL_ASYNC_ERROR_HANDLING");
@@ -62,7 +62,7 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   SetDefault(&env, "NCCL_ASYNC_ERROR_HANDLING", async);
   if (in.bound_cores > 0) {
     SetDefault(&env, "OMP_NUM_THREADS", std::to_string(in.bound_cores));
-  } else if (c.nproc > 1) {
+  } else if (c.spec.nproc > 1) {
     SetDefault(&env, "OMP_NUM_THREADS", "1");
   }
   // SIGABRT then prints every thread's Python stack (a hung worker: hung_worker.h);
@@ -81,7 +81,7 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   }
   // Slurm and NVML number GPUs in PCI bus order; make CUDA agree.
   SetDefault(&env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-  if (c.virtual_local_rank) {
+  if (c.spec.virtual_local_rank) {
     auto it = env.find("CUDA_VISIBLE_DEVICES");
     std::vector<std::string> devices;
     if (it != env.end()) devices = Split(it->second, ',');

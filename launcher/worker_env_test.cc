@@ -12,9 +12,9 @@ namespace {
 class WorkerEnvTest : public ::testing::Test {
  protected:
   WorkerEnvTest() {
-    config.nproc = 2;
-    config.rdzv.max_restarts = 3;
-    config.rdzv.run_id = "job1";
+    config.spec.nproc = 2;
+    config.spec.rdzv.max_restarts = 3;
+    config.spec.rdzv.run_id = "job1";
     round.round = 2;
     round.group_rank = 1;
     round.group_world_size = 2;
@@ -160,7 +160,7 @@ TEST_F(WorkerEnvTest, InheritedValuesWin) {
 
 TEST_F(WorkerEnvTest, OmpThreads) {
   EXPECT_EQ(Build(0, 12)["OMP_NUM_THREADS"], "12");  // bound: its cores
-  config.nproc = 1;
+  config.spec.nproc = 1;
   EXPECT_EQ(Build(0).count("OMP_NUM_THREADS"), 0u);  // one unbound worker: untouched
 }
 
@@ -170,7 +170,7 @@ TEST_F(WorkerEnvTest, CudaVisibleDevicesKeptAsGiven) {
 }
 
 TEST_F(WorkerEnvTest, VirtualLocalRank) {
-  config.virtual_local_rank = true;
+  config.spec.virtual_local_rank = true;
   base["CUDA_VISIBLE_DEVICES"] = "2,3";
   EnvMap env = Build(1);
   EXPECT_EQ(env["LOCAL_RANK"], "0");

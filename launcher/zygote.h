@@ -50,6 +50,7 @@ struct ZygoteOptions {
   std::vector<std::string> env;      // KEY=VALUE: what the workers get, less per-rank values
   sigset_t child_mask;
   std::vector<int> default_signals;
+  // The agent sets both from AgentSettings (zygote_ready_timeout_ms, zygote_spawn_timeout_ms).
   Millis ready_timeout{300000};      // imports from a shared file system can be slow
   Millis spawn_timeout{10000};
 };

@@ -71,7 +71,7 @@ std::string MungeSocketFromSlurmConf(const std::string& conf_text);
 // The variable through which a job-level --elastic (sbatch/salloc) reaches the
 // job's sruns (OptionEnvNames()).
 // The job's end time srun exports for elasticrun where Slurm (22.05) does not
-// (srun.cc, ExportJobEndTime; read by launcher/launch_config.cc).
+// (srun.cc, ExportJobEndTime; read by launcher/launch_convert.cc).
 inline constexpr const char* kJobEndTimeVar = "ELASTIC_JOB_END_TIME";
 inline constexpr const char* kJobLevelElasticVar = "SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic";
 
