@@ -347,11 +347,7 @@ void FailoverRendezvous::OnUnreachable(int rank, const std::string& why) {
       s.port, why);
   Retire();
   excluded_.insert(rank);
-  if (loop_.Now() >= failover_deadline_)
-    return Fatal(fmt::format("no successor of round {} became the rendezvous host within "
-                             "join_timeout ({} s)", last_round_->round,
-                             params_.settings.join_timeout_ms / 1000.0),
-                 JobEnd{EndReason::kHostLost, false});
+  if (loop_.Now() >= failover_deadline_) return WalkTimedOut("");
   posted_.Post([this] { TryNext(); });
 }
 
@@ -381,17 +377,20 @@ void FailoverRendezvous::WalkAgain() {
   std::optional<int64_t> pause =
       PauseAfterAFruitlessWalk(++fruitless_walks_, left, params_.settings.heartbeat_interval_ms,
                                params_.settings.heartbeat_timeout_ms);
-  if (!pause)
-    return Fatal(fmt::format("no successor of round {} became the rendezvous host within "
-                             "join_timeout ({} s; walked {} time(s))", r.round,
-                             params_.settings.join_timeout_ms / 1000.0, fruitless_walks_),
-                 JobEnd{EndReason::kHostLost, false});
+  if (!pause) return WalkTimedOut(fmt::format("; walked {} time(s)", fruitless_walks_));
   Log(fruitless_walks_ == 1 ? LogLevel::kWarning : LogLevel::kInfo,
       "rendezvous: no successor of round {} answers as the host (walk {}); walking them again "
       "in {} s, until join_timeout ({} s left)", r.round, fruitless_walks_, *pause / 1000.0,
       left / 1000.0);
   excluded_.clear();
   walk_timer_ = loop_.After(Millis(*pause), [this] { TryNext(); });
+}
+
+void FailoverRendezvous::WalkTimedOut(const std::string& detail) {
+  Fatal(fmt::format("no successor of round {} became the rendezvous host within join_timeout "
+                    "({} s{})", last_round_->round, params_.settings.join_timeout_ms / 1000.0,
+                    detail),
+        JobEnd{EndReason::kHostLost, false});
 }
 
 // A host welcomed this agent: the walk found one. Should that host be lost in turn, the

@@ -109,6 +109,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void OnUnreachable(int rank, const std::string& why);
   void TryNext();
   void WalkAgain();
+  void WalkTimedOut(const std::string& detail);  // past join_timeout: the host is lost
   void OnWelcomed();
   void TakeOver();
   void Retire();

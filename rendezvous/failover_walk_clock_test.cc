@@ -73,14 +73,9 @@ class FailoverWalkClockTest : public ::testing::Test {
   // The cut heals: the successor's socket becomes the running regime's host, which has
   // completed round 0 (its own node joined; MAX 1).
   RendezvousHost* Heal() {
-    HostConfig config;
-    config.settings = settings;
-    config.run_id = "job";
-    config.node_name = "n0";
-    config.store_addr = config.bind_addr = "127.0.0.1";
-    config.auth = AuthMethod::kToken;
     std::string err;
-    auto host = RendezvousHost::Create(loop, config, std::move(cut_), &err);
+    auto host = MakeLoopbackHostOn(loop, settings, std::move(cut_), &err,
+                                   [](HostConfig* c) { c->node_name = "n0"; });
     EXPECT_TRUE(host) << err;
     RendezvousHost* raw = host.get();
     host_.Take(std::move(host));

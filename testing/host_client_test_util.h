@@ -58,14 +58,10 @@ struct TestAgent {
 
 // A host of run "job" (node "host", token auth) listening on 127.0.0.1, any port;
 // `adjust` changes its config before it starts (auth, observer...).
-inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(
-    EventLoop& loop, const RendezvousSettings& settings, std::string* err,
+// The same host on a listening socket of the caller's (bound to 127.0.0.1).
+inline std::unique_ptr<RendezvousHost> MakeLoopbackHostOn(
+    EventLoop& loop, const RendezvousSettings& settings, UniqueFd listener, std::string* err,
     const std::function<void(HostConfig*)>& adjust = nullptr) {
-  SocketAddress addr;
-  if (!ResolveNumericAddress("127.0.0.1", 0, &addr, err)) return nullptr;
-  int bind_errno = 0;
-  UniqueFd listener = ListenOn(addr, &bind_errno, err);
-  if (!listener) return nullptr;
   HostConfig config;
   config.settings = settings;
   config.run_id = "job";
@@ -75,6 +71,17 @@ inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(
   config.auth = AuthMethod::kToken;
   if (adjust) adjust(&config);
   return RendezvousHost::Create(loop, config, std::move(listener), err);
+}
+
+inline std::unique_ptr<RendezvousHost> MakeLoopbackHost(
+    EventLoop& loop, const RendezvousSettings& settings, std::string* err,
+    const std::function<void(HostConfig*)>& adjust = nullptr) {
+  SocketAddress addr;
+  if (!ResolveNumericAddress("127.0.0.1", 0, &addr, err)) return nullptr;
+  int bind_errno = 0;
+  UniqueFd listener = ListenOn(addr, &bind_errno, err);
+  if (!listener) return nullptr;
+  return MakeLoopbackHostOn(loop, settings, std::move(listener), err, adjust);
 }
 
 // That host, handed to *agent (its rendezvous); null with *err if it cannot listen.
