@@ -332,7 +332,7 @@ void ElasticAgent::Execute(const Action& action) {
       rendezvous_->ReportSucceeded();
       break;
     case ActionKind::kShutdownRendezvous:
-      rendezvous_->Shutdown();
+      rendezvous_->Shutdown(action.signal);  // the signal that stops this agent, if one did
       break;
     case ActionKind::kEndAttempt:
       EndAttempt();

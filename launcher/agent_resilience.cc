@@ -54,7 +54,7 @@ void ElasticAgent::EndCrashLoopHere() {
                              config_.agent.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   }
-  rendezvous_->Shutdown();
+  rendezvous_->Shutdown(0);
   status_.state = WorkerState::kFailed;
   status_.exited = true;
   exit_code_ = ExitCodeFor(reason);  // do not requeue
@@ -189,7 +189,7 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   if (loop_.Now() - *health_failing_since_ >= Millis(config_.agent.health_check_give_up_ms)) {
     Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
         node, what, log, config_.agent.health_check_give_up_ms / 1000);
-    rendezvous_->Shutdown();
+    rendezvous_->Shutdown(0);
     status_.exited = true;
     exit_code_ = kExitJobFailed;
     loop_.Stop();

@@ -17,6 +17,7 @@ int ExitCodeFor(EndReason reason) {
     case EndReason::kNoProgress:
       return kExitNoProgress;
     case EndReason::kWorkerFailed:
+    case EndReason::kStopped:  // Slurm is ending the job: never 3 (a batch script's requeue)
     case EndReason::kError:
     case EndReason::kUnknown:
       return kExitJobFailed;

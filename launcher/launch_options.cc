@@ -223,7 +223,8 @@ Precedence: command line > PET_<NAME> environment variable > default. Under
 
 Exit status (for batch scripts): 0 every worker succeeded; 1 the job failed:
 restarts used up by a worker's failures (the summary names the worker's exit
-code or signal) or an agent error; 2 do not requeue: a bad option or value
+code or signal) or an agent error, or fewer than MIN nodes left because the
+others were stopped by a signal (scancel, time limit: never requeued); 2 do not requeue: a bad option or value
 (nothing was started) or a crash loop (--crash-loop-count); 3 nodes were
 lost: fewer than MIN left, the restarts used up by node losses, no majority
 came back, or the rendezvous host lost or refused this agent before it was

@@ -138,7 +138,7 @@ void OnStopTimeout(Stepper& st, MonoClock::time_point now, Millis uninterruptibl
 void OnWorkersStuck(Stepper& st) {
   GroupStatus& s = st.s();
   if (s.state != WorkerState::kUnhealthy || s.alive == 0) return;
-  st.Do(ActionKind::kShutdownRendezvous);
+  st.Do(ActionKind::kShutdownRendezvous, s.after_stop == AfterStop::kExitSignal ? s.exit_signal : 0);
   switch (s.after_stop) {
     case AfterStop::kFail:
       return st.Exit(WorkerState::kFailed, ExitCodeFor(s.fail_end.reason));
@@ -158,13 +158,13 @@ void OnTerminate(Stepper& st, int sig) {
   switch (s.state) {
     case WorkerState::kHealthy:
     case WorkerState::kUnhealthy:
-      st.Do(ActionKind::kShutdownRendezvous);
+      st.Do(ActionKind::kShutdownRendezvous, sig);
       st.BeginStop(sig, AfterStop::kExitSignal);
       break;
     case WorkerState::kInit:
     case WorkerState::kStopped:
     case WorkerState::kSucceeded:
-      st.Do(ActionKind::kShutdownRendezvous);
+      st.Do(ActionKind::kShutdownRendezvous, sig);
       st.Exit(WorkerState::kStopped, 128 + sig);
       break;
     case WorkerState::kFailed:

@@ -122,6 +122,10 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"InitFatalTooFewNodesExits3", Status(S::kInit, 2, 0),
             Event{E::kFatal, 0, {}, "node n2 left", {EndReason::kTooFewNodes, false}},
             S::kFailed, {K::kExit}, 3},
+        // Below MIN because signals stopped the other nodes: Slurm ends the job, never 3.
+        Row{"InitFatalStoppedBySignalsExits1", Status(S::kInit, 2, 0),
+            Event{E::kFatal, 0, {}, "node n2 left with notice", {EndReason::kStopped, true}},
+            S::kFailed, {K::kExit}, 1},
         Row{"InitFatalBelowMinTextWithoutReasonExits1", Status(S::kInit, 2, 0),
             Event{E::kFatal, 0, {}, "1 node(s) left, below the minimum of 2 (--nnodes)"},
             S::kFailed, {K::kExit}, 1},
@@ -153,6 +157,34 @@ TEST(WorkerStateTest, FatalWhileStoppingAfterJobFailedExitsWithTheFatalReason) {
   ASSERT_FALSE(t.actions.empty());
   EXPECT_EQ(t.actions.back().kind, K::kExit);
   EXPECT_EQ(t.actions.back().exit_code, 3);
+}
+
+// The leave tells the host which signal stops this agent (scancel, a time limit reach the
+// nodes one by one: the host must not read the others' leaving as lost nodes to requeue for);
+// workers that cannot be killed are the node's own reason (0).
+TEST(WorkerStateTest, TheLeaveCarriesTheSignalThatStopsTheAgent) {
+  struct Case {
+    const char* name;
+    GroupStatus before;
+    Event event;
+    int signal;
+  };
+  GroupStatus stuck_on_signal = Status(S::kUnhealthy, 2, 1, AfterStop::kExitSignal);
+  stuck_on_signal.exit_signal = SIGINT;
+  const Case cases[] = {
+      {"waiting for a round", Status(S::kInit, 2, 0), Simple(E::kTerminate, SIGTERM), SIGTERM},
+      {"training", Status(S::kHealthy, 2, 2), Simple(E::kTerminate, SIGINT), SIGINT},
+      {"done, waiting for the others", Status(S::kSucceeded, 2, 0), Simple(E::kTerminate, SIGTERM), SIGTERM},
+      {"stuck workers, no signal", Status(S::kUnhealthy, 2, 1, AfterStop::kRejoin), Simple(E::kWorkersStuck), 0},
+      {"stuck workers after a signal", stuck_on_signal, Simple(E::kWorkersStuck), SIGINT},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Transition t = StepWorkers(c.before, c.event, kT0, kGrace);
+    ASSERT_FALSE(t.actions.empty());
+    EXPECT_EQ(t.actions.front().kind, K::kShutdownRendezvous);
+    EXPECT_EQ(t.actions.front().signal, c.signal);
+  }
 }
 
 TEST(WorkerStateTest, StopTimeoutBeforeDeadlineDoesNothing) {

@@ -83,10 +83,10 @@ void FailoverRendezvous::ReportSucceeded() {
   if (inner_) inner_->ReportSucceeded();
 }
 
-void FailoverRendezvous::Shutdown() {
+void FailoverRendezvous::Shutdown(int signal) {
   shut_down_ = true;
   callbacks_ = {};
-  if (inner_) inner_->Shutdown();
+  if (inner_) inner_->Shutdown(signal);
 }
 
 // ---- the inner rendezvous ----

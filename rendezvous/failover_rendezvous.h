@@ -85,7 +85,7 @@ class FailoverRendezvous : public RendezvousHandler {
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
   void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
-  void Shutdown() override;
+  void Shutdown(int signal) override;
   std::string Describe() const override;
 
   bool hosting() const { return host_ != nullptr; }

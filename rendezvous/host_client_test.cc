@@ -276,8 +276,8 @@ TEST_F(HostClientTest, AGuestRanksLastAndLeavingWithNoticeCountsNoRestart) {
   }));
   EXPECT_EQ(agents[1].rounds[0].group_rank, 3);
   EXPECT_EQ(agents[2].rounds[0].group_rank, 1);
-  agents[1].handler->Shutdown();
-  agents[3].handler->Shutdown();
+  agents[1].handler->Shutdown(0);
+  agents[3].handler->Shutdown(0);
   ASSERT_TRUE(RunUntil([&] { return !agents[0].restarts.empty() && !agents[2].restarts.empty(); }));
   EXPECT_NE(agents[0].restarts[0].find("left with notice"), std::string::npos) << agents[0].restarts[0];
   agents[0].handler->Join(2);

@@ -134,6 +134,7 @@ constexpr std::pair<EndReason, const char*> kEndReasonNames[] = {
     {EndReason::kUnknown, "unknown"},         {EndReason::kDone, "done"},
     {EndReason::kWorkerFailed, "worker_failed"}, {EndReason::kNodesLost, "nodes_lost"},
     {EndReason::kTooFewNodes, "too_few_nodes"}, {EndReason::kNoMajority, "no_majority"},
+    {EndReason::kStopped, "stopped"},
     {EndReason::kHostLost, "host_lost"},      {EndReason::kCrashLoop, "crash_loop"},
     {EndReason::kBadInput, "bad_input"},      {EndReason::kError, "error"},
     {EndReason::kNoProgress, "no_progress"},
@@ -424,6 +425,9 @@ bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err)
     out->kind = K::kHeartbeat;
   } else if (msg.type == "leave") {
     out->kind = K::kLeave;
+    int64_t signal = 0;
+    ok = GetIntOr(j, "signal", 0, 0, 64, &signal, &why);
+    out->leave_signal = static_cast<int>(signal);
   } else if (msg.type == "status") {
     out->kind = K::kStatus;
   } else {

@@ -6,7 +6,7 @@
 //                          guest?}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of, standby?} | heartbeat | failure {round, failure}
-//                   | succeeded {round} | leave | end_job {end_reason, failure, message}
+//                   | succeeded {round} | leave {signal?} | end_job {end_reason, failure, message}
 //   host  -> agent  round {round info} | restart {round, reason, restarts_used, worker_failed}
 //                   | job_failed {failure, message, end_reason} | done {message}
 //                   | fatal {message, end_reason} | waiting {message, standby?} | heartbeat
@@ -28,6 +28,8 @@
 // "n2 is DRAIN in Slurm (reason: ...)"); absent or "": it may train. The host puts such a
 // node on its wait list unless the round needs it to reach MIN (docs/user.md, "Slurm's
 // node state"); a host without the field ignores it (the node trains).
+// leave's signal: the signal that stops the agent (scancel, a time limit, preemption); absent
+// or 0: it leaves for a reason of its own. Optional: a host without it reads a plain leave.
 // end_job: the agent ends the job for all (its workers' crash loop); a host without it
 // drops the agent as for any unknown message, which ends the job as a lost node does.
 // The failover fields (round, last_completed, listen_port, member_of, successors, regime) are optional,
@@ -148,6 +150,7 @@ struct AgentMessage {
   WorkerFailure failure;     // failure, end_job
   EndReason end_reason = EndReason::kUnknown;  // end_job
   std::string message;       // end_job
+  int leave_signal = 0;      // leave: the signal that stops its agent (0: none, or not told)
 };
 bool DecodeAgentMessage(const Message& msg, AgentMessage* out, std::string* err);
 

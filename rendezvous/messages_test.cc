@@ -147,6 +147,9 @@ TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
       {R"({"type":"hello","version":2,"run_id":"j","name":"n","pid":1,"preferred_rank":-1,"proof":""})",
        "'nonce'"},
       {R"({"type":"hel\nlo"})", "'hel\\x0alo'"},
+      {R"({"type":"leave","signal":65})", "'signal'"},
+      {R"({"type":"leave","signal":-1})", "'signal'"},
+      {R"({"type":"leave","signal":"TERM"})", "'signal'"},
   };
   for (const auto& [text, field] : cases) {
     AgentMessage out;
@@ -154,6 +157,17 @@ TEST(MessagesTest, AgentMessageDecoderRefusesBadFieldsNamingThem) {
     EXPECT_FALSE(DecodeAgentMessage(Raw(text), &out, &err)) << text;
     EXPECT_NE(err.find(field), std::string::npos) << text << " -> " << err;
   }
+}
+
+// leave's signal: optional (an agent of before it sends a bare leave), 1..64 when given.
+TEST(MessagesTest, LeaveCarriesAnOptionalSignal) {
+  AgentMessage out;
+  std::string err;
+  ASSERT_TRUE(DecodeAgentMessage(Raw(R"({"type":"leave"})"), &out, &err)) << err;
+  EXPECT_EQ(out.kind, AgentMessage::Kind::kLeave);
+  EXPECT_EQ(out.leave_signal, 0);
+  ASSERT_TRUE(DecodeAgentMessage(Raw(R"({"type":"leave","signal":15})"), &out, &err)) << err;
+  EXPECT_EQ(out.leave_signal, 15);
 }
 
 // join's standby (issue 19, Slurm's node state): optional, a string, bounded.
@@ -261,7 +275,7 @@ TEST(MessagesTest, EveryEndReasonNameParsesBack) {
   for (EndReason r : {EndReason::kUnknown, EndReason::kDone, EndReason::kWorkerFailed,
                       EndReason::kNodesLost, EndReason::kTooFewNodes, EndReason::kNoMajority,
                       EndReason::kHostLost, EndReason::kCrashLoop, EndReason::kBadInput,
-                      EndReason::kError}) {
+                      EndReason::kError, EndReason::kNoProgress, EndReason::kStopped}) {
     EndReason back = EndReason::kUnknown;
     ASSERT_TRUE(ParseEndReason(EndReasonName(r), &back)) << EndReasonName(r);
     EXPECT_EQ(back, r) << EndReasonName(r);

@@ -81,11 +81,11 @@ void RendezvousClient::ReportSucceeded() {
   Send("succeeded", {{"round", last_round_}});
 }
 
-void RendezvousClient::Shutdown() {
+void RendezvousClient::Shutdown(int signal) {
   callbacks_ = {};
   retry_timer_.Cancel();
   if (conn_ && stage_ == Stage::kReady) {
-    conn_->Send("leave");
+    conn_->Send("leave", signal > 0 ? nlohmann::json{{"signal", signal}} : nlohmann::json::object());
     conn_->CloseAfterFlush();
   }
   stage_ = Stage::kFinished;

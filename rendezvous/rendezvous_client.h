@@ -72,7 +72,7 @@ class RendezvousClient : public RendezvousHandler {
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
   void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
-  void Shutdown() override;
+  void Shutdown(int signal) override;
   std::string Describe() const override;
 
   AuthMethod auth_method() const { return auth_; }  // as the host's challenge asked

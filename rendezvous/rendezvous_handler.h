@@ -78,6 +78,8 @@ enum class EndReason {
   kWorkerFailed,  // a worker failed and --max-restarts is used up (or others had finished)
   kNodesLost,     // --max-restarts used up by the loss of a node (or of the host)
   kTooFewNodes,   // fewer than MIN nodes left, or too few came within join_timeout
+  kStopped,       // fewer than MIN left because nodes were stopped by a signal (scancel, a time
+                  // limit, preemption: Slurm is ending the job, so never requeued)
   kNoMajority,    // no strict majority of the last round came back: others may go on
   kHostLost,      // the rendezvous host is lost and no successor could take over
   kCrashLoop,     // the workers failed soon after their start round after round
@@ -139,8 +141,11 @@ class RendezvousHandler {
   // host tells each, this one included, on_job_failed with `reason`, whatever the
   // restarts left. `failure` is the last one seen here (for the summary).
   virtual void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) = 0;
-  // Leave (agent is exiting because of a signal); no callbacks after this.
-  virtual void Shutdown() = 0;
+  // Leave: the agent is exiting, because of `signal` (scancel, a time limit, preemption) or,
+  // with 0, for a reason of its own (workers it cannot kill, a failing health check). The
+  // host hears the signal (a node that falls below MIN through signals ends as kStopped,
+  // never requeued). No callbacks after this.
+  virtual void Shutdown(int signal) = 0;
   // Human-readable description for logs ("standalone", "c10d host 10.0.0.1:29400 ...").
   virtual std::string Describe() const = 0;
 };

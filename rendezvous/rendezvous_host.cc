@@ -94,7 +94,7 @@ void RendezvousHost::EndJob(EndReason reason, const WorkerFailure& failure, cons
   Feed(EvEndJob{kLocalNode, reason, failure, message});
 }
 
-void RendezvousHost::Shutdown() {
+void RendezvousHost::Shutdown(int /*signal*/) {
   if (shut_down_) return;
   shut_down_ = true;
   callbacks_ = {};
@@ -262,8 +262,13 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
       return Feed(EvEndJob{id, msg.end_reason, msg.failure, msg.message});
     case K::kLeave:
       peer.conn->CloseAfterFlush();
-      // Its agent says it leaves (a signal: scancel, time limit, preemption): notice.
-      return Feed(EvLeave{id, "its agent was stopped", /*notice=*/true});
+      // Its agent says it leaves (a signal: scancel, time limit, preemption; or workers it
+      // cannot kill, a failing health check): notice.
+      return Feed(EvLeave{id,
+                          msg.leave_signal > 0
+                              ? fmt::format("its agent got signal {}", msg.leave_signal)
+                              : std::string("its agent was stopped"),
+                          /*notice=*/true, msg.leave_signal});
     case K::kStatus:
       return OnStatusRequest(id, peer);
     case K::kHello:

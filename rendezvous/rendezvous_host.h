@@ -72,7 +72,7 @@ class RendezvousHost : public RendezvousHandler {
   void ReportWorkerFailure(const WorkerFailure& failure) override;
   void ReportSucceeded() override;
   void EndJob(EndReason reason, const WorkerFailure& failure, const std::string& message) override;
-  void Shutdown() override;
+  void Shutdown(int signal) override;
   std::string Describe() const override;
 
   int port() const;

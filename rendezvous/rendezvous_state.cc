@@ -165,6 +165,7 @@ void CompleteRound(Ctx& c) {
   c.s.pending_rejoin.clear();
   c.s.last_call_deadline.reset();
   c.s.any_round_completed = true;
+  c.s.left_by_signal = 0;
   c.s.phase = RendezvousPhase::kRunning;
   // The spares vote as members do: a successor counts them the same way (RoundInfo::spares),
   // so every host of this run weighs a majority against the same voters.
@@ -279,13 +280,21 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
   size_t alive = SurvivorsAfterLoss(c.s);
   size_t smallest = SmallestRound(c.settings);
   if (alive >= smallest || IsMinority(c)) return;
+  // Below MIN only because signals stopped nodes: Slurm is ending the job (scancel, a time
+  // limit, preemption reach the nodes one by one); a requeue would bring back a cancelled job.
+  bool stopped = alive + c.s.left_by_signal >= smallest;
   std::string limit = c.settings.node_multiple > 1
                           ? fmt::format("the smallest allowed round of {} (--nnodes MIN {}, "
                                         "--node-multiple {})", smallest, c.settings.min_nodes,
                                         c.settings.node_multiple)
                           : fmt::format("the minimum of {} (--nnodes)", c.settings.min_nodes);
-  Close(c, RendezvousActionKind::kFatal, EndReason::kTooFewNodes,
-        fmt::format("{}; {} node(s) left, below {}", why, alive, limit), nullptr);
+  Close(c, RendezvousActionKind::kFatal, stopped ? EndReason::kStopped : EndReason::kTooFewNodes,
+        fmt::format("{}; {} node(s) left, below {}{}", why, alive, limit,
+                    stopped ? fmt::format(": {} node(s) were stopped by a signal (scancel, a time "
+                                          "limit, preemption), so the job is ending (no requeue)",
+                                          c.s.left_by_signal)
+                            : ""),
+        nullptr);
 }
 
 // A voter that left with notice never comes back: the majority is weighed without it.
@@ -307,6 +316,8 @@ void OnLeave(Ctx& c, const EvLeave& ev) {
   std::string name = it->second.desc.name;
   bool member = IsMember(c.s, ev.node);
   bool was_pending = c.s.pending_rejoin.erase(ev.node) > 0;
+  bool took_part = member || was_pending || it->second.joined || std::ranges::count(c.s.wait_list, ev.node) > 0;
+  if (ev.signal > 0 && took_part) ++c.s.left_by_signal;
   if (it->second.joined) --c.s.num_joined;
   if (ev.notice) DropVoter(c.s, ev.node, it->second);
   c.s.nodes.erase(it);

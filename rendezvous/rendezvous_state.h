@@ -98,6 +98,9 @@ struct RendezvousState {
   int64_t quorum_round = -1;          // its number (-1: no round yet, no rule)
   size_t quorum_size = 0;             // its voter count
   size_t quorum_awaited = 0;          // after a takeover: members expected back (no ids known)
+  // Nodes that left since the last round completed because a signal stopped their agent:
+  // when the job falls below MIN only through them, Slurm is ending it (kStopped, no requeue).
+  size_t left_by_signal = 0;
 };
 
 // What a successor carries into the rendezvous it hosts after the host's loss.
@@ -121,7 +124,8 @@ struct EvJoin { NodeId node; int local_world_size; int64_t member_of = -1; std::
 // round forms at once without it and the majority is weighed without it; not a
 // failure (no restart counted). Without notice (connection lost, heartbeat timeout)
 // it may be behind a partition: it stays a voter and its loss counts.
-struct EvLeave { NodeId node; std::string reason; bool notice = false; };
+// `signal`: the notice says a signal stops its agent (Slurm is ending the job on that node).
+struct EvLeave { NodeId node; std::string reason; bool notice = false; int signal = 0; };
 struct EvHeartbeat { NodeId node; };
 struct EvWorkerFailed { NodeId node; uint64_t round; WorkerFailure failure; };
 struct EvSucceeded { NodeId node; uint64_t round; };

@@ -597,6 +597,68 @@ TEST_F(RendezvousStateTest, ACutOffHostNeverActsForTheJob) {
   }
 }
 
+// scancel, a time limit or preemption reach the nodes one by one: the host heard the others'
+// leaves (each naming its signal) before its own signal and ended the job as too_few_nodes,
+// which requeued a cancelled job (the partition fault run's teardown, Debian 12 and 13 CI).
+// Below MIN only through signals is kStopped (never requeued); a node lost or leaving for a
+// reason of its own is still too_few_nodes, and signals of a past round do not count.
+TEST_F(RendezvousStateTest, NodesStoppedBySignalsEndTheJobAsStoppedNotTooFew) {
+  using R = EndReason;
+  struct Leave {
+    NodeId node;
+    bool notice;
+    int signal;
+  };
+  struct Row {
+    const char* name;
+    int min_nodes;
+    int nodes;
+    std::vector<Leave> before_next_round;  // then the others rejoin and a round forms again
+    std::vector<Leave> leaves;
+    R end;
+  };
+  const Row rows[] = {
+      {"one node stopped by SIGTERM, MIN 3 of 3", 3, 3, {}, {{3, true, SIGTERM}}, R::kStopped},
+      {"one node leaves with notice, no signal (stuck workers)", 3, 3, {}, {{3, true, 0}}, R::kTooFewNodes},
+      {"one node lost", 3, 3, {}, {{3, false, 0}}, R::kTooFewNodes},
+      {"signals one by one, MIN 2 of 3", 2, 3, {{3, true, SIGTERM}}, {{2, true, SIGTERM}}, R::kStopped},
+      {"a past round's signal, then a lost node", 3, 4, {{4, true, SIGTERM}}, {{3, false, 0}},
+       R::kTooFewNodes},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    settings.min_nodes = r.min_nodes;
+    settings.max_nodes = r.nodes;
+    state = InitialState(settings, now);
+    RunRound(r.nodes);
+    std::vector<NodeId> left;
+    for (const Leave& l : r.before_next_round) {
+      EXPECT_TRUE(Targets(Do(EvLeave{l.node, "left", l.notice, l.signal}), RendezvousActionKind::kFatal).empty());
+      left.push_back(l.node);
+    }
+    if (!left.empty()) {
+      std::vector<RendezvousAction> last;
+      for (NodeId id = 1; id <= static_cast<NodeId>(r.nodes); ++id) {
+        if (std::ranges::count(left, id) == 0) last = Do(EvJoin{id, 2, 0});
+      }
+      ASSERT_EQ(Rounds(last).size(), static_cast<size_t>(r.nodes) - left.size());
+    }
+    std::vector<RendezvousAction> actions;
+    for (const Leave& l : r.leaves) {
+      auto more = Do(EvLeave{l.node, "left", l.notice, l.signal});
+      actions.insert(actions.end(), more.begin(), more.end());
+    }
+    std::vector<RendezvousAction> ends;
+    for (const auto& a : actions)
+      if (a.kind == RendezvousActionKind::kFatal) ends.push_back(a);
+    ASSERT_FALSE(ends.empty());
+    for (const auto& a : ends) EXPECT_EQ(a.end_reason, r.end) << EndReasonName(a.end_reason) << ": " << a.message;
+    if (r.end == R::kStopped) {
+      EXPECT_NE(ends[0].message.find("stopped by a signal"), std::string::npos) << ends[0].message;
+    }
+  }
+}
+
 // A lone survivor that took over (no majority ever came) said too_few_nodes.
 TEST_F(RendezvousStateTest, ALoneSuccessorTimesOutWithNoMajority) {
   settings.min_nodes = 2;

@@ -85,7 +85,7 @@ class EventRecordTest(RendezvousTestCase):
              ("round", "node_lost", 2, 3, 3, 2, 3),
              ("job_start", None, 3, None, None, 3, 2),   # the successor, the host's loss counted
              ("round", "failover", 3, 2, 2, 3, 2),
-             ("node_lost", "its agent was stopped", 3, None, None, 3, 2),
+             ("node_lost", "its agent got signal 15", 3, None, None, 3, 2),
              ("round", "departure", 4, 1, 1, 3, 2),
              ("end", "done", 4, None, None, 3, 2)], shown)
         start, first, failure, second, lost, third, takeover, failover, departed, fourth, end = record

@@ -197,6 +197,30 @@ class FoundByTheFaultRunTest(unittest.TestCase):
         self.assertEqual(alone, [], self.logs())
 
 
+    def test_scancel_reaching_the_nodes_one_by_one_never_requeues(self):
+        # Found by the partition run in CI (seed 19, Debian 12 and 13, loaded machine):
+        # "scontrol requeue at 60.0 s", at the run's end. The end SIGTERMs the agents one by
+        # one, as scancel, a time limit or preemption reach a job's nodes; the host read the
+        # others' leaves as nodes lost below MIN (too_few_nodes) before its own signal came,
+        # and requeued a job that was being stopped. The leaves now name their signal: below
+        # MIN only through signals ends as "stopped" (exit 1), never requeued.
+        run = self.start_run(5)
+        host = run.nodes[0]
+        for node in run.nodes[1:]:
+            node.proc.send_signal(signal.SIGTERM)
+            node.proc.wait(30)
+            self.assertEqual(node.proc.returncode, 128 + signal.SIGTERM, self.logs())
+        self.wait_line(0, "stopped by a signal")
+        host.proc.wait(30)
+        self.assertEqual(host.proc.returncode, 1, self.logs())
+        requeues = []
+        if os.path.exists(run.scontrol_log):
+            with open(run.scontrol_log) as f:
+                requeues = [line for line in f if "requeue" in line]
+        self.assertEqual(requeues, [], self.logs())  # the defect: "requeue JOBID" from node 0
+        self.assertIn("so the job is ending (no requeue)", run.tail(host, 1000))
+
+
 class CheckerTest(unittest.TestCase):
     """The checker itself fails on what it must (synthetic records, no agents)."""
 
