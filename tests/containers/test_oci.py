@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "cluster"))
 sys.path.insert(0, str(HERE.parent / "spank"))
 from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
 from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS, assert_contract_after_one_restart  # noqa: E402
+from test_spank_e2e import Background, records, sigterm_ranks  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(REPO / "build/spank_plugin/spank_elastic.so"))
 AGENT_BUNDLE = os.environ.get("AGENT_BUNDLE", str(REPO / "build/agent-bundle"))
@@ -177,6 +178,33 @@ class TestOciContainer(ClusterTestCase):
         for glibc, ld_path, fd3 in found:
             self.assertNotEqual(glibc, os.confstr("CS_GNU_LIBC_VERSION").split()[1])
             self.assertEqual((ld_path, fd3), ("-", "False"))
+        self.assert_nothing_left()
+
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_scancel_in_the_bundle_stops_every_worker_and_leaves_nothing(self):
+        # As a user ends a training in a container: scancel while the 4 workers train.
+        # Slurm signals the container's processes (runc kill -a) and elasticrun forwards:
+        # every worker gets SIGTERM, one line says the job was cancelled, srun returns, and
+        # no container, spool directory or process of the step is left on either node.
+        env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"}
+        bg = Background(self.cluster, ["-N2", f"--container={self.bundle}", "--elastic=2", "--gpus-per-node=2",
+                                       "/usr/bin/python3", WORKER, "--seconds=600"], env)
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 4, TIMEOUT), bg.text())
+            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+            self.assertEqual(len(jobs), 1, jobs)
+            self.cluster.run(["scancel", jobs[0]], timeout=30, check=True)
+            bg.finish(90)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+        text = bg.text()
+        self.assertEqual(sigterm_ranks(text), {0, 1, 2, 3}, text)
+        self.assertEqual(text.count("elasticrun: cancelled by Slurm (SIGTERM)"), 1, text)
+        deadline = time.monotonic() + 30  # "completing" while slurmstepd cleans up
+        while (states := set(self.cluster.node_states().values())) != {"idle"} and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(states, {"idle"}, "no node drained:\n" + self.cluster.logs()[-4000:])
         self.assert_nothing_left()
 
     @unittest.skipIf(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} runs --elastic in OCI containers")
