@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/node_range.h"
 #include "common/parse.h"
 #include "spank_plugin/task_env.h"
 
@@ -105,6 +106,29 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
   step.step_id = target->step_id;
   step.resv_ports = target->resv_ports;
   out.port = ChooseRdzvPort(step, options, config, &out.port_source);
+  // The target's MIN:MAX, as its own plugin read it.
+  std::optional<std::string> range = LastOption(target->submit_line, "elastic");
+  std::string range_text = range ? *range : job.job_elastic_value;
+  ElasticOptions target_options;
+  std::string range_err;
+  if (!range_text.empty() &&
+      ApplyOption(OptionId::kElastic, range_text.c_str(), &target_options, &range_err) &&
+      target_options.nnodes) {
+    out.nnodes = *target_options.nnodes;
+  } else {
+    // A bare --elastic: exactly the step's nodes.
+    std::string hosts;
+    int count = 0;
+    if (nodes.FirstHosts(target->nodelist, kMaxNodes, &hosts))
+      count = static_cast<int>(std::count(hosts.begin(), hosts.end(), ',')) + 1;
+    out.nnodes = {count, count};
+  }
+  if (out.nnodes.first < 1) {
+    *err = fmt::format("--elastic-join={}: cannot tell the node count of step {}.{} ('{}')",
+                       job.job_id, job.job_id, target->step_id, target->nodelist);
+    return JoinRefusal::kNotElastic;
+  }
+  out.nodelist = target->nodelist;
   std::optional<std::string> id = LastOption(target->submit_line, "elastic-rdzv-id");
   out.rdzv_id = id && !id->empty() ? *id : fmt::format("{}.{}", job.job_id, target->step_id);
   *plan = std::move(out);

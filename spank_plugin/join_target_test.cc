@@ -43,7 +43,21 @@ TEST(JoinTargetTest, PlansOrRefusesFromSlurmsJobData) {
          EXPECT_EQ(p.port, 61000 + 77 * 32);
          EXPECT_EQ(p.rdzv_id, "77.0");
          EXPECT_EQ(p.step_id, 0u);
+         EXPECT_EQ(p.nnodes, std::make_pair(2, 4));  // the target's --elastic=2:4
+         EXPECT_EQ(p.nodelist, "n[3-4]");
        }},
+      {"a bare --elastic: exactly the target step's nodes",
+       [](TargetJob& j) { j.steps[0] = {0, "a1,a2,a3", "", "srun --elastic x"}; },
+       kOwner, JoinRefusal::kNone, "derived",
+       [](const JoinPlan& p) { EXPECT_EQ(p.nnodes, std::make_pair(3, 3)); }},
+      {"job-level --elastic=2:8 reaches a plain srun step's MIN:MAX",
+       [](TargetJob& j) {
+         j.job_elastic = true;
+         j.job_elastic_value = "2:8";
+         j.steps[0].submit_line = "srun python3 train.py";
+       },
+       kOwner, JoinRefusal::kNone, "derived",
+       [](const JoinPlan& p) { EXPECT_EQ(p.nnodes, std::make_pair(2, 8)); }},
       {"no such job", [](TargetJob& j) { j.found = false; }, kOwner, JoinRefusal::kNoSuchJob,
        "no such job"},
       {"a finished job", [](TargetJob& j) { j.state = TargetState::kFinished; j.state_name = "COMPLETED"; },
