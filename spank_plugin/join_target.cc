@@ -85,7 +85,11 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
     if (target == nullptr || step.step_id < target->step_id) target = &step;
   }
   if (target == nullptr) {
-    *err = fmt::format("--elastic-join={}: job {} runs no elastic step (srun --elastic=MIN:MAX) to join",
+    // Slurm before 26.05 keeps no job submit line: a job-level --elastic with plain
+    // srun steps cannot be seen (spank_api_slurm.cc, LoadJob).
+    *err = fmt::format("--elastic-join={}: job {} runs no elastic step (srun --elastic=MIN:MAX) to "
+                       "join (a job-level sbatch --elastic shows to Slurm 26.05 and later only: "
+                       "give its srun --elastic=MIN:MAX)",
                        job.job_id, job.job_id);
     return JoinRefusal::kNotElastic;
   }
