@@ -993,6 +993,38 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                       "no training to join", r.stderr)
         self.assertEqual(self.job_ids(), [])
 
+    def test_sbatch_elastic_join_makes_the_jobs_srun_join(self):
+        # The job-level form: `#SBATCH --elastic-join=A` reaches the batch script's srun
+        # through Slurm's SLURM_SPANK_ variable, and that srun joins A's run.
+        work = self.cluster.dir / "jobs" / "sbatch-elastic-join"
+        shutil.rmtree(work, ignore_errors=True)
+        for d in ("a", "b", "b-records"):
+            (work / d).mkdir(parents=True, mode=0o700)
+        a = Background(self.cluster, ["-N1", "-w", "n1", "--elastic=1:2", "--gpus-per-node=1",
+                                      "/usr/bin/python3", LAUNCHER_WORKER, "wait", str(work / "a")])
+        job_a, result = None, {}
+        try:
+            self.assertTrue(a.wait_for(lambda t: any((work / "a").glob("ready.*")), RUN_TIMEOUT), a.text())
+            (job_a,) = self.job_ids()
+            script = (f"#!/bin/sh\n#SBATCH -N1 -w n2 --gpus-per-node=1 --elastic-join={job_a}\n"
+                      f"srun --elastic-rdzv-conf=state_dir={work}/b-records /usr/bin/python3 "
+                      f"{LAUNCHER_WORKER} wait {work}/b\n")
+            batch = threading.Thread(target=lambda: result.update(
+                out=self.cluster.sbatch(script, timeout=RUN_TIMEOUT)))
+            batch.start()
+            self.assertTrue(a.wait_for(lambda t: "joined; growing the job" in t, RUN_TIMEOUT), a.text())
+            self.assertTrue(a.wait_for(lambda t: any((work / "b").glob("ready.*")), RUN_TIMEOUT), a.text())
+            ranks = {p.name for p in (work / "a").glob("ready.*")} | {p.name for p in (work / "b").glob("ready.*")}
+        finally:
+            for job in self.job_ids():
+                self.cluster.run(["scancel", job], timeout=30)
+            a.finish(60)
+            if "batch" in locals():
+                batch.join(RUN_TIMEOUT)
+        self.assertEqual(ranks, {"ready.0", "ready.1"}, a.text())  # one world of 2 nodes
+        self.assertEqual(self.job_ids(), [])
+        self.assert_nothing_left()
+
     def test_elastic_join_refuses_a_job_that_does_not_exist_or_is_another_users(self):
         r = self.srun(["-N1", "--elastic-join=987654", "/bin/true"], timeout=60)
         self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
