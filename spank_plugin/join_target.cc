@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/endpoint.h"
 #include "common/node_range.h"
 #include "common/parse.h"
 #include "spank_plugin/task_env.h"
@@ -101,6 +102,15 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
     return JoinRefusal::kNotElastic;
   }
   ElasticOptions options;
+  // A target started with its own --elastic-rdzv-endpoint is hosted there (task_env.cc).
+  if (std::optional<std::string> text = LastOption(target->submit_line, "elastic-rdzv-endpoint")) {
+    Endpoint endpoint;
+    std::string ignored;
+    if (ParseEndpoint("--elastic-rdzv-endpoint", *text, &endpoint, &ignored)) {
+      out.first_node = endpoint.host;
+      options.endpoint = std::move(endpoint);
+    }
+  }
   if (std::optional<std::string> port = LastOption(target->submit_line, "elastic-rdzv-port")) {
     long long value = 0;
     if (ParseInt(*port, 1, 65535, &value)) options.rdzv_port = static_cast<int>(value);

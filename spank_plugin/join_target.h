@@ -47,7 +47,8 @@ bool SubmitLineIsElastic(const std::string& submit_line);
 // Order: no such job, finished, not running (pending, suspended), another user,
 // no elastic step running. The first running elastic step (lowest step id) is joined;
 // its first node comes from `nodes` (libslurm's host list). The target's own
-// --elastic-rdzv-port and --elastic-rdzv-id are read from its srun line, and its
+// --elastic-rdzv-endpoint (its host then replaces the first node), --elastic-rdzv-port
+// and --elastic-rdzv-id are read from its srun line, and its
 // MIN:MAX from that line's --elastic (else the job-level --elastic).
 JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConfig& config,
                      NodeDirectory& nodes, JoinPlan* plan, std::string* err);

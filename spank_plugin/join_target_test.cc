@@ -97,6 +97,25 @@ TEST(JoinTargetTest, PlansOrRefusesFromSlurmsJobData) {
          j.steps = {{5, "b1", "", "srun --elastic x"}, {2, "a1", "", "srun --elastic=2:8 x"}};
        },
        kOwner, JoinRefusal::kNone, "step 2", [](const JoinPlan& p) { EXPECT_EQ(p.first_node, "a1"); }},
+      {"the target's own --elastic-rdzv-endpoint: its host and port",
+       [](TargetJob& j) {
+         j.steps[0].submit_line = "srun --elastic=2:4 --elastic-rdzv-endpoint=10.1.2.3:29400 x";
+       },
+       kOwner, JoinRefusal::kNone, "--elastic-rdzv-endpoint",
+       [](const JoinPlan& p) {
+         EXPECT_EQ(p.first_node, "10.1.2.3");
+         EXPECT_EQ(p.port, 29400);
+       }},
+      {"the target's --elastic-rdzv-endpoint without a port: the port as its plugin chose it",
+       [](TargetJob& j) {
+         j.steps[0].submit_line = "srun --elastic=2:4 --elastic-rdzv-endpoint=n9 x";
+         j.steps[0].resv_ports = "12000";
+       },
+       kOwner, JoinRefusal::kNone, "SLURM_STEP_RESV_PORTS",
+       [](const JoinPlan& p) {
+         EXPECT_EQ(p.first_node, "n9");
+         EXPECT_EQ(p.port, 12000);
+       }},
       {"the target's --resv-ports", [](TargetJob& j) { j.steps[0].resv_ports = "12000-12001"; },
        kOwner, JoinRefusal::kNone, "SLURM_STEP_RESV_PORTS",
        [](const JoinPlan& p) { EXPECT_EQ(p.port, 12000); }},
