@@ -67,7 +67,7 @@ int InitPostOpt(SpankApi& api) {
   if (state.context != Context::kLocal && state.context != Context::kAllocator) return 0;
   std::string err;
   if (!state.config_error.empty()) {
-    if (state.options.mode != ElasticMode::kOn) return 0;
+    if (!AsksElastic(state.options)) return 0;
     // With `optional` Slurm ignores this -1 and srun goes on: each node's
     // task_init then ends the task with the same message (exit 2).
     if (!state.config_error_reported) {
@@ -86,10 +86,16 @@ int InitPostOpt(SpankApi& api) {
   return 0;
 }
 
+int InitPostOpt(SpankApi& api, NodeDirectory& nodes) {
+  int rc = InitPostOpt(api);
+  if (rc != 0 || State().context != Context::kLocal) return rc;
+  return SrunPlanJoin(api, nodes, State());
+}
+
 int LocalUserInit(SpankApi& api) {
   PluginState& state = State();
   if (state.context != Context::kLocal) return 0;
-  if (!state.config_error.empty()) return state.options.mode == ElasticMode::kOn ? -1 : 0;
+  if (!state.config_error.empty()) return AsksElastic(state.options) ? -1 : 0;
   return SrunLocalUserInit(api, state);
 }
 

@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/endpoint.h"
+#include "common/node_range.h"
 #include "common/parse.h"
 #include "spank_plugin/task_env.h"
 
@@ -84,7 +86,11 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
     if (target == nullptr || step.step_id < target->step_id) target = &step;
   }
   if (target == nullptr) {
-    *err = fmt::format("--elastic-join={}: job {} runs no elastic step (srun --elastic=MIN:MAX) to join",
+    // Slurm before 26.05 keeps no job submit line: a job-level --elastic with plain
+    // srun steps cannot be seen (spank_api_slurm.cc, LoadJob).
+    *err = fmt::format("--elastic-join={}: job {} runs no elastic step (srun --elastic=MIN:MAX) to "
+                       "join (a job-level sbatch --elastic shows to Slurm 26.05 and later only: "
+                       "give its srun --elastic=MIN:MAX)",
                        job.job_id, job.job_id);
     return JoinRefusal::kNotElastic;
   }
@@ -96,6 +102,15 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
     return JoinRefusal::kNotElastic;
   }
   ElasticOptions options;
+  // A target started with its own --elastic-rdzv-endpoint is hosted there (task_env.cc).
+  if (std::optional<std::string> text = LastOption(target->submit_line, "elastic-rdzv-endpoint")) {
+    Endpoint endpoint;
+    std::string ignored;
+    if (ParseEndpoint("--elastic-rdzv-endpoint", *text, &endpoint, &ignored)) {
+      out.first_node = endpoint.host;
+      options.endpoint = std::move(endpoint);
+    }
+  }
   if (std::optional<std::string> port = LastOption(target->submit_line, "elastic-rdzv-port")) {
     long long value = 0;
     if (ParseInt(*port, 1, 65535, &value)) options.rdzv_port = static_cast<int>(value);
@@ -105,6 +120,29 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
   step.step_id = target->step_id;
   step.resv_ports = target->resv_ports;
   out.port = ChooseRdzvPort(step, options, config, &out.port_source);
+  // The target's MIN:MAX, as its own plugin read it.
+  std::optional<std::string> range = LastOption(target->submit_line, "elastic");
+  std::string range_text = range ? *range : job.job_elastic_value;
+  ElasticOptions target_options;
+  std::string range_err;
+  if (!range_text.empty() &&
+      ApplyOption(OptionId::kElastic, range_text.c_str(), &target_options, &range_err) &&
+      target_options.nnodes) {
+    out.nnodes = *target_options.nnodes;
+  } else {
+    // A bare --elastic: exactly the step's nodes.
+    std::string hosts;
+    int count = 0;
+    if (nodes.FirstHosts(target->nodelist, kMaxNodes, &hosts))
+      count = static_cast<int>(std::count(hosts.begin(), hosts.end(), ',')) + 1;
+    out.nnodes = {count, count};
+  }
+  if (out.nnodes.first < 1) {
+    *err = fmt::format("--elastic-join={}: cannot tell the node count of step {}.{} ('{}')",
+                       job.job_id, job.job_id, target->step_id, target->nodelist);
+    return JoinRefusal::kNotElastic;
+  }
+  out.nodelist = target->nodelist;
   std::optional<std::string> id = LastOption(target->submit_line, "elastic-rdzv-id");
   out.rdzv_id = id && !id->empty() ? *id : fmt::format("{}.{}", job.job_id, target->step_id);
   *plan = std::move(out);

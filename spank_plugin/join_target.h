@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spank_plugin/options.h"
@@ -21,25 +22,8 @@ namespace elastic::spank {
 // script (or --elastic-grow) can tell "the target cannot be joined" apart.
 inline constexpr int kJoinRefusedExit = 4;
 
-// Slurm's job states as the join sees them (JOB_STATE_BASE of job_info_t).
-enum class TargetState { kPending, kRunning, kSuspended, kFinished };
-
-struct TargetStep {
-  uint32_t step_id = 0;
-  std::string nodelist;     // the step's nodes ("n[1-2]")
-  std::string resv_ports;   // srun --resv-ports ("12000-12001"), "" if none
-  std::string submit_line;  // "srun -N2 --elastic=2:4 python3 train.py" ("" if unknown)
-};
-
-struct TargetJob {
-  bool found = false;       // false: Slurm knows no such job (or has purged it)
-  uint32_t job_id = 0;
-  uint32_t user_id = 0;
-  TargetState state = TargetState::kPending;
-  std::string state_name;   // Slurm's ("COMPLETED", "CANCELLED"), for messages
-  bool job_elastic = false; // job-level --elastic (sbatch/salloc): every srun step is elastic
-  std::vector<TargetStep> steps;  // its running steps (batch/extern/interactive left out)
-};
+// TargetState, TargetStep and TargetJob (what Slurm says of the target) are in
+// spank_api.h, beside SpankApi::LoadJob that fills them.
 
 enum class JoinRefusal { kNone, kNoSuchJob, kFinished, kNotRunning, kAnotherUser, kNotElastic };
 
@@ -49,6 +33,10 @@ struct JoinPlan {
   int port = 0;
   std::string port_source;
   std::string rdzv_id;      // "JOBID.STEPID"
+  // The target's MIN:MAX (its srun line's --elastic=MIN:MAX, else the job-level
+  // one; a bare --elastic: its step's node count N:N). The joiners run with the same.
+  std::pair<int, int> nnodes = {0, 0};
+  std::string nodelist;     // the target step's nodes: where its host may be after a failover
 };
 
 // Whether an srun command line asks for an elastic step: --elastic[=X] other than
@@ -59,7 +47,9 @@ bool SubmitLineIsElastic(const std::string& submit_line);
 // Order: no such job, finished, not running (pending, suspended), another user,
 // no elastic step running. The first running elastic step (lowest step id) is joined;
 // its first node comes from `nodes` (libslurm's host list). The target's own
-// --elastic-rdzv-port and --elastic-rdzv-id are read from its srun line.
+// --elastic-rdzv-endpoint (its host then replaces the first node), --elastic-rdzv-port
+// and --elastic-rdzv-id are read from its srun line, and its
+// MIN:MAX from that line's --elastic (else the job-level --elastic).
 JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConfig& config,
                      NodeDirectory& nodes, JoinPlan* plan, std::string* err);
 

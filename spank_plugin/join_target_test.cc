@@ -43,7 +43,21 @@ TEST(JoinTargetTest, PlansOrRefusesFromSlurmsJobData) {
          EXPECT_EQ(p.port, 61000 + 77 * 32);
          EXPECT_EQ(p.rdzv_id, "77.0");
          EXPECT_EQ(p.step_id, 0u);
+         EXPECT_EQ(p.nnodes, std::make_pair(2, 4));  // the target's --elastic=2:4
+         EXPECT_EQ(p.nodelist, "n[3-4]");
        }},
+      {"a bare --elastic: exactly the target step's nodes",
+       [](TargetJob& j) { j.steps[0] = {0, "a1,a2,a3", "", "srun --elastic x"}; },
+       kOwner, JoinRefusal::kNone, "derived",
+       [](const JoinPlan& p) { EXPECT_EQ(p.nnodes, std::make_pair(3, 3)); }},
+      {"job-level --elastic=2:8 reaches a plain srun step's MIN:MAX",
+       [](TargetJob& j) {
+         j.job_elastic = true;
+         j.job_elastic_value = "2:8";
+         j.steps[0].submit_line = "srun python3 train.py";
+       },
+       kOwner, JoinRefusal::kNone, "derived",
+       [](const JoinPlan& p) { EXPECT_EQ(p.nnodes, std::make_pair(2, 8)); }},
       {"no such job", [](TargetJob& j) { j.found = false; }, kOwner, JoinRefusal::kNoSuchJob,
        "no such job"},
       {"a finished job", [](TargetJob& j) { j.state = TargetState::kFinished; j.state_name = "COMPLETED"; },
@@ -83,6 +97,25 @@ TEST(JoinTargetTest, PlansOrRefusesFromSlurmsJobData) {
          j.steps = {{5, "b1", "", "srun --elastic x"}, {2, "a1", "", "srun --elastic=2:8 x"}};
        },
        kOwner, JoinRefusal::kNone, "step 2", [](const JoinPlan& p) { EXPECT_EQ(p.first_node, "a1"); }},
+      {"the target's own --elastic-rdzv-endpoint: its host and port",
+       [](TargetJob& j) {
+         j.steps[0].submit_line = "srun --elastic=2:4 --elastic-rdzv-endpoint=10.1.2.3:29400 x";
+       },
+       kOwner, JoinRefusal::kNone, "--elastic-rdzv-endpoint",
+       [](const JoinPlan& p) {
+         EXPECT_EQ(p.first_node, "10.1.2.3");
+         EXPECT_EQ(p.port, 29400);
+       }},
+      {"the target's --elastic-rdzv-endpoint without a port: the port as its plugin chose it",
+       [](TargetJob& j) {
+         j.steps[0].submit_line = "srun --elastic=2:4 --elastic-rdzv-endpoint=n9 x";
+         j.steps[0].resv_ports = "12000";
+       },
+       kOwner, JoinRefusal::kNone, "SLURM_STEP_RESV_PORTS",
+       [](const JoinPlan& p) {
+         EXPECT_EQ(p.first_node, "n9");
+         EXPECT_EQ(p.port, 12000);
+       }},
       {"the target's --resv-ports", [](TargetJob& j) { j.steps[0].resv_ports = "12000-12001"; },
        kOwner, JoinRefusal::kNone, "SLURM_STEP_RESV_PORTS",
        [](const JoinPlan& p) { EXPECT_EQ(p.port, 12000); }},

@@ -180,6 +180,14 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       ok = NonEmptyValue(id, value, &error) &&
            ParseCount("--elastic-node-multiple", value, 1, kMaxNodes, &options->node_multiple, &error);
       break;
+    case OptionId::kJoin: {
+      long long job = 0;
+      // Slurm's job ids are 32-bit; 0 and the special values above are not jobs.
+      ok = NonEmptyValue(id, value, &error) &&
+           ParseIntNamed("--elastic-join", value, 1, 0xfffffff0LL, &job, &error);
+      if (ok) options->join = static_cast<uint32_t>(job);
+      break;
+    }
     case OptionId::kRequeue:
       ok = NonEmptyValue(id, value, &error) &&
            ParseCount("--elastic-requeue", value, 0, 1000000, &options->requeue, &error);
@@ -281,7 +289,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
 }
 
 bool ElasticActive(const ElasticOptions& options, const PluginConfig& config) {
-  if (options.mode == ElasticMode::kUnset) return config.default_on;
+  if (options.mode == ElasticMode::kUnset) return options.join.has_value() || config.default_on;
   return options.mode == ElasticMode::kOn;
 }
 
@@ -289,7 +297,24 @@ bool ValidateCombination(const ElasticOptions& options, const PluginConfig& conf
                          std::string* err) {
   // --elastic=off says it: a setup step of a job whose sbatch line carries
   // --elastic=MIN:MAX --elastic-max-restarts=N inherits both and opts out.
-  if (options.mode == ElasticMode::kUnset && !config.default_on && !options.given.empty()) {
+  if (options.join) {
+    // The target's rendezvous (host, port, id) is found through Slurm: one typed
+    // by hand would contradict it.
+    if (options.mode == ElasticMode::kOff) {
+      *err = fmt::format("--elastic-join={} with --elastic=off: a joining step runs elastic; drop "
+                         "one of them", *options.join);
+      return false;
+    }
+    for (const char* manual : {"--elastic-rdzv-endpoint", "--elastic-rdzv-id", "--elastic-rdzv-port"}) {
+      if (std::find(options.given.begin(), options.given.end(), manual) != options.given.end()) {
+        *err = fmt::format("--elastic-join={} with {}: the join finds job {}'s rendezvous through "
+                           "Slurm; drop {}", *options.join, manual, *options.join, manual);
+        return false;
+      }
+    }
+  }
+  if (options.mode == ElasticMode::kUnset && !options.join && !config.default_on &&
+      !options.given.empty()) {
     *err = fmt::format("{} needs --elastic (add --elastic or --elastic=MIN:MAX)", options.given[0]);
     return false;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +35,7 @@ enum class OptionId {
   kRequeue,
   kEvents,
   kLogLinePrefixTemplate,
+  kJoin,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -46,7 +48,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 17> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 18> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -100,6 +102,10 @@ inline constexpr std::array<OptionSpec, 17> kOptionTable = {{
      "[elastic] Prefix of each worker's console lines instead of [rankN]: with ${role_name}, "
      "${rank}, ${local_rank} and ${hostname} replaced (elasticrun --log-line-prefix-template)",
      1, OptionId::kLogLinePrefixTemplate},
+    {"elastic-join", "JOBID",
+     "[elastic] Join the running elastic step of job JOBID (yours): this step's nodes train in "
+     "its run, as guests, up to its MAX (its rendezvous is found through Slurm)",
+     1, OptionId::kJoin},
 }};
 
 // --elastic's value.
@@ -126,6 +132,9 @@ struct ElasticOptions {
   std::optional<int> requeue;                  // --elastic-requeue=N
   std::optional<std::string> events;           // --elastic-events=PATH
   std::optional<std::string> log_line_prefix_template;  // --elastic-log-line-prefix-template
+  // --elastic-join=JOBID: the step is elastic (unless --elastic=off, refused) and
+  // joins that job's run; srun finds its rendezvous (join.cc).
+  std::optional<uint32_t> join;
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };
@@ -166,6 +175,12 @@ struct PluginConfig {
 // errors naming them. `default_launcher` is the installed elasticrun.
 bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& default_launcher,
                      PluginConfig* config, std::string* err);
+
+// Whether the user asked for an elastic step (--elastic other than off, or
+// --elastic-join), whatever plugstack.conf says.
+inline bool AsksElastic(const ElasticOptions& options) {
+  return options.mode == ElasticMode::kOn || (options.join && options.mode != ElasticMode::kOff);
+}
 
 // Whether this step runs under elasticrun.
 bool ElasticActive(const ElasticOptions& options, const PluginConfig& config);

@@ -16,7 +16,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
   EXPECT_EQ(names.size(), kOptionTable.size());
-  EXPECT_EQ(names.size(), 17u);
+  EXPECT_EQ(names.size(), 18u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {

@@ -99,7 +99,8 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
       elastic::spank::SlurmNodeDirectory nodes;
       return elastic::spank::RemoteInitPostOpt(api, nodes);
     }
-    return elastic::spank::InitPostOpt(api);
+    elastic::spank::SlurmNodeDirectory nodes;
+    return elastic::spank::InitPostOpt(api, nodes);
   });
 }
 

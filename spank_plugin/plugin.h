@@ -34,6 +34,8 @@ struct PluginState {
   // slurmstepd: the job's end time asked in init_post_opt when neither Slurm nor
   // srun put one in the job's environment (RememberJobEndTime); task_init exports it.
   std::optional<int64_t> job_end_time;
+  // srun: --elastic-join's target was asked about (once per srun; join.cc).
+  bool join_planned = false;
 };
 
 PluginState& State();
@@ -61,6 +63,24 @@ int TaskInit(SpankApi& api, NodeDirectory& nodes);
 int SrunLocalUserInit(SpankApi& api, PluginState& state);
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state);
+
+// --elastic-join (join.cc). srun's init_post_opt, after InitPostOpt, before srun
+// allocates anything: loads the target job, plans the join (join_target.h) and
+// exports the plan for the tasks (the variables below). A refusal prints its
+// message and ends srun with kJoinRefusedExit (4); Slurm unreachable: 1.
+int SrunPlanJoin(SpankApi& api, NodeDirectory& nodes, PluginState& state);
+// slurmstepd: the plan srun exported, as the options of the manual recipe
+// (--elastic-rdzv-endpoint, --elastic-rdzv-id, the target's MIN:MAX unless the user
+// gave one, --elastic-rdzv-conf guest=1) on `options`; `target_nodes` gets the
+// target step's nodes (the peers asked after a failover). No-op without --elastic-join.
+bool ApplyJoinPlan(SpankApi& api, ElasticOptions* options, std::string* target_nodes,
+                   std::string* err);
+inline constexpr const char* kJoinEndpointVar = "ELASTIC_SPANK_JOIN_ENDPOINT";  // NODE:PORT
+inline constexpr const char* kJoinRdzvIdVar = "ELASTIC_SPANK_JOIN_RDZV_ID";
+inline constexpr const char* kJoinNnodesVar = "ELASTIC_SPANK_JOIN_NNODES";     // MIN:MAX
+inline constexpr const char* kJoinNodesVar = "ELASTIC_SPANK_JOIN_NODES";       // Slurm host list
+// srun's init_post_opt: InitPostOpt, then (local context) SrunPlanJoin.
+int InitPostOpt(SpankApi& api, NodeDirectory& nodes);
 
 // The installed elasticrun (set by the build).
 std::string DefaultLauncher();

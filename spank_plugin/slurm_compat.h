@@ -3,6 +3,7 @@
 // Included only by the Slurm-facing files (spank_api_slurm.*, plugin.cc).
 #pragma once
 
+#include <string>
 #include <type_traits>
 
 extern "C" {
@@ -55,6 +56,48 @@ int SlurmJobEndTime(uint32_t job_id, time_t* end_time) {
     step_id.step_het_comp = NO_VAL;
     step_id.step_id = NO_VAL;
     return slurm_get_end_time(DependOn<Fn>(step_id), end_time);
+  }
+}
+
+// 26.05 (not 22.05, 24.11): job_info_t keeps the job's submit line ("sbatch -N2
+// --elastic=2:4 job.sh"), where a job-level --elastic shows. "" where it does not.
+template <typename Info>
+std::string SlurmJobSubmitLine(const Info& info) {
+  if constexpr (requires { info.submit_line; }) {
+    return info.submit_line != nullptr ? info.submit_line : "";
+  } else {
+    return "";
+  }
+}
+
+// 26.05: slurm_load_job() takes a slurm_step_id_t (job id, NO_VAL step) instead of
+// the job id (22.05, 24.11). Told apart by the function's type, as above.
+template <typename Fn = decltype(&slurm_load_job)>
+int SlurmLoadJob(uint32_t job_id, job_info_msg_t** resp) {
+  if constexpr (std::is_invocable_v<Fn, job_info_msg_t**, uint32_t, uint16_t>) {
+    return slurm_load_job(resp, DependOn<Fn>(job_id), SHOW_ALL);
+  } else {
+    slurm_step_id_t id{};
+    id.job_id = job_id;
+    id.step_het_comp = NO_VAL;
+    id.step_id = NO_VAL;
+    return slurm_load_job(resp, DependOn<Fn>(id), SHOW_ALL);
+  }
+}
+
+// 26.05: slurm_get_job_steps(slurm_step_id_t*, resp, flags) instead of
+// (update_time, job_id, step_id, resp, flags). NO_VAL as the step: all of the job's.
+template <typename Fn = decltype(&slurm_get_job_steps)>
+int SlurmGetJobSteps(uint32_t job_id, job_step_info_response_msg_t** resp) {
+  if constexpr (std::is_invocable_v<Fn, time_t, uint32_t, uint32_t, job_step_info_response_msg_t**,
+                                    uint16_t>) {
+    return slurm_get_job_steps(0, DependOn<Fn>(job_id), NO_VAL, resp, SHOW_ALL);
+  } else {
+    slurm_step_id_t id{};
+    id.job_id = job_id;
+    id.step_het_comp = NO_VAL;
+    id.step_id = NO_VAL;
+    return slurm_get_job_steps(DependOn<Fn>(&id), resp, SHOW_ALL);
   }
 }
 

@@ -193,11 +193,14 @@ void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   }
   RememberJobEndTime(api, state);
   StepInfo step;
-  std::string host, source, err;
+  std::string host, source, err, target_nodes;
   bool deferred = false;
-  if (ReadStepInfo(api, &step, &err, /*task_context=*/false)) {
-    ChooseRdzvHost(step, state.options, nodes, &host, &source, &deferred, &err);
-    ChooseRdzvPeers(step, state.options, nodes);  // asked here, replayed in task_init
+  ElasticOptions options = state.options;  // a joining step's as task_init makes them
+  if (ApplyJoinPlan(api, &options, &target_nodes, &err) &&
+      ReadStepInfo(api, &step, &err, /*task_context=*/false)) {
+    if (!target_nodes.empty()) step.job_nodelist = target_nodes;
+    ChooseRdzvHost(step, options, nodes, &host, &source, &deferred, &err);
+    ChooseRdzvPeers(step, options, nodes);  // asked here, replayed in task_init
   }
 }
 
@@ -205,14 +208,14 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   uint32_t step_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id)) {
     // Cannot tell which step this is; only an elastic step needs it.
-    if (state.options.mode != ElasticMode::kOn) return 0;
+    if (!AsksElastic(state.options)) return 0;
     api.Error("Slurm did not give the step id");
     return -1;
   }
   if (step_id == kBatchStep || step_id == kExternStep || step_id == kInteractiveStep) return 0;
   // A broken plugstack line fails the steps that ask for --elastic; a plain step
   // runs (under `optional` srun let it start; default=on is unknown then).
-  if (!state.config_error.empty() && state.options.mode == ElasticMode::kOn) {
+  if (!state.config_error.empty() && AsksElastic(state.options)) {
     api.Error(state.config_error);
     return -1;
   }
@@ -222,16 +225,20 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   }
   if (!ElasticActive(state.options, state.config)) return 0;
 
-  std::string err;
-  std::string combination_err;
+  std::string err, target_nodes;
   StepInfo step;
   EnvList env;
   std::vector<std::string> argv;
-  if (!ValidateCombination(state.options, state.config, &err) || !ReadStepInfo(api, &step, &err) ||
-      !ValidateStepLayout(NodeLayout(step), state.options, state.config, &err)) {
+  // A joining step runs with the target's rendezvous (join.cc): checked as the
+  // user gave it, then completed.
+  ElasticOptions options = state.options;
+  if (!ValidateCombination(state.options, state.config, &err) ||
+      !ApplyJoinPlan(api, &options, &target_nodes, &err) || !ReadStepInfo(api, &step, &err) ||
+      !ValidateStepLayout(NodeLayout(step), options, state.config, &err)) {
     api.Error(err);
     return -1;
   }
+  if (!target_nodes.empty()) step.job_nodelist = target_nodes;
   if (!api.GetArgv(&argv) || argv.empty() || argv[0].empty()) {
     api.Error("Slurm did not give the task's command line");
     return -1;
@@ -243,7 +250,7 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     api.Error(err);
     return -1;
   }
-  if (!BuildTaskEnv(step, state.options, state.config, nodes, &env, &err)) {
+  if (!BuildTaskEnv(step, options, state.config, nodes, &env, &err)) {
     api.Error(err);
     return -1;
   }

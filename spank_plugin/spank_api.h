@@ -29,6 +29,29 @@ inline constexpr uint32_t kBatchStep = 0xfffffffb;
 inline constexpr uint32_t kExternStep = 0xfffffffc;
 inline constexpr uint32_t kInteractiveStep = 0xfffffffa;
 
+// What Slurm says of the job an `--elastic-join=JOBID` names (SpankApi::LoadJob;
+// decided on by join_target.h's PlanJoin).
+// Slurm's job states as the join sees them (JOB_STATE_BASE of job_info_t).
+enum class TargetState { kPending, kRunning, kSuspended, kFinished };
+
+struct TargetStep {
+  uint32_t step_id = 0;
+  std::string nodelist;     // the step's nodes ("n[1-2]")
+  std::string resv_ports;   // srun --resv-ports ("12000-12001"), "" if none
+  std::string submit_line;  // "srun -N2 --elastic=2:4 python3 train.py" ("" if unknown)
+};
+
+struct TargetJob {
+  bool found = false;       // false: Slurm knows no such job (or has purged it)
+  uint32_t job_id = 0;
+  uint32_t user_id = 0;
+  TargetState state = TargetState::kPending;
+  std::string state_name;   // Slurm's ("COMPLETED", "CANCELLED"), for messages
+  bool job_elastic = false; // job-level --elastic (sbatch/salloc): every srun step is elastic
+  std::string job_elastic_value;  // its value ("2:4"; "" when given bare)
+  std::vector<TargetStep> steps;  // its running steps (batch/extern/interactive left out)
+};
+
 class SpankApi {
  public:
   virtual ~SpankApi() = default;
@@ -76,6 +99,16 @@ class SpankApi {
   // when Slurm does not say.
   virtual bool JobEndTime(uint32_t job_id, int64_t* end_time) = 0;
   virtual SlurmRelease Release() = 0;
+  // srun: the job `job_id` and its running steps (slurm_load_job,
+  // slurm_get_job_steps: two RPCs). A job Slurm does not know is found=false and
+  // true; false with *err only when Slurm could not be asked.
+  virtual bool LoadJob(uint32_t job_id, TargetJob* job, std::string* err) = 0;
+  // The calling process's real uid (getuid): srun's user.
+  virtual uint32_t UserId() = 0;
+  // srun, before it allocated anything: ends srun with `code` (exit(3)). Used where
+  // a failing callback is not enough: Slurm ignores one of an `optional` plugin,
+  // and srun's own status for it is 1.
+  virtual void ExitSrun(int code) = 0;
 };
 
 // What the plugin asks about Slurm's nodes and the network (libslurm, getaddrinfo).

@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -184,6 +187,90 @@ bool SlurmSpankApi::JobEndTime(uint32_t job_id, int64_t* end_time) {
   *end_time = static_cast<int64_t>(end);
   return true;
 }
+
+namespace {
+
+// Slurm's names of the base job states (job_state_string is not in slurm.h).
+std::string JobStateName(uint32_t state) {
+  static const char* const kNames[] = {"PENDING",   "RUNNING",   "SUSPENDED", "COMPLETED",
+                                       "CANCELLED", "FAILED",    "TIMEOUT",   "NODE_FAIL",
+                                       "PREEMPTED", "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY"};
+  uint32_t base = state & JOB_STATE_BASE;
+  return base < std::size(kNames) ? kNames[base] : fmt::format("state {}", base);
+}
+
+// The job-level --elastic (sbatch/salloc --elastic[=X]) on the job's submit line,
+// where Slurm keeps one (slurm_compat.h, SlurmJobSubmitLine: 26.05).
+bool JobLevelElastic(const slurm_job_info_t& info, std::string* value) {
+  std::string line = SlurmJobSubmitLine(info);
+  std::string word, found;
+  bool elastic = false;
+  for (size_t pos = 0; pos < line.size();) {
+    size_t end = std::min(line.find(' ', pos), line.size());
+    word = line.substr(pos, end - pos);
+    pos = end + 1;
+    if (word == "--elastic" || word.starts_with("--elastic=")) {
+      elastic = true;
+      found = word == "--elastic" ? "" : word.substr(10);
+    }
+  }
+  if (!elastic) return false;
+  *value = found;
+  std::string lower = found;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower != "off" && lower != "no" && lower != "0";
+}
+
+std::string OrEmpty(const char* text) { return text != nullptr ? text : ""; }
+
+}  // namespace
+
+bool SlurmSpankApi::LoadJob(uint32_t job_id, TargetJob* job, std::string* err) {
+  *job = TargetJob{};
+  job->job_id = job_id;
+  job_info_msg_t* info = nullptr;
+  if (SlurmLoadJob(job_id, &info) != SLURM_SUCCESS || info == nullptr) {
+    int code = SlurmErrno();
+    if (code == ESLURM_INVALID_JOB_ID) return true;  // found = false
+    *err = fmt::format("slurm_load_job({}): {}", job_id, slurm_strerror(code));
+    return false;
+  }
+  for (uint32_t i = 0; i < info->record_count; ++i) {
+    const slurm_job_info_t& rec = info->job_array[i];
+    job->found = true;
+    job->user_id = rec.user_id;
+    job->state_name = JobStateName(rec.job_state);
+    switch (rec.job_state & JOB_STATE_BASE) {
+      case JOB_PENDING: job->state = TargetState::kPending; break;
+      case JOB_RUNNING: job->state = TargetState::kRunning; break;
+      case JOB_SUSPENDED: job->state = TargetState::kSuspended; break;
+      default: job->state = TargetState::kFinished; break;
+    }
+    job->job_elastic = JobLevelElastic(rec, &job->job_elastic_value);
+    break;  // one record: a job id names one job (a het job's leader comes first)
+  }
+  slurm_free_job_info_msg(info);
+  if (!job->found || job->state != TargetState::kRunning) return true;
+  job_step_info_response_msg_t* steps = nullptr;
+  if (SlurmGetJobSteps(job_id, &steps) != SLURM_SUCCESS || steps == nullptr) {
+    *err = fmt::format("slurm_get_job_steps({}): {}", job_id, slurm_strerror(SlurmErrno()));
+    return false;
+  }
+  for (uint32_t i = 0; i < steps->job_step_count; ++i) {
+    const job_step_info_t& rec = steps->job_steps[i];
+    uint32_t id = rec.step_id.step_id;
+    if (rec.step_id.job_id != job_id || id == kBatchStep || id == kExternStep ||
+        id == kInteractiveStep || (rec.state & JOB_STATE_BASE) != JOB_RUNNING)
+      continue;
+    job->steps.push_back({id, OrEmpty(rec.nodes), OrEmpty(rec.resv_ports), OrEmpty(rec.submit_line)});
+  }
+  slurm_free_job_step_info_response_msg(steps);
+  return true;
+}
+
+uint32_t SlurmSpankApi::UserId() { return static_cast<uint32_t>(::getuid()); }
+
+void SlurmSpankApi::ExitSrun(int code) { std::exit(code); }
 
 std::vector<std::string> SlurmSpankApi::ProcessCmdline() {
   std::vector<std::string> words;

@@ -27,6 +27,9 @@ class SlurmSpankApi final : public SpankApi {
   long ParentPid() override;
   bool JobEndTime(uint32_t job_id, int64_t* end_time) override;
   SlurmRelease Release() override;
+  bool LoadJob(uint32_t job_id, TargetJob* job, std::string* err) override;
+  uint32_t UserId() override;
+  void ExitSrun(int code) override;
 
  private:
   spank_t sp_;

@@ -161,7 +161,7 @@ bool ValidateMinNodes(const StepLayout& layout, const ElasticOptions& options, s
   if (static_cast<int>(layout.nnodes) >= lo) return true;
   // Agents of another step (or job) may join this rendezvous: scale-up, a
   // shared id and endpoint (docs/user.md). Only then can a round still form.
-  if (options.rdzv_id || options.endpoint) return true;
+  if (options.rdzv_id || options.endpoint || options.join) return true;
   // A running step never gains nodes: without this the agents would wait out
   // join_timeout (600 s) for nodes that cannot come.
   std::string nodes = lo == hi ? fmt::format("-N{}", lo) : fmt::format("-N{}-{} --no-kill", lo, hi);

@@ -94,6 +94,24 @@ class FakeSpank : public SpankApi {
     *end_time = it->second;
     return true;
   }
+  std::map<uint32_t, TargetJob> jobs;  // LoadJob's answers; others: no such job
+  std::string load_job_error;          // set: LoadJob fails with it (Slurm unreachable)
+  std::vector<uint32_t> jobs_loaded;
+  bool LoadJob(uint32_t job_id, TargetJob* job, std::string* err) override {
+    jobs_loaded.push_back(job_id);
+    if (!load_job_error.empty()) {
+      *err = load_job_error;
+      return false;
+    }
+    auto it = jobs.find(job_id);
+    *job = it != jobs.end() ? it->second : TargetJob{};
+    job->job_id = job_id;
+    return true;
+  }
+  uint32_t uid = 1000;
+  uint32_t UserId() override { return uid; }
+  int srun_exit_code = -1;  // ExitSrun's code; -1: not called (the fake returns)
+  void ExitSrun(int code) override { srun_exit_code = code; }
 };
 
 class FakeNodes : public NodeDirectory {

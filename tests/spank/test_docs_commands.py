@@ -54,6 +54,9 @@ NOT_RUN = [
     (r"^squeue -O JobID:10,Comment:120", "needs a running elastic job: spank.e2e "
      "test_squeue_shows_the_live_comment reads squeue's comment while one runs"),
     (r"srun torchrun", "the torchrun recipe the migration replaces (srun refuses torchrun under --elastic)"),
+    (r"--elastic-join=1234", "joins a running job by its id: spank.e2e "
+     "test_a_job_joins_a_running_job_with_elastic_join_and_leaves_with_notice runs it (and "
+     "test_elastic_join_refuses_a_job_that_does_not_exist_or_is_another_users the refusals)"),
     (r"--health-check='nvidia-smi", "needs nvidia-smi and /scratch on every machine; the option: "
      "spank.e2e test_health_check_failing_on_one_node_keeps_it_out"),
 ]

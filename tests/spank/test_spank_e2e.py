@@ -926,6 +926,134 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(done), 3, text)
         self.assert_nothing_left()
 
+    def job_ids(self):
+        return self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+
+    @preloaded
+    def test_a_job_joins_a_running_job_with_elastic_join_and_leaves_with_notice(self):
+        # Issue 24 item 1: job A runs -N2 --elastic=2:4 on n1-n2; job B `srun -N2
+        # --elastic-join=A` finds A's rendezvous through Slurm (no endpoint, port or id
+        # typed): A's workers restart in a world of 4 nodes, B's nodes ranked after A's.
+        # scancel B: its agents leave with notice, A goes on at 2 nodes and exits 0.
+        work = self.cluster.dir / "jobs" / "elastic-join"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        # The nodes share this machine's /tmp, where the agents keep their regime
+        # records: B's get a directory of their own, as other machines have.
+        (work / "b-records").mkdir(mode=0o700)
+        # -w: the test cluster's nodes are shared; B on nodes of its own, as in a real cluster.
+        a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
+                                      "--elastic-max-restarts=3", "/usr/bin/python3", WORKER,
+                                      "--seconds=40"])
+        b = None
+        try:
+            self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
+            (job_a,) = self.job_ids()
+            started = time.monotonic()
+            b = Background(self.cluster, ["-N2", "-w", "n3,n4", "--gpus-per-node=1", f"--elastic-join={job_a}",
+                                          f"--elastic-rdzv-conf=state_dir={work}/b-records",
+                                          "/usr/bin/python3", WORKER, "--seconds=600"])
+
+            def grown(t):
+                return len([r for r in records(t, "READY") if r["world"] == "4"]) == 2
+            self.assertTrue(a.wait_for(grown, RUN_TIMEOUT), a.text() + "\n--- B:\n" + b.text())
+            self.assertTrue(b.wait_for(grown, RUN_TIMEOUT), b.text())
+            print(f"--elastic-join: {time.monotonic() - started:.1f} s from job B's srun to both "
+                  "jobs' workers in the 4-node group", file=sys.stderr)
+            (job_b,) = [j for j in self.job_ids() if j != job_a]
+            left = time.monotonic()
+            self.cluster.run(["scancel", job_b], timeout=30, check=True)
+            b.finish(60)
+
+            def shrunk(t):
+                return len([r for r in records(t, "READY") if r["world"] == "2" and r["restart"] != "0"]) == 2
+            self.assertTrue(a.wait_for(shrunk, RUN_TIMEOUT), a.text())
+            print(f"--elastic-join: {time.monotonic() - left:.1f} s from scancel of job B to job A's "
+                  "workers in the 2-node group", file=sys.stderr)
+            rc = a.finish(RUN_TIMEOUT)
+        finally:
+            for bg in (a, b):
+                if bg is not None and bg.proc.poll() is None:
+                    bg.proc.kill()
+        text, joined = a.text(), b.text()
+        self.assertEqual(rc, 0, text + "\n--- B:\n" + joined)
+        self.assertIn(f"joining job {job_a}'s step {job_a}.0: run {job_a}.0 at n1:", joined)
+        big = [e for e in records(text, "ENV") + records(joined, "ENV") if e["world"] == "4"]
+        self.assertEqual(sorted((e["host"], e["group_rank"]) for e in big),
+                         [("n1", "0"), ("n2", "1"), ("n3", "2"), ("n4", "3")], text + joined)
+        self.assertRegex(text, r"node n[34](:\d+)? left with notice", text)
+        done = records(text, "DONE")
+        self.assertEqual(sorted((d["rank"], d["world"]) for d in done), [("0", "2"), ("1", "2")], text)
+        self.assertNotIn("lost", "\n".join(l for l in text.splitlines() if "rendezvous" in l), text)
+        self.assert_nothing_left()
+        # A has finished: a join now is refused, and srun allocates nothing.
+        r = self.srun(["-N1", f"--elastic-join={job_a}", "/bin/true"], timeout=60)
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn(f"elastic: --elastic-join={job_a}: job {job_a} has finished (COMPLETED): there is "
+                      "no training to join", r.stderr)
+        self.assertEqual(self.job_ids(), [])
+
+    def test_sbatch_elastic_join_makes_the_jobs_srun_join(self):
+        # The job-level form: `#SBATCH --elastic-join=A` reaches the batch script's srun
+        # through Slurm's SLURM_SPANK_ variable, and that srun joins A's run.
+        work = self.cluster.dir / "jobs" / "sbatch-elastic-join"
+        shutil.rmtree(work, ignore_errors=True)
+        for d in ("a", "b", "b-records"):
+            (work / d).mkdir(parents=True, mode=0o700)
+        a = Background(self.cluster, ["-N1", "-w", "n1", "--elastic=1:2", "--gpus-per-node=1",
+                                      "/usr/bin/python3", LAUNCHER_WORKER, "wait", str(work / "a")])
+        job_a, result = None, {}
+        try:
+            self.assertTrue(a.wait_for(lambda t: any((work / "a").glob("ready.*")), RUN_TIMEOUT), a.text())
+            (job_a,) = self.job_ids()
+            script = (f"#!/bin/sh\n#SBATCH -N1 -w n2 --gpus-per-node=1 --elastic-join={job_a}\n"
+                      f"srun --elastic-rdzv-conf=state_dir={work}/b-records /usr/bin/python3 "
+                      f"{LAUNCHER_WORKER} wait {work}/b\n")
+            batch = threading.Thread(target=lambda: result.update(
+                out=self.cluster.sbatch(script, timeout=RUN_TIMEOUT)))
+            batch.start()
+            self.assertTrue(a.wait_for(lambda t: "joined; growing the job" in t, RUN_TIMEOUT), a.text())
+            self.assertTrue(a.wait_for(lambda t: any((work / "b").glob("ready.*")), RUN_TIMEOUT), a.text())
+            ranks = {p.name for p in (work / "a").glob("ready.*")} | {p.name for p in (work / "b").glob("ready.*")}
+        finally:
+            for job in self.job_ids():
+                self.cluster.run(["scancel", job], timeout=30)
+            a.finish(60)
+            if "batch" in locals():
+                batch.join(RUN_TIMEOUT)
+        self.assertEqual(ranks, {"ready.0", "ready.1"}, a.text())  # one world of 2 nodes
+        self.assertEqual(self.job_ids(), [])
+        self.assert_nothing_left()
+
+    def test_elastic_join_refuses_a_job_that_does_not_exist_or_is_another_users(self):
+        r = self.srun(["-N1", "--elastic-join=987654", "/bin/true"], timeout=60)
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn("elastic: --elastic-join=987654: no such job", r.stderr)
+        self.assertNotIn("srun: job", r.stderr)  # refused before srun asked for an allocation
+        work = self.cluster.dir / "jobs" / "elastic-join-refused"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        a = Background(self.cluster, ["-N1", "--elastic=1:2", "--gpus-per-node=1", "/usr/bin/python3",
+                                      LAUNCHER_WORKER, "wait", str(work)])
+        job_a = None
+        try:
+            self.assertTrue(a.wait_for(lambda t: any(work.glob("ready.*")), RUN_TIMEOUT), a.text())
+            (job_a,) = self.job_ids()
+            # nobody (65534) as the second user: the test cluster has no user of its own.
+            other = self.cluster.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                      "srun", "-N1", f"--elastic-join={job_a}", "/bin/true"], timeout=60)
+            states = self.cluster.run(["squeue", "-h", "-o", "%i %T"], timeout=30).stdout.split()
+        finally:
+            if job_a is not None:
+                self.cluster.run(["scancel", job_a], timeout=30)
+            a.finish(60)
+        if other.returncode != 4 and "--elastic-join" not in other.stderr:
+            self.skipTest(f"uid 65534 cannot run srun on this cluster: {other.stderr.strip()}")
+        self.assertEqual(other.returncode, 4, other.stdout + other.stderr)
+        self.assertIn(f"--elastic-join={job_a}: job {job_a} belongs to another user: only its owner "
+                      "may join it", other.stderr)
+        self.assertEqual(states, [job_a, "RUNNING"])  # A unaffected, nothing else allocated
+
     @preloaded
     def test_cut_off_first_node_never_trains_alone_and_the_others_go_on(self):
         # --elastic=1:3: MIN alone would let n1 (the host) go on by itself; the majority

@@ -25,7 +25,7 @@ DUMP = str(HERE / "env_dump.sh")
 PMIX_PROBE = os.environ.get("PMIX_PROBE", "")
 OPTIONS = ["elastic", "elastic-nproc-per-node", "elastic-max-restarts", "elastic-rdzv-port",
            "elastic-rdzv-id", "elastic-rdzv-endpoint", "elastic-rdzv-conf", "elastic-bind",
-           "elastic-log-dir", "elastic-no-python", "elastic-python"]
+           "elastic-log-dir", "elastic-no-python", "elastic-python", "elastic-join"]
 # Slurm >= 23.11 wraps the task with spank_prepend_task_argv (slurm_compat.h);
 # the plugin is built for the Slurm whose headers are installed (srun --version
 # of 26.05 wants a slurm.conf).
