@@ -17,10 +17,10 @@
 
 namespace elastic::spank {
 
-// A refused join ends the joining job's tasks with this status: distinct from
-// elasticrun's 0-3 (launcher/exit_codes.h) and from a bad option (2), so that a
-// script (or --elastic-grow) can tell "the target cannot be joined" apart.
-inline constexpr int kJoinRefusedExit = 4;
+// A refused join ends srun with this status: distinct from every status of elasticrun
+// (0-5, launcher/exit_codes.h; 4 is "this node left the job") and from a bad option (2),
+// so that a script (or --elastic-grow) can tell "the target cannot be joined" apart.
+inline constexpr int kJoinRefusedExit = 6;
 
 // TargetState, TargetStep and TargetJob (what Slurm says of the target) are in
 // spank_api.h, beside SpankApi::LoadJob that fills them.

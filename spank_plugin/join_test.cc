@@ -1,5 +1,5 @@
 // --elastic-join's shell (join.cc) over a FakeSpank: srun asks Slurm about the
-// target before it allocates, refuses with exit 4 or hands the plan to the tasks,
+// target before it allocates, refuses with exit 6 or hands the plan to the tasks,
 // and each slurmstepd starts elasticrun exactly as the manual scale-up recipe does.
 #include <gtest/gtest.h>
 

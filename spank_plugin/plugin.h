@@ -67,7 +67,7 @@ void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 // --elastic-join (join.cc). srun's init_post_opt, after InitPostOpt, before srun
 // allocates anything: loads the target job, plans the join (join_target.h) and
 // exports the plan for the tasks (the variables below). A refusal prints its
-// message and ends srun with kJoinRefusedExit (4); Slurm unreachable: 1.
+// message and ends srun with kJoinRefusedExit (6); Slurm unreachable: 1.
 int SrunPlanJoin(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 // slurmstepd: the plan srun exported, as the options of the manual recipe
 // (--elastic-rdzv-endpoint, --elastic-rdzv-id, the target's MIN:MAX unless the user

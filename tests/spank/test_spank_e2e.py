@@ -988,7 +988,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assert_nothing_left()
         # A has finished: a join now is refused, and srun allocates nothing.
         r = self.srun(["-N1", f"--elastic-join={job_a}", "/bin/true"], timeout=60)
-        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 6, r.stdout + r.stderr)
         self.assertIn(f"elastic: --elastic-join={job_a}: job {job_a} has finished (COMPLETED): there is "
                       "no training to join", r.stderr)
         self.assertEqual(self.job_ids(), [])
@@ -1027,7 +1027,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
 
     def test_elastic_join_refuses_a_job_that_does_not_exist_or_is_another_users(self):
         r = self.srun(["-N1", "--elastic-join=987654", "/bin/true"], timeout=60)
-        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 6, r.stdout + r.stderr)
         self.assertIn("elastic: --elastic-join=987654: no such job", r.stderr)
         self.assertNotIn("srun: job", r.stderr)  # refused before srun asked for an allocation
         work = self.cluster.dir / "jobs" / "elastic-join-refused"
@@ -1047,9 +1047,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             if job_a is not None:
                 self.cluster.run(["scancel", job_a], timeout=30)
             a.finish(60)
-        if other.returncode != 4 and "--elastic-join" not in other.stderr:
+        if other.returncode != 6 and "--elastic-join" not in other.stderr:
             self.skipTest(f"uid 65534 cannot run srun on this cluster: {other.stderr.strip()}")
-        self.assertEqual(other.returncode, 4, other.stdout + other.stderr)
+        self.assertEqual(other.returncode, 6, other.stdout + other.stderr)
         self.assertIn(f"--elastic-join={job_a}: job {job_a} belongs to another user: only its owner "
                       "may join it", other.stderr)
         self.assertEqual(states, [job_a, "RUNNING"])  # A unaffected, nothing else allocated
