@@ -133,6 +133,10 @@ elastic_add_fuzzer(progress_file RUNS 50000 SOURCES launcher/no_progress.cc)
 # `scontrol --oneliner show node NAME`'s answer (launcher/slurm_node_state.h).
 elastic_add_fuzzer(scontrol_node RUNS 50000
   SOURCES launcher/slurm_node_state.cc common/log_escape.cc)
+# `elasticrun status JOBID[.STEP]`: the argument and scontrol's job and step lines
+# (launcher/status_target.h).
+elastic_add_fuzzer(status_target RUNS 50000
+  SOURCES launcher/status_target.cc common/parse.cc common/endpoint.cc common/log_escape.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000

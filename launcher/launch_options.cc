@@ -214,6 +214,11 @@ std::string HelpText(const OptionDef& def) {
 }
 
 constexpr const char* kFooter = R"(
+Other commands: `elasticrun status JOBID[.STEP] [--json]` (or with the job's
+--rdzv-endpoint and --rdzv-id) shows a running job's round, members, restarts
+and failures (`elasticrun status --help`); `elasticrun timeline EVENTS.jsonl -o
+job.svg` draws an event record.
+
 The program: a first argument ending in .py (or -m/--run-path) runs as
 `PYTHON -u program args...` (--python, default python3 from PATH; it must have
 torch); anything else is executed as given (PATH lookup); --no-python forces that.

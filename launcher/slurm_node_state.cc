@@ -58,6 +58,7 @@ bool ParseScontrolNode(std::string_view text, SlurmNodeState* out, std::string* 
   node.state = std::string(Token(line, *state));
   if (node.state.empty()) return fail("an empty State");
   if (auto reason = FieldValue(line, "Reason=")) node.reason = std::string(ReasonValue(line, *reason));
+  if (auto addr = FieldValue(line, "NodeAddr=")) node.addr = std::string(Token(line, *addr));
   *out = std::move(node);
   return true;
 }

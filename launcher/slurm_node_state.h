@@ -43,6 +43,7 @@ struct SlurmNodeState {
   std::string name;    // NodeName
   std::string state;   // "MIXED+DRAIN", "DOWN*", "IDLE"
   std::string reason;  // Reason without its " [user@time]" ("" when none)
+  std::string addr = {};  // NodeAddr ("" when absent): where Slurm reaches it (status_target.h)
 };
 
 // The one parser of that line: false with *err naming what is missing. The state

@@ -29,6 +29,10 @@ TEST(SlurmNodeStateTest, ParsesScontrolsOneLiner) {
       {"a reason without its time", "NodeName=n1 State=IDLE+FAIL Reason=nhc: disk full Extra=x", true,
        {"n1", "IDLE+FAIL", "nhc: disk full"}, ""},
       {"idle, no reason", "NodeName=n1 Arch=x86_64 State=IDLE ThreadsPerCore=1\n", true, {"n1", "IDLE", ""}, ""},
+      {"its address (22.05's line, shortened)",
+       "NodeName=n1 Arch=x86_64 CoresPerSocket=1  Gres=gpu:8 NodeAddr=10.200.0.11 NodeHostName=n1 "
+       "Version=22.05.8 State=MIXED ThreadsPerCore=1\n",
+       true, {"n1", "MIXED", "", "10.200.0.11"}, ""},
       {"NextState is not State", "NodeName=n1 NextState=DRAIN State=ALLOCATED Weight=1", true,
        {"n1", "ALLOCATED", ""}, ""},
       {"not found", "Node n9 not found\n", false, {}, "no NodeName="},
@@ -47,6 +51,7 @@ TEST(SlurmNodeStateTest, ParsesScontrolsOneLiner) {
     EXPECT_EQ(node.name, r.node.name) << r.name;
     EXPECT_EQ(node.state, r.node.state) << r.name;
     EXPECT_EQ(node.reason, r.node.reason) << r.name;
+    EXPECT_EQ(node.addr, r.node.addr) << r.name;
   }
 }
 

@@ -14,6 +14,7 @@
 #include "common/bind_mode.h"
 #include "common/endpoint.h"
 #include "common/nproc_spec.h"
+#include "common/rdzv_port.h"
 
 namespace elastic::spank {
 
@@ -160,8 +161,8 @@ struct PluginConfig {
   std::string agent_bundle;             // agent_bundle=DIR (absolute; "" = run `launcher`)
   std::optional<int> max_restarts;      // max_restarts=N
   std::optional<int> fixed_port;        // port=N
-  int port_lo = 61000;                  // port=LO-HI: derived ports (outside Linux's
-  int port_hi = 65535;                  // default ephemeral range 32768-60999)
+  int port_lo = kDerivedRdzvPortLo;     // port=LO-HI: derived ports (outside Linux's
+  int port_hi = kDerivedRdzvPortHi;     // default ephemeral range 32768-60999)
   std::optional<BindMode> bind;         // bind=MODE
   std::optional<std::string> python;    // python=PATH
   std::optional<std::string> preload;   // preload=MODULES

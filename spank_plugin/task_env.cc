@@ -8,6 +8,7 @@
 #include "common/endpoint.h"
 #include "common/node_range.h"
 #include "common/parse.h"
+#include "common/rdzv_port.h"
 
 namespace elastic::spank {
 namespace {
@@ -75,11 +76,9 @@ int ChooseRdzvPort(const StepInfo& step, const ElasticOptions& options, const Pl
     *source = "plugstack.conf port";
     return *config.fixed_port;
   }
-  uint64_t span = static_cast<uint64_t>(config.port_hi - config.port_lo + 1);
-  uint64_t key = static_cast<uint64_t>(step.job_id) * 32 + step.step_id;
   *source = fmt::format("derived from job {} step {} in {}-{}", step.job_id, step.step_id,
                         config.port_lo, config.port_hi);
-  return config.port_lo + static_cast<int>(key % span);
+  return DerivedRdzvPort(step.job_id, step.step_id, config.port_lo, config.port_hi);
 }
 
 bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDirectory& nodes,
