@@ -1155,6 +1155,70 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                          r"last: rank 1 failed on n2 ", show)
         self.assert_nothing_left()
 
+    def status(self, *args, user=None):
+        """`elasticrun status ARGS` from the submit host (the hub), as root or `user`."""
+        cmd = [ELASTICRUN, "status", *args]
+        if user:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]  # a uid: 65534
+        return self.cluster.run(cmd, timeout=60)
+
+    @preloaded
+    def test_elasticrun_status_jobid_shows_the_members_and_follows_a_failover(self):
+        # Issue 25 item 3: `elasticrun status JOBID` run while the job runs shows the
+        # members; after the host's node is lost it finds the successor that took over;
+        # another user is refused from Slurm's facts; a finished or unknown job is named.
+        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=1",
+                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=40"])
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, RUN_TIMEOUT), bg.text())
+            job = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()[0]
+            started = time.monotonic()
+            r = self.status(job)
+            print(f"elasticrun status {job} ({time.monotonic() - started:.2f} s):\n{r.stdout}{r.stderr}",
+                  file=sys.stderr)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, rf"run {job}\.0: running, round 0, 3 node\(s\) of 2:3, 3 worker\(s\)")
+            self.assertIn("rendezvous host: n1", r.stdout)
+            # (a member's name in the rendezvous: its hostname, :pid after the first)
+            self.assertRegex(r.stdout, r"members, in group-rank order \(3\):\n  n1 +running\n  n2(:\d+)? +running\n"
+                             r"  n3(:\d+)? +running\n")
+            js = self.status("--json", f"{job}.0")
+            self.assertEqual(js.returncode, 0, js.stdout + js.stderr)
+            view = json.loads(js.stdout)
+            self.assertEqual([m["name"].split(":")[0] for m in view["members"]], ["n1", "n2", "n3"], view)
+            refused = self.status(job, user="65534")  # nobody
+            self.assertEqual(refused.returncode, 1, refused.stdout + refused.stderr)
+            self.assertIn(f"job {job} belongs to another user (root): only its owner may see its status",
+                          refused.stderr)
+            self.cluster.kill_node("n1")
+            self.assertTrue(bg.wait_for(lambda t: len([x for x in records(t, "READY") if x["world"] == "2"]) == 2,
+                                        RUN_TIMEOUT), bg.text())
+            started = time.monotonic()
+            moved = self.status(job)
+            print(f"elasticrun status {job} after n1's loss ({time.monotonic() - started:.2f} s):\n"
+                  f"{moved.stdout}{moved.stderr}", file=sys.stderr)
+            self.assertEqual(moved.returncode, 0, moved.stdout + moved.stderr)
+            self.assertIn("the rendezvous host moved to n2 (a failover)", moved.stderr)
+            self.assertRegex(moved.stdout, r"rendezvous host: n2(:\d+)?\n")
+            self.assertRegex(moved.stdout, r"members, in group-rank order \(2\):\n  n2(:\d+)? +running\n"
+                             r"  n3(:\d+)? +running\n")
+            rc = bg.finish(RUN_TIMEOUT)
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            self.restore_node("n1")
+        self.assertEqual(rc, 0, bg.text())
+        ended = self.status(job)
+        self.assertEqual(ended.returncode, 1, ended.stdout + ended.stderr)
+        self.assertRegex(ended.stderr, rf"job {job} has finished \((COMPLETED|COMPLETING)\)")
+        unknown = self.status("999999")
+        self.assertEqual(unknown.returncode, 1, unknown.stdout + unknown.stderr)
+        self.assertIn("job 999999: Slurm knows no such job", unknown.stderr)
+        bad = self.status("12.batch")
+        self.assertEqual(bad.returncode, 2, bad.stdout + bad.stderr)
+        self.assertIn("'12.batch' is not a job", bad.stderr)
+        self.assert_nothing_left()
+
     def test_scancel_terminates_every_worker(self):
         bg, job = self.start_training(seconds=600)
         try:
