@@ -240,6 +240,7 @@ void ElasticAgent::SetCallbacks() {
 
 int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous, EventWriter* events) {
   rendezvous_ = std::move(rendezvous);
+  events_ = events;
   std::string err;
   // Whatever the workers start, setsid() and double forks included, stays below us:
   // orphans are reparented to the agent, which kills them when the group stops.

@@ -165,6 +165,13 @@ class ElasticAgent {
   std::vector<std::string> SideProgramEnv() const;
   void RunHealthCheck();
   void OnHealthChecked(const HealthResult& result);
+  // This agent's verdicts on its own node into the event record (job_events.h:
+  // worker_hung, health_check, requeue); nothing without one.
+  AgentEventContext EventContext() const;
+  template <typename Make>
+  void RecordVerdict(Make make) {
+    if (events_) events_->Record(make(EventContext(), events_->NowUnixMillis()));
+  }
   // Slurm's verdict on this node (slurm_node_state.h, agent_resilience.cc): asked before
   // a round forms (rate-limited), then the join carries it.
   void JoinWithNodeState();
@@ -232,6 +239,7 @@ class ElasticAgent {
   NativeStackTool native_tool_;  // --native-stacks, found on PATH by StartFileTimer; name "" = none
   std::unique_ptr<CommentUpdater> comment_;  // null: off, or outside Slurm
   EventWriter* comment_source_ = nullptr;    // told to stop telling at the end of Run
+  EventWriter* events_ = nullptr;            // the event record (Run's; null: none)
   std::unique_ptr<JobRequeuer> requeuer_;  // --requeue: scontrol requeue, while it runs
   std::string slurm_node_;                    // SLURMD_NODENAME: "" = not asked (outside Slurm)
   std::unique_ptr<SlurmNodeReader> node_reader_;

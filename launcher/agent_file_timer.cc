@@ -192,6 +192,8 @@ void ElasticAgent::DescribeHang(Worker* w, WorkerFailure* f) {
   }
   f->message = FormatHangMessage(*w->hang, have);
   f->traceback = have ? stacks : std::string();
+  // The hang's verdict in the record (the host's worker_failure follows with the same message).
+  RecordVerdict([f](const AgentEventContext& ctx, int64_t ms) { return MakeWorkerHung(ctx, *f, ms); });
 }
 
 }  // namespace elastic

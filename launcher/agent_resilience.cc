@@ -173,20 +173,35 @@ void ElasticAgent::RunHealthCheck() {
   }
 }
 
+AgentEventContext ElasticAgent::EventContext() const {
+  return AgentEventContext{config_.spec.rdzv.run_id, config_.spec.rdzv.hostname, round_.round, round_.restarts_used,
+                           config_.spec.rdzv.max_restarts};
+}
+
 void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   health_.reset();
   if (status_.exited || loop_.stopped()) return;
   const std::string& node = config_.spec.rdzv.hostname;
   std::string log = plan_.log_dir + "/health_check.log";
+  auto record = [this](const char* verdict, const std::string& result) {
+    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) { return MakeHealthCheckEvent(ctx, verdict, result, ms); });
+  };
   if (r.passed) {
-    if (health_failing_since_) Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
+    if (health_failing_since_) {
+      Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
+      record("passes", "");
+    }
     health_failing_since_.reset();
     JoinWithNodeState();
     return;
   }
-  if (!health_failing_since_) health_failing_since_ = loop_.Now();
   std::string what = DescribeHealthResult(r, Millis(config_.agent.health_check_timeout_ms));
+  if (!health_failing_since_) {
+    health_failing_since_ = loop_.Now();
+    record("kept_out", what);  // once a stretch: the rechecks say the same
+  }
   if (loop_.Now() - *health_failing_since_ >= Millis(config_.agent.health_check_give_up_ms)) {
+    record("gave_up", what);
     Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
         node, what, log, config_.agent.health_check_give_up_ms / 1000);
     rendezvous_->Shutdown(0);
@@ -218,10 +233,17 @@ bool ElasticAgent::MaybeRequeue() {
     return false;
   }
   RequeueDecision d = DecideRequeue(config_.agent.requeue, *end, job);
+  auto record = [this](const char* reason, const std::string& message) {
+    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) { return MakeRequeueEvent(ctx, reason, message, ms); });
+  };
   if (d.verdict != RequeueVerdict::kRequeue) {
     if (!d.message.empty()) Log(LogLevel::kWarning, "{}", d.message);
+    // Only the agent acting for the job says why not (the others' verdict is "not this node").
+    if (d.verdict == RequeueVerdict::kLimitReached) record("limit_reached", d.message);
+    if (d.verdict == RequeueVerdict::kNotBatch) record("not_batch", d.message);
     return false;
   }
+  record("requeue", fmt::format("{}: {}", d.message, EndReasonName(end->reason)));
   Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.agent.requeue);
   ScontrolSpec spec;
   spec.timeout = Millis(config_.agent.requeue_timeout_ms);
@@ -232,7 +254,12 @@ bool ElasticAgent::MaybeRequeue() {
   requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));
   requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = plan_.log_dir + "/requeue.log"](
                                      bool ok, const std::string& what) {
-    if (!ok) Log(LogLevel::kError, "scontrol requeue {} failed: {} (output in {})", id, what, log);
+    if (!ok) {
+      Log(LogLevel::kError, "scontrol requeue {} failed: {} (output in {})", id, what, log);
+      RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) {
+        return MakeRequeueEvent(ctx, "requeue_failed", fmt::format("scontrol requeue {} failed: {}", id, what), ms);
+      });
+    }
     Log(LogLevel::kDebug, "exit {}", exit_code_);
     loop_.Stop();
   });

@@ -68,6 +68,10 @@ nlohmann::json EventWriter::Status(const RendezvousState& state, NodeId requeste
 
 void EventWriter::Enqueue(const JobEvent& event) {
   if (listener_) listener_(event);
+  Write(event);
+}
+
+void EventWriter::Write(const JobEvent& event) {
   if (files_.empty() && !echo_) return;  // kept for the status view only
   std::string line = EncodeJobEvent(event);
   if (echo_) Log(LogLevel::kInfo, "event: {}", line);

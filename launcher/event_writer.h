@@ -62,9 +62,16 @@ class EventWriter : public HostObserver {
   void SetListener(std::function<void(const JobEvent&)> listener);
   // Writes what is queued now (the posted flush does the same); for the end of the run.
   void Flush();
+  // A verdict of this agent on its own node (job_events.h MakeWorkerHung,
+  // MakeHealthCheckEvent, MakeRequeueEvent), host or not: into the same files, the
+  // same way; the listener (the host's Comment) is not told.
+  void Record(const JobEvent& event) { Write(event); }
+  // The UTC clock this writer stamps with.
+  int64_t NowUnixMillis() const { return wall_ms_(); }
 
  private:
   void Enqueue(const JobEvent& event);
+  void Write(const JobEvent& event);
 
   EventLoop& loop_;
   std::vector<File> files_;

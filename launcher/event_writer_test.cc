@@ -68,6 +68,32 @@ TEST_F(EventWriterTest, WritesFromTheLoopAndAppends) {
   EXPECT_EQ(e.host, "n1:1");
 }
 
+// An agent's own verdict goes into the same file the same way (from the loop) and
+// reads back; the listener (the host's Comment) hears only the host's events.
+TEST_F(EventWriterTest, AnAgentsVerdictIsWrittenNotTold) {
+  auto w = Make();
+  std::vector<JobEventKind> told;
+  w->SetListener([&](const JobEvent& e) { told.push_back(e.kind); });
+  AgentEventContext ctx{"7.0", "n2", 3, 1, 2};
+  w->Record(MakeHealthCheckEvent(ctx, "kept_out", "exit code 1", w->NowUnixMillis()));
+  EXPECT_TRUE(told.empty());
+  EXPECT_TRUE(Lines().empty());  // not yet: the loop writes it
+  loop.RunOnce(Millis(0));
+  std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  JobEvent e;
+  std::string err;
+  ASSERT_TRUE(DecodeJobEvent(lines[0], &e, &err)) << err;
+  EXPECT_EQ(e.kind, JobEventKind::kHealthCheck);
+  EXPECT_EQ(e.node, "n2");
+  EXPECT_EQ(e.host, "n2");
+  EXPECT_EQ(e.round, 3u);
+  EXPECT_EQ(e.restarts_left, 1);
+  EXPECT_EQ(e.reason, "kept_out");
+  EXPECT_EQ(e.message, "exit code 1");
+  EXPECT_EQ(e.time_unix_ms, 1'700'000'000'001);
+}
+
 TEST_F(EventWriterTest, EachFileIsBounded) {
   auto w = Make(/*max_bytes=*/600);
   for (int i = 0; i < 10; ++i) Start(*w);

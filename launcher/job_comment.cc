@@ -43,6 +43,10 @@ void ApplyToComment(const JobEvent& e, JobCommentState* s) {
       s->phase = JobCommentState::Phase::kEnded;
       s->end_reason = e.reason;
       return;
+    case JobEventKind::kWorkerHung:   // one agent's verdicts, in the record only: the
+    case JobEventKind::kHealthCheck:  // host's worker_failure / round say what changed
+    case JobEventKind::kRequeue:
+      return;
   }
 }
 

@@ -19,6 +19,8 @@ constexpr std::pair<JobEventKind, const char*> kKindNames[] = {
     {JobEventKind::kJobStart, "job_start"},     {JobEventKind::kRound, "round"},
     {JobEventKind::kWorkerFailure, "worker_failure"}, {JobEventKind::kNodeLost, "node_lost"},
     {JobEventKind::kNodeJoined, "node_joined"}, {JobEventKind::kEnd, "end"},
+    {JobEventKind::kWorkerHung, "worker_hung"}, {JobEventKind::kHealthCheck, "health_check"},
+    {JobEventKind::kRequeue, "requeue"},
 };
 
 // Text from a worker's error file or the network: bounded (whole UTF-8 characters
@@ -87,6 +89,13 @@ std::string EncodeJobEvent(const JobEvent& e) {
       break;
     case JobEventKind::kEnd:
       j["reason"] = e.reason;
+      j["message"] = Bounded(e.message);
+      break;
+    case JobEventKind::kWorkerHung:
+    case JobEventKind::kHealthCheck:
+    case JobEventKind::kRequeue:
+      j["node"] = e.node;
+      if (!e.reason.empty()) j["reason"] = e.reason;
       j["message"] = Bounded(e.message);
       break;
     case JobEventKind::kWorkerFailure:
@@ -194,6 +203,49 @@ JobEvent RoundEvent(const HostStep& step, const RendezvousAction& a, JobEventMem
 
 }  // namespace
 
+namespace {
+
+JobEvent AgentBase(JobEventKind kind, const AgentEventContext& ctx, int64_t unix_ms) {
+  JobEvent e;
+  e.kind = kind;
+  e.time_unix_ms = unix_ms;
+  e.run_id = ctx.run_id;
+  e.host = ctx.node;
+  e.node = ctx.node;
+  e.round = ctx.round;
+  e.restarts_used = ctx.restarts_used;
+  e.restarts_left = std::max(0, ctx.max_restarts - ctx.restarts_used);
+  return e;
+}
+
+}  // namespace
+
+JobEvent MakeWorkerHung(const AgentEventContext& ctx, const WorkerFailure& hung, int64_t unix_ms) {
+  JobEvent e = AgentBase(JobEventKind::kWorkerHung, ctx, unix_ms);
+  e.reason = "timer_expired";
+  e.message = hung.message;
+  WorkerFailure f = hung;
+  f.traceback.clear();  // the stacks are in their file, named by the message
+  e.failure = f;
+  return e;
+}
+
+JobEvent MakeHealthCheckEvent(const AgentEventContext& ctx, const std::string& verdict, const std::string& result,
+                              int64_t unix_ms) {
+  JobEvent e = AgentBase(JobEventKind::kHealthCheck, ctx, unix_ms);
+  e.reason = verdict;
+  e.message = result;
+  return e;
+}
+
+JobEvent MakeRequeueEvent(const AgentEventContext& ctx, const std::string& reason, const std::string& message,
+                          int64_t unix_ms) {
+  JobEvent e = AgentBase(JobEventKind::kRequeue, ctx, unix_ms);
+  e.reason = reason;
+  e.message = message;
+  return e;
+}
+
 JobEvent MakeJobStart(const RendezvousSettings& settings, const CarriedRound* carried,
                       JobEventMemory* m, TimePoint now, int64_t unix_ms) {
   m->min_nodes = settings.min_nodes;
@@ -241,6 +293,9 @@ void Remember(const JobEvent& e, JobEventMemory* m) {
       break;
     case JobEventKind::kJobStart:
     case JobEventKind::kEnd:
+    case JobEventKind::kWorkerHung:  // agents' verdicts: not the host's memory
+    case JobEventKind::kHealthCheck:
+    case JobEventKind::kRequeue:
       break;
   }
 }

@@ -20,8 +20,10 @@
 
 namespace elastic {
 
-// Bumped when a field changes meaning or goes; new fields keep the version.
-inline constexpr int kJobEventVersion = 1;
+// Bumped when a field changes meaning or goes, or a new event kind comes (a reader
+// refuses a kind it does not know); new fields keep the version.
+// 2: worker_hung, health_check and requeue, written by the agent that reaches them.
+inline constexpr int kJobEventVersion = 2;
 // A round's members listed by name, at most this many (members_total counts them all):
 // one line per round stays small on a 10,000-node job.
 inline constexpr size_t kJobEventMaxMembers = 256;
@@ -34,6 +36,10 @@ enum class JobEventKind {
   kNodeLost,       // a member left the running round (its agent exited, or went silent)
   kNodeJoined,     // a node joined while the round ran below MAX: the group grows
   kEnd,            // the job ended (done, failed, fatal)
+  // Verdicts of one agent on its own node, written by that agent (not the host):
+  kWorkerHung,     // a worker's FileTimerClient timer expired: stacks collected, then failed
+  kHealthCheck,    // --health-check kept this node out of a round, or passes again after that
+  kRequeue,        // --requeue: the agent acting for the job asked Slurm to requeue it, or says why not
 };
 const char* JobEventKindName(JobEventKind kind);
 bool ParseJobEventKind(const std::string& name, JobEventKind* out);
@@ -66,7 +72,7 @@ struct JobEvent {
   // kNodeLost, kNodeJoined
   std::string node;
   bool notice = false;       // kNodeLost: its agent said it leaves (a departure: no restart counted)
-  // kEnd
+  // kEnd; kWorkerHung, kHealthCheck, kRequeue: what the agent said
   std::string message;
 };
 
@@ -77,6 +83,29 @@ bool DecodeEventFailure(const nlohmann::json& j, WorkerFailure* failure, std::st
 // False with *err naming what is wrong: not JSON, a missing or mistyped field, an
 // unknown kind, a version newer than this one.
 bool DecodeJobEvent(const std::string& line, JobEvent* event, std::string* err);
+
+// What an agent knows when it writes a verdict of its own (MakeWorkerHung, ...):
+// `node` is its name in the rendezvous (the line's "host" and "node").
+struct AgentEventContext {
+  std::string run_id;
+  std::string node;
+  uint64_t round = 0;       // the round its workers run in (or last ran in)
+  int restarts_used = 0;
+  int max_restarts = 0;
+};
+// `hung`: the failure the agent reports (rank, local rank, node, the hang message
+// FormatHangMessage wrote: timer, stacks' files).
+JobEvent MakeWorkerHung(const AgentEventContext& ctx, const WorkerFailure& hung, int64_t unix_ms);
+// `verdict` (the line's reason): "kept_out" (the first failed check of a stretch: the
+// node stays out of rounds, checked again), "passes" (after being kept out: it joins),
+// "gave_up" (failing past --health-check-give-up: the node leaves the job); `result`:
+// DescribeHealthResult's words ("exit code 3", "killed after the 60 s timeout").
+JobEvent MakeHealthCheckEvent(const AgentEventContext& ctx, const std::string& verdict, const std::string& result,
+                              int64_t unix_ms);
+// reason: "requeue" (asked Slurm), "requeue_failed" (scontrol failed), "limit_reached",
+// "not_batch"; `message`: the agent's console line.
+JobEvent MakeRequeueEvent(const AgentEventContext& ctx, const std::string& reason, const std::string& message,
+                          int64_t unix_ms);
 
 // The last worker failures `elasticrun status` shows (job_status.h).
 inline constexpr size_t kJobStatusMaxFailures = 5;

@@ -82,6 +82,22 @@ std::vector<JobEvent> EveryKind() {
   end.message = "restarts exhausted";
   end.failure = Failure();
   out.push_back(end);
+  // The agents' own verdicts (version 2), made as the agent makes them.
+  AgentEventContext ctx{"812.0", "n3", 4, 1, 3};
+  WorkerFailure hung = Failure();
+  hung.global_rank = 5;
+  hung.signal = 6;
+  hung.exit_code = 0;
+  hung.message = "hung: FileTimerClient timer 'train.py#17' expired 0.1 s ago (pid 4242); Python stacks "
+                 "collected with SIGABRT: /logs/attempt_4/1/stacks.log";
+  hung.traceback = "Thread 0x1 (most recent call first): ...";
+  out.push_back(MakeWorkerHung(ctx, hung, 1'700'000'009'000));
+  out.push_back(MakeHealthCheckEvent(ctx, "kept_out", "exit code 3", 1'700'000'010'000));
+  out.push_back(MakeHealthCheckEvent(ctx, "passes", "", 1'700'000'011'000));
+  out.push_back(MakeRequeueEvent(ctx, "requeue", "requeueing job 123 (requeue 1 of 2): too_few_nodes",
+                                 1'700'000'012'000));
+  out.push_back(MakeRequeueEvent(ctx, "limit_reached", "not requeueing job 123: it was requeued 2 time(s)",
+                                 1'700'000'013'000));
   return out;
 }
 
@@ -137,11 +153,41 @@ TEST(JobEventsTest, LinesSayWhatAUserReads) {
   std::string start = EncodeJobEvent(all[0]);
   EXPECT_NE(start.find(R"("event":"job_start")"), std::string::npos) << start;
   EXPECT_NE(start.find(R"("time":"2023-11-14T22:13:20.000Z")"), std::string::npos) << start;
-  EXPECT_NE(start.find(R"("v":1)"), std::string::npos) << start;
+  EXPECT_NE(start.find(R"("v":2)"), std::string::npos) << start;
   std::string failure = EncodeJobEvent(all[3]);
   EXPECT_NE(failure.find(R"("cause":"exit code 1")"), std::string::npos) << failure;
   std::string signalled = EncodeJobEvent(all[4]);
   EXPECT_NE(signalled.find(R"x("cause":"signal SIGKILL (9)")x"), std::string::npos) << signalled;
+}
+
+// Version 1 lines (before the agents' verdicts) still read; the verdicts say who and why.
+TEST(JobEventsTest, AgentVerdictsSayNodeReasonAndMessage) {
+  JobEvent old;
+  std::string err;
+  ASSERT_TRUE(DecodeJobEvent(R"({"v":1,"event":"round","unix_ms":1,"reason":"start"})", &old, &err)) << err;
+  EXPECT_EQ(old.version, 1);
+  struct Row {
+    size_t index;  // in EveryKind()
+    const char* text;
+  } rows[] = {
+      {9, R"("event":"worker_hung")"},
+      {9, R"("host":"n3","round":4,"restarts_used":1,"restarts_left":2,"node":"n3","reason":"timer_expired")"},
+      {9, R"x("failure":{"rank":5,"local_rank":1,"node":"n2","exit_code":0,"signal":6,"cause":"signal SIGABRT (6)")x"},
+      {10, R"("event":"health_check")"},
+      {10, R"("node":"n3","reason":"kept_out","message":"exit code 3")"},
+      {11, R"("reason":"passes","message":"")"},
+      {12, R"("event":"requeue")"},
+      {12, R"("reason":"requeue","message":"requeueing job 123 (requeue 1 of 2): too_few_nodes")"},
+      {13, R"("reason":"limit_reached")"},
+  };
+  std::vector<JobEvent> all = EveryKind();
+  ASSERT_EQ(all.size(), 14u);
+  for (const Row& r : rows) {
+    std::string line = EncodeJobEvent(all[r.index]);
+    EXPECT_NE(line.find(r.text), std::string::npos) << line;
+    // The stacks stay in their file: the record names it (the message), never holds them.
+    EXPECT_EQ(line.find("most recent call first"), std::string::npos) << line;
+  }
 }
 
 TEST(JobEventsTest, LongTextIsBounded) {
@@ -159,7 +205,7 @@ TEST(JobEventsTest, BadLinesAreRefusedWithTheReason) {
       {"", "not a JSON object"},
       {"[1]", "not a JSON object"},
       {R"({"event":"round","unix_ms":1})", "missing field 'v'"},
-      {R"({"v":2,"event":"round","unix_ms":1})", "version 2"},
+      {R"({"v":3,"event":"round","unix_ms":1})", "version 3"},
       {R"({"v":1,"event":"party","unix_ms":1})", "unknown event 'party'"},
       {R"({"v":1,"event":"round"})", "missing field 'unix_ms'"},
       {R"({"v":1,"event":"round","unix_ms":"now"})", "field 'unix_ms' has the wrong type"},

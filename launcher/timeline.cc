@@ -42,6 +42,9 @@ const char* Colour(JobEventKind kind) {
     case JobEventKind::kNodeLost: return "#ff7f0e";
     case JobEventKind::kNodeJoined: return "#2ca02c";
     case JobEventKind::kEnd: return "#000000";
+    case JobEventKind::kWorkerHung: return "#9467bd";
+    case JobEventKind::kHealthCheck: return "#8c564b";
+    case JobEventKind::kRequeue: return "#e377c2";
   }
   return "#999999";
 }
@@ -64,6 +67,10 @@ std::string Describe(const JobEvent& e) {
       return what + ": " + e.node + (e.reason.empty() ? "" : " (" + e.reason + ")");
     case JobEventKind::kEnd:
       return what + ": " + e.reason + (e.message.empty() ? "" : ": " + e.message);
+    case JobEventKind::kWorkerHung:
+    case JobEventKind::kHealthCheck:
+    case JobEventKind::kRequeue:
+      return what + " on " + e.node + ": " + e.reason + (e.message.empty() ? "" : ": " + e.message);
   }
   return what;
 }
@@ -83,6 +90,11 @@ std::string ShortLabel(const JobEvent& e) {
       if (e.takeover) label = "takeover: " + e.host;
       break;
     case JobEventKind::kRound: break;
+    case JobEventKind::kWorkerHung:
+      label = e.failure ? fmt::format("rank {} hung", e.failure->global_rank) : e.node + " hung";
+      break;
+    case JobEventKind::kHealthCheck: label = e.node + " health check " + (e.reason == "passes" ? "passes" : "fails"); break;
+    case JobEventKind::kRequeue: label = e.reason; break;
   }
   return label.size() > kMax ? label.substr(0, kMax) + "..." : label;
 }

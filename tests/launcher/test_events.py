@@ -35,7 +35,7 @@ class EventRecordTest(LauncherTestCase):
         self.assertEqual(record[3]["restarts_left"], 0)
         self.assertGreaterEqual(record[3]["recovery_ms"], 0)
         self.assertNotIn("recovery_ms", record[1])
-        self.assertTrue(all(e["v"] == 1 and e["time"].endswith("Z") for e in record), record)
+        self.assertTrue(all(e["v"] == 2 and e["time"].endswith("Z") for e in record), record)
         # The same record in the run's log directory.
         self.assertEqual(read_events(os.path.join(run_log_dir(logs), "events.jsonl")), record)
 

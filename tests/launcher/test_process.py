@@ -125,6 +125,15 @@ class HealthCheckTest(LauncherTestCase):
         self.assertEqual(log.count("=== health check: "), 3, log)
         for n in range(3):
             self.assertIn("check %d on " % n, log)
+        # The verdicts in the event record (issue 25), this node's own, before its first round.
+        with open(os.path.join(logs, "events.jsonl")) as f:
+            record = [json.loads(line) for line in f if line.strip()]
+        said = [(e["event"], e.get("reason"), e.get("message")) for e in record
+                if e["event"] in ("health_check", "round")]
+        self.assertEqual(said, [("health_check", "kept_out", "exit code 3"), ("health_check", "passes", ""),
+                                ("round", "start", None), ("round", "worker_failure", None)], record)
+        kept_out = next(e for e in record if e["event"] == "health_check")
+        self.assertEqual(kept_out["node"], kept_out["host"])  # written by the node itself
         self.assert_nothing_left()
 
     def test_check_past_its_timeout_is_killed_and_counts_as_failed(self):

@@ -115,7 +115,7 @@ class EventRecordTest(RendezvousTestCase):
         self.assertTrue(all(e["recovery_ms"] >= 0 for e in (second, third, failover, fourth)), shown)
         times = [e["unix_ms"] for e in record]
         self.assertEqual(times, sorted(times), shown)
-        self.assertTrue(all(e["v"] == 1 and e["time"].endswith("Z") for e in record), shown)
+        self.assertTrue(all(e["v"] == 2 and e["time"].endswith("Z") for e in record), shown)
         self.assert_nothing_left()
 
 
