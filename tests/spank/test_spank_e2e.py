@@ -636,11 +636,15 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # --elastic=3:3 and one node's agent lost: fewer than MIN nodes, so the job cannot
         # go on in-job. The host asks Slurm to requeue it (--elastic-requeue=1); in the
         # second run (SLURM_RESTART_COUNT=1) the same loss ends it without a requeue.
+        # Both runs append to one event record: the requeue's verdicts are in it (issue 25).
+        events = Path(tempfile.mkdtemp(prefix="requeue-events-")) / "events.jsonl"
+        self.addCleanup(shutil.rmtree, events.parent, True)
         script = ("#!/bin/sh\n#SBATCH -N3\n#SBATCH --gpus-per-node=1\n"
                   "#SBATCH --elastic=3:3\n#SBATCH --elastic-requeue=1\n"
                   "export GLOO_SOCKET_IFNAME=eth0\n"
                   "echo \"RUN slurm_restart=${SLURM_RESTART_COUNT:-0}\"\n"
-                  f"srun --no-kill /usr/bin/python3 {WORKER} --seconds=30 --kill-agent-rank=2\n")
+                  f"srun --no-kill --elastic-events={events} /usr/bin/python3 {WORKER} --seconds=30 "
+                  "--kill-agent-rank=2\n")
         start = time.monotonic()
         hurry = threading.Thread(target=self.start_requeued_job_now, daemon=True)
         hurry.start()
@@ -662,6 +666,11 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertIn(f"not requeueing job {job}: it was requeued 1 time(s), the most --elastic-requeue=1 allows",
                       out)
         self.assertNotEqual(rc, 0, out)
+        record = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+        requeues = [(e["reason"], e["message"]) for e in record if e["event"] == "requeue"]
+        self.assertEqual([r for r, _ in requeues], ["requeue", "limit_reached"], record)
+        self.assertIn(f"requeueing job {job} (requeue 1 of 1): too_few_nodes", requeues[0][1])
+        self.assertIn(f"it was requeued 1 time(s)", requeues[1][1])
         self.assert_nothing_left()
 
     def cluster_output_of(self, job):
