@@ -184,7 +184,9 @@ void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   const std::string& node = config_.spec.rdzv.hostname;
   std::string log = plan_.log_dir + "/health_check.log";
   auto record = [this](const char* verdict, const std::string& result) {
-    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) { return MakeHealthCheckEvent(ctx, verdict, result, ms); });
+    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) {
+      return MakeHealthCheckEvent(ctx, verdict, result, ms);
+    });
   };
   if (r.passed) {
     if (health_failing_since_) {
@@ -234,7 +236,9 @@ bool ElasticAgent::MaybeRequeue() {
   }
   RequeueDecision d = DecideRequeue(config_.agent.requeue, *end, job);
   auto record = [this](const char* reason, const std::string& message) {
-    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) { return MakeRequeueEvent(ctx, reason, message, ms); });
+    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) {
+      return MakeRequeueEvent(ctx, reason, message, ms);
+    });
   };
   if (d.verdict != RequeueVerdict::kRequeue) {
     if (!d.message.empty()) Log(LogLevel::kWarning, "{}", d.message);

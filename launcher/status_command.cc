@@ -42,6 +42,11 @@ constexpr const char* kUsage =
     "Exit status: 0 printed; 1 no answer (no such job, not running, finished, another\n"
     "user's, no host answered); 2 bad usage.\n";
 
+// In errors: the forms only.
+constexpr const char* kShortUsage =
+    "usage: elasticrun status [--json] JOBID[.STEP] | --rdzv-endpoint=HOST:PORT --rdzv-id=ID "
+    "(elasticrun status --help)";
+
 bool IsOptionWithValue(const std::string& word) {
   return word.starts_with("-") && word.find('=') == std::string::npos && word != "--json";
 }
@@ -78,7 +83,7 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
       // The job, parsed once here at the edge.
       JobStepArg parsed;
       if (!ParseJobStepArg(a, &parsed, &err)) {
-        Log(LogLevel::kError, "status: {}\n{}", err, kUsage);
+        Log(LogLevel::kError, "status: {}\n{}", err, kShortUsage);
         return 2;
       }
       job = parsed;
@@ -100,7 +105,7 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
   std::string moved_to;
   if (job) {
     if (config.spec.rdzv.endpoint) {
-      Log(LogLevel::kError, "status: give a job or --rdzv-endpoint, not both\n{}", kUsage);
+      Log(LogLevel::kError, "status: give a job or --rdzv-endpoint, not both\n{}", kShortUsage);
       return 2;
     }
     if (given.rdzv_id) given.rdzv_id = config.spec.rdzv.run_id;
@@ -115,11 +120,12 @@ int StatusMain(const std::vector<std::string>& argv, const EnvMap& env) {
     config.spec.rdzv.run_id = found.target.rdzv_id;
     if (found.moved) moved_to = found.node;
   } else if (given.port) {
-    Log(LogLevel::kError, "status: --rdzv-port goes with a job (JOBID[.STEP])\n{}", kUsage);
+    Log(LogLevel::kError, "status: --rdzv-port goes with a job (JOBID[.STEP])\n{}", kShortUsage);
     return 2;
   }
   if (!config.spec.rdzv.endpoint) {
-    Log(LogLevel::kError, "status: give a job (JOBID[.STEP]) or the job's --rdzv-endpoint HOST:PORT\n{}", kUsage);
+    Log(LogLevel::kError, "status: give a job (JOBID[.STEP]) or the job's --rdzv-endpoint HOST:PORT\n{}",
+        kShortUsage);
     return 2;
   }
   if (!moved_to.empty())

@@ -93,7 +93,9 @@ std::string ShortLabel(const JobEvent& e) {
     case JobEventKind::kWorkerHung:
       label = e.failure ? fmt::format("rank {} hung", e.failure->global_rank) : e.node + " hung";
       break;
-    case JobEventKind::kHealthCheck: label = e.node + " health check " + (e.reason == "passes" ? "passes" : "fails"); break;
+    case JobEventKind::kHealthCheck:
+      label = e.node + " health check " + (e.reason == "passes" ? "passes" : "fails");
+      break;
     case JobEventKind::kRequeue: label = e.reason; break;
   }
   return label.size() > kMax ? label.substr(0, kMax) + "..." : label;
