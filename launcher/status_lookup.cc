@@ -119,7 +119,11 @@ bool FindJobRendezvous(const JobStepArg& arg, const StatusOverrides& given, cons
   std::vector<SlurmStepFacts> steps;
   if (found && job.state == "RUNNING" && job.user_id == getuid()) {
     std::string show_step = fmt::format("--oneliner show step {}", arg.job_id);
-    if (!RunScontrol(dir, env, timeout_ms, show_step, &text, &why, &said)) return failed(show_step);
+    // No step yet: scontrol says so (on stdout or, failing, on stderr): none.
+    if (!RunScontrol(dir, env, timeout_ms, show_step, &text, &why, &said)) {
+      if (said.find("No job steps exist") == std::string::npos) return failed(show_step);
+      text.clear();
+    }
     if (!ParseScontrolSteps(text, &steps, err)) return false;
   }
   StatusTarget target;
