@@ -1211,12 +1211,14 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertRegex(moved.stdout, r"rendezvous host: n2(:\d+)?\n")
             self.assertRegex(moved.stdout, r"members, in group-rank order \(2\):\n  n2(:\d+)? +running\n"
                              r"  n3(:\d+)? +running\n")
-            rc = bg.finish(RUN_TIMEOUT)
+            bg.finish(RUN_TIMEOUT)
         finally:
             if bg.proc.poll() is None:
                 bg.proc.kill()
             self.restore_node("n1")
-        self.assertEqual(rc, 0, bg.text())
+        # srun's own status is not asserted: 24.11+ reports n1's node failure (1), 22.05 not (0).
+        done = records(bg.text(), "DONE")
+        self.assertEqual(sorted((d["rank"], d["world"]) for d in done), [("0", "2"), ("1", "2")], bg.text())
         ended = self.status(job)
         self.assertEqual(ended.returncode, 1, ended.stdout + ended.stderr)
         self.assertRegex(ended.stderr, rf"job {job} has finished \((COMPLETED|COMPLETING)\)")
