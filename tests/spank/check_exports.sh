@@ -54,8 +54,10 @@ for f in ("slurm_spank_init", "slurm_spank_init_post_opt", "slurm_spank_local_us
           "slurm_spank_task_init"):
     getattr(lib, f)
 PY
-# Undefined symbols may only be libc/libstdc++/fmt ones or Slurm's (spank_*, slurm_*).
+# Undefined symbols may only be libc/libstdc++/fmt ones or Slurm's (spank_*, slurm_*): the
+# --elastic-join check loads the target job and its steps in srun (slurm_load_job,
+# slurm_get_job_steps; spank_plugin/join.cc).
 bad=$(nm -D --undefined-only "$so" | awk '{print $2}' | sed 's/@.*//' |
-      grep -E '^(spank_|slurm_)' | grep -vE '^(spank_(context|get_item|getenv|setenv|unsetenv|option_register|prepend_task_argv)|slurm_(error|info|verbose|debug|hostlist_create|hostlist_shift|hostlist_destroy|load_node_single|free_node_info_msg|get_end_time|strerror|get_errno))$' || true)
+      grep -E '^(spank_|slurm_)' | grep -vE '^(spank_(context|get_item|getenv|setenv|unsetenv|option_register|prepend_task_argv)|slurm_(error|info|verbose|debug|hostlist_create|hostlist_shift|hostlist_destroy|load_node_single|free_node_info_msg|get_end_time|strerror|get_errno|load_job|free_job_info_msg|get_job_steps|free_job_step_info_response_msg))$' || true)
 if [ -n "$bad" ]; then echo "check_exports: unexpected Slurm symbols used: $bad"; exit 1; fi
 echo "check_exports: OK"
