@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import unittest
+import xml.etree.ElementTree as ET
 from unittest import mock
 from pathlib import Path
 
@@ -935,6 +936,37 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(done), 3, text)
         self.assert_nothing_left()
 
+    def assert_event_record_of_a_join(self, events):
+        """A's record: round 0 of 2 nodes, B's nodes joined (a round of 4, reason node_joined),
+        B's scancel a departure with notice naming SIGTERM (a round of 2, reason departure),
+        the end done; no restart counted for either (issue 24: no failure counted as a node
+        loss); `elasticrun timeline` draws one marker per event (issue 25)."""
+        record = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+        kinds = [(e["event"], e.get("reason"), e.get("nodes")) for e in record]
+        self.assertEqual(kinds[:2], [("job_start", None, None), ("round", "start", 2)], record)
+        self.assertEqual(kinds[-1], ("end", "done", None), record)
+        rounds = [(e["reason"], e["nodes"]) for e in record if e["event"] == "round"]
+        grown = rounds.index(("node_joined", 4))  # both of B's nodes in one round, or one then the other
+        self.assertEqual(rounds[-1], ("departure", 2), record)
+        self.assertLess(grown, len(rounds) - 1, record)
+        joined = [e["node"].split(":")[0] for e in record if e["event"] == "node_joined"]
+        self.assertTrue(joined and set(joined) <= {"n3", "n4"}, record)
+        departed = [e for e in record if e["event"] == "node_lost"]
+        self.assertTrue(departed, record)
+        for e in departed:
+            self.assertEqual((e["node"].split(":")[0] in ("n3", "n4"), e["notice"], e["reason"]),
+                             (True, True, "its agent got signal 15"), e)
+        self.assertEqual({e["restarts_used"] for e in record}, {0}, record)
+        svg = events.with_suffix(".svg")
+        done = subprocess.run([ELASTICRUN, "timeline", str(events), "-o", str(svg)], capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        ns = "{http://www.w3.org/2000/svg}"
+        root = ET.parse(svg).getroot()
+        markers = [c.get("class").split()[1] for c in root.iter(ns + "circle")
+                   if "marker" in c.get("class", "").split()]
+        self.assertEqual(markers, [e["event"] for e in record])
+
     def job_ids(self):
         return self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
 
@@ -951,9 +983,10 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # records: B's get a directory of their own, as other machines have.
         (work / "b-records").mkdir(mode=0o700)
         # -w: the test cluster's nodes are shared; B on nodes of its own, as in a real cluster.
+        events = work / "a-events.jsonl"  # A's event record (issue 25): the join and the departure
         a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
-                                      "--elastic-max-restarts=3", "/usr/bin/python3", WORKER,
-                                      "--seconds=40"])
+                                      "--elastic-max-restarts=3", f"--elastic-events={events}",
+                                      "/usr/bin/python3", WORKER, "--seconds=40"])
         b = None
         try:
             self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
@@ -994,6 +1027,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         done = records(text, "DONE")
         self.assertEqual(sorted((d["rank"], d["world"]) for d in done), [("0", "2"), ("1", "2")], text)
         self.assertNotIn("lost", "\n".join(l for l in text.splitlines() if "rendezvous" in l), text)
+        self.assert_event_record_of_a_join(events)
         self.assert_nothing_left()
         # A has finished: a join now is refused, and srun allocates nothing.
         r = self.srun(["-N1", f"--elastic-join={job_a}", "/bin/true"], timeout=60)
