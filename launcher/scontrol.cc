@@ -53,6 +53,12 @@ Scontrol::Scontrol(EventLoop& loop, ScontrolSpec spec) : loop_(loop), spec_(std:
 
 void Scontrol::Run(const std::string& args,
                    std::function<void(bool ok, std::string output, std::string why)> done) {
+  if (spec_.timeout <= std::chrono::milliseconds(0)) {
+    std::string why = fmt::format("not run: its deadline is {} ms (ScontrolSpec::timeout must be positive)",
+                                  spec_.timeout.count());
+    loop_.Post([done, why] { done(false, "", why); });
+    return;
+  }
   HealthCheck::Spec run;
   run.command = ScontrolCommand(spec_.scontrol, args);
   run.timeout = spec_.timeout;

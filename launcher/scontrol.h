@@ -39,7 +39,9 @@ constexpr size_t kScontrolMaxOutput = 64 * 1024;  // of its stdout, read
 
 struct ScontrolSpec {
   std::string scontrol = "scontrol";
-  std::chrono::milliseconds timeout{30000};
+  // Required, positive (a run without one fails at once): from AgentSettings
+  // (node_state_timeout_ms, requeue_timeout_ms, slurm_comment_timeout_ms).
+  std::chrono::milliseconds timeout{};
   std::string label = "scontrol";  // the log's header line
   std::string log_path;
   std::string output_path;  // "": stdout to the log; else this file (private, truncated), read once it exited

@@ -76,6 +76,16 @@ TEST_F(ScontrolRunTest, ReadsItsAnswer) {
   EXPECT_EQ(a.output, "NodeName=n2 State=IDLE args=--oneliner show node n2\n");
 }
 
+// A spec without a deadline (ScontrolSpec::timeout has no default: AgentSettings gives
+// it) is not run: the answer says why.
+TEST_F(ScontrolRunTest, NoDeadlineIsRefusedWithoutRunningIt) {
+  std::string ran = dir_ + "/ran";
+  Answer a = Run(Script("touch " + ran), {"PATH=/usr/bin:/bin"}, milliseconds(0));
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.why, "not run: its deadline is 0 ms (ScontrolSpec::timeout must be positive)");
+  EXPECT_NE(access(ran.c_str(), F_OK), 0);
+}
+
 // In a container: the job's SLURM_CONF, not the node's files. scontrol would retry
 // the missing file for 60 s; it is not run at all.
 TEST_F(ScontrolRunTest, MissingConfigurationFailsAtOnceWithoutRunningIt) {

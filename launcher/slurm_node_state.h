@@ -35,8 +35,6 @@
 
 namespace elastic {
 
-constexpr std::chrono::milliseconds kNodeStateMinInterval{5000};  // AgentSettings' default
-
 // One node as `scontrol --oneliner show node NAME` prints it (Slurm 22.05 .. 26.05):
 // "NodeName=n2 Arch=... State=MIXED+DRAIN ThreadsPerCore=... Reason=test [root@2026-...]".
 struct SlurmNodeState {
@@ -60,10 +58,11 @@ std::string NodeVerdict(const std::string& state);
 // escaped, the reason cut at 200 bytes; "" when the node may train.
 std::string StandByReason(const SlurmNodeState& node);
 
-// The rate limit: ask Slurm now, or reuse the last answer (asked at `last_asked`);
+// The rate limit: ask Slurm now, or reuse the last answer (asked at `last_asked`)
+// when younger than `min_interval` (AgentSettings::node_state_min_interval_ms);
 // never once `unknown` (a question failed: no later round waits for another).
 bool ShouldAskSlurm(bool unknown, std::optional<MonoClock::time_point> last_asked, MonoClock::time_point now,
-                    std::chrono::milliseconds min_interval = kNodeStateMinInterval);
+                    std::chrono::milliseconds min_interval);
 
 // Asks Slurm for one node. done(ok, node, why) is called once, from the loop, never
 // from Read itself; `why` says what failed. pid(): the process it runs while it runs

@@ -81,6 +81,7 @@ TEST(SlurmNodeStateTest, StandByReasonIsOneEscapedLine) {
 // never again once a question failed (the node state is unknown: nothing waits for it).
 TEST(SlurmNodeStateTest, AsksAtMostOncePerIntervalAndNeverOnceUnknown) {
   const MonoClock::time_point t0(std::chrono::hours(1));
+  const Millis kMinInterval(5000);  // AgentSettings::node_state_min_interval_ms
   const struct {
     const char* name;
     bool unknown;
@@ -90,13 +91,13 @@ TEST(SlurmNodeStateTest, AsksAtMostOncePerIntervalAndNeverOnceUnknown) {
   } rows[] = {
       {"never asked", false, std::nullopt, t0, true},
       {"just asked", false, t0, t0, false},
-      {"within the interval", false, t0, t0 + kNodeStateMinInterval - Millis(1), false},
-      {"at the interval", false, t0, t0 + kNodeStateMinInterval, true},
+      {"within the interval", false, t0, t0 + kMinInterval - Millis(1), false},
+      {"at the interval", false, t0, t0 + kMinInterval, true},
       {"long after", false, t0, t0 + std::chrono::hours(1), true},
       {"unknown: the first question failed", true, std::nullopt, t0, false},
       {"unknown, long after", true, t0, t0 + std::chrono::hours(1), false},
   };
-  for (const auto& r : rows) EXPECT_EQ(ShouldAskSlurm(r.unknown, r.last, r.now), r.ask) << r.name;
+  for (const auto& r : rows) EXPECT_EQ(ShouldAskSlurm(r.unknown, r.last, r.now, kMinInterval), r.ask) << r.name;
 }
 
 }  // namespace

@@ -91,6 +91,12 @@ Zygote::~Zygote() {
 }
 
 bool Zygote::Start(const ZygoteOptions& o, std::string* err) {
+  if (o.ready_timeout <= Millis(0) || o.spawn_timeout <= Millis(0)) {
+    *err = fmt::format("its deadlines must be positive: ready_timeout {} ms, spawn_timeout {} ms "
+                       "(AgentSettings::zygote_ready_timeout_ms, zygote_spawn_timeout_ms)",
+                       o.ready_timeout.count(), o.spawn_timeout.count());
+    return false;
+  }
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     *err = fmt::format("socketpair: {}", strerror(errno));

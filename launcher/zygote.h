@@ -50,9 +50,10 @@ struct ZygoteOptions {
   std::vector<std::string> env;      // KEY=VALUE: what the workers get, less per-rank values
   sigset_t child_mask;
   std::vector<int> default_signals;
-  // The agent sets both from AgentSettings (zygote_ready_timeout_ms, zygote_spawn_timeout_ms).
-  Millis ready_timeout{300000};      // imports from a shared file system can be slow
-  Millis spawn_timeout{10000};
+  // Required, both positive (Start refuses others): the agent's settings
+  // (AgentSettings::zygote_ready_timeout_ms, zygote_spawn_timeout_ms).
+  Millis ready_timeout{};            // imports from a shared file system can be slow
+  Millis spawn_timeout{};
 };
 
 // zygote.py next to `exe` (/proc/self/exe): <prefix>/share/slurm-elastic/python
@@ -131,7 +132,7 @@ class Zygote {
   bool reaped_ = false;
   UniqueFd socket_;
   State state_ = State::kGone;
-  Millis spawn_timeout_{10000};
+  Millis spawn_timeout_{};  // ZygoteOptions::spawn_timeout
   std::deque<Request> requests_;  // the head is the one sent (or being sent)
   Timer spawn_timer_;             // the head's deadline
 };

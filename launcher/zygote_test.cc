@@ -68,3 +68,23 @@ TEST(ZygoteTest, SpawnRequestCarriesTheBinding) {
 
 }  // namespace
 }  // namespace elastic
+
+namespace elastic {
+namespace {
+
+// The deadlines have no default here (AgentSettings gives them): a zygote without
+// them is not started, and the error names both values.
+TEST(ZygoteTest, StartRefusesOptionsWithoutDeadlines) {
+  EventLoop loop;
+  Zygote zygote(loop);
+  ZygoteOptions o;
+  o.ready_timeout = Millis(300000);
+  std::string err;
+  EXPECT_FALSE(zygote.Start(o, &err));
+  EXPECT_EQ(err, "its deadlines must be positive: ready_timeout 300000 ms, spawn_timeout 0 ms "
+                 "(AgentSettings::zygote_ready_timeout_ms, zygote_spawn_timeout_ms)");
+  EXPECT_EQ(zygote.pid(), -1);
+}
+
+}  // namespace
+}  // namespace elastic
