@@ -45,6 +45,23 @@ std::shared_ptr<DuplicateSink> OpenDuplicateSink(const std::vector<std::string>&
   return std::make_shared<DuplicateSink>(filters, std::move(fd));
 }
 
+// The state machine's deadlines and limits, from the settings (one place: AgentSettings).
+SupervisionSettings SupervisionSettingsOf(const LaunchConfig& config) {
+  const AgentSettings& a = config.agent;
+  SupervisionSettings s;
+  s.shutdown_timeout = Millis(a.shutdown_timeout_ms);
+  s.uninterruptible_timeout = Millis(a.uninterruptible_timeout_ms);
+  s.max_restarts = config.spec.rdzv.max_restarts;
+  s.crash_loop = CrashLoopSettings{a.crash_loop_count, Millis(a.crash_loop_window_ms)};
+  s.crash_loop_answer_timeout = Millis(a.crash_loop_answer_timeout_ms);
+  s.progress_file = !a.progress_file.empty();
+  s.no_progress_restarts = a.no_progress_restarts;
+  s.health_check_recheck = Millis(a.health_check_recheck_ms);
+  s.health_check_give_up = Millis(a.health_check_give_up_ms);
+  s.max_requeues = a.requeue;
+  return s;
+}
+
 }  // namespace
 
 ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const EnvMap& env, WorkerPlan plan)
@@ -55,6 +72,7 @@ ElasticAgent::ElasticAgent(EventLoop& loop, const LaunchConfig& config, const En
       stdout_console_(loop, STDOUT_FILENO),
       stderr_console_(loop, STDERR_FILENO) {
   status_.nproc = config.spec.nproc;
+  supervision_ = SupervisionSettingsOf(config);
   log_source_ = stderr_console_.AddSource(nullptr);
   SetLogSink([this](const std::string& line) { LogToConsole(line); });
   std::string warning;
@@ -194,7 +212,7 @@ void ElasticAgent::OnJobControl(int sig) {
 // the first round every node counts as rank 0.
 LogLevel ElasticAgent::JobEvent(LogLevel level) const {
   // A node kept out by its health check is no teller of the job's events.
-  return round_.group_rank == 0 && !health_failing_since_ ? level : LogLevel::kDebug;
+  return round_.group_rank == 0 && !status_.health_failing_since ? level : LogLevel::kDebug;
 }
 
 const char* ElasticAgent::RestartsFlag() const {
@@ -205,13 +223,14 @@ void ElasticAgent::SetCallbacks() {
   RendezvousHandler::Callbacks cb;
   cb.on_round = [this](const RoundInfo& info) {
     round_ = info;
-    restart_cause_ = RestartCause::kMembership;
     gloo_ifname_ = ChooseGlooInterface(hostname_resolves_, info.store_addr, info.group_world_size);
     OnRoundFormed();
-    Dispatch(Event{EventKind::kRoundReady, 0, {}, {}});
+    Event e{EventKind::kRoundReady};
+    e.restarts_used = info.restarts_used;
+    e.group_rank = info.group_rank;
+    Dispatch(std::move(e));
   };
   cb.on_restart_required = [this](const std::string& reason, RestartCause cause) {
-    restart_cause_ = cause;
     // A node whose workers all finished never restarts them (a failure crossing its
     // success: the host ends the job next, rendezvous/late_success.h).
     if (status_.state == WorkerState::kSucceeded)
@@ -220,13 +239,15 @@ void ElasticAgent::SetCallbacks() {
     else
       Log(JobEvent(LogLevel::kInfo), "the rendezvous asks for a restart: {}", reason);
     AskSlurm();  // a round is about to form: Slurm answers while the workers stop
-    Dispatch(Event{EventKind::kRestartRequired, 0, {}, reason});
+    Event e{EventKind::kRestartRequired, 0, {}, reason};
+    e.cause = cause;
+    Dispatch(std::move(e));
   };
   cb.on_job_failed = [this](const WorkerFailure& f, const JobEnd& end) {
     Dispatch(Event{EventKind::kJobFailed, 0, f, {}, end});
   };
   cb.on_done = [this] {
-    if (status_.state == WorkerState::kInit && health_failing_since_)
+    if (status_.state == WorkerState::kInit && status_.health_failing_since)
       Log(LogLevel::kInfo, "the job finished while this node was kept out by its health check");
     else if (status_.state == WorkerState::kInit)
       Log(LogLevel::kInfo, "the job finished while this node stood by (no round needed its workers)");
@@ -287,10 +308,11 @@ void ElasticAgent::Dispatch(Event event) {
 }
 
 // The transitions' actions in order, then the next event's; paused while the
-// leftovers of an attempt are being killed (their deaths are loop events).
+// leftovers of an attempt are being killed (their deaths are loop events), and at
+// the end while the final Comment or scontrol requeue runs (Resume).
 void ElasticAgent::RunQueue() {
   dispatching_ = true;
-  while (!ending_ && (!actions_.empty() || !queue_.empty())) {
+  while (!ending_ && !waiting_ && (!actions_.empty() || !queue_.empty())) {
     if (!actions_.empty()) {
       Action action = actions_.front();
       actions_.pop_front();
@@ -300,18 +322,19 @@ void ElasticAgent::RunQueue() {
     Event e = std::move(queue_.front());
     queue_.pop_front();
     WorkerState before = status_.state;
-    Transition t = StepWorkers(status_, e, loop_.Now(), Millis(config_.agent.shutdown_timeout_ms),
-                               Millis(config_.agent.uninterruptible_timeout_ms));
+    Transition t = StepWorkers(status_, e, loop_.Now(), supervision_);
     status_ = std::move(t.status);
-    if (before == WorkerState::kHealthy && status_.state == WorkerState::kUnhealthy) {
-      first_failure_at_ = loop_.Now();
-    }
     if (before != status_.state) {
       Log(LogLevel::kDebug, "state {} -> {}", WorkerStateName(before), WorkerStateName(status_.state));
     }
     actions_.insert(actions_.end(), t.actions.begin(), t.actions.end());
   }
   dispatching_ = false;
+  // The Exit and what follows it (the final Comment, --requeue) are done.
+  if (status_.exited && actions_.empty() && !ending_ && !waiting_ && !loop_.stopped()) {
+    Log(LogLevel::kDebug, "exit {}", exit_code_);
+    loop_.Stop();
+  }
 }
 
 void ElasticAgent::Execute(const Action& action) {
@@ -339,7 +362,6 @@ void ElasticAgent::Execute(const Action& action) {
       EndAttempt();
       break;
     case ActionKind::kJoin:
-      if (EndsInCrashLoop() || ReadsProgress()) break;
       Rejoin();
       break;
     case ActionKind::kExit:
@@ -347,6 +369,33 @@ void ElasticAgent::Execute(const Action& action) {
       break;
     case ActionKind::kCheckKill:
       CheckKill();
+      break;
+    case ActionKind::kRequeue:
+      waiting_ = MaybeRequeue(action.end);
+      break;
+    case ActionKind::kEndJob:
+      EndJob(action.reason, action.deadline);
+      break;
+    case ActionKind::kReadProgress:
+      ReadProgress();
+      break;
+    case ActionKind::kEndHere:
+      EndHere(action.reason, action.exit_code);
+      break;
+    case ActionKind::kJoinRendezvous:
+      JoinWithNodeState();
+      break;
+    case ActionKind::kRetryHealthCheck:
+      RetryHealthCheck(action.deadline);
+      break;
+    case ActionKind::kGiveUp:
+      GiveUpHealthCheck(action.exit_code);
+      break;
+    case ActionKind::kCollectStacks:
+      CollectStacks(action.local_rank);
+      break;
+    case ActionKind::kKeepHungWorker:
+      KeepHungWorker(action.local_rank);
       break;
   }
 }
@@ -391,7 +440,7 @@ void ElasticAgent::StartWorkersNow() {
   workers_.clear();
   ++start_attempt_;
   stop_signal_ = 0;
-  workers_started_ = loop_.Now();
+  Dispatch(Event{EventKind::kWorkersStarted});  // the crash-loop window starts now
   if (file_timer_) file_timer_->Clear();  // the timers of the last attempt's pids
   std::string attempt_dir = fmt::format("{}/attempt_{}", plan_.log_dir, round_.round);
   if (!config_.agent.duplicate_stdout_filters.empty() || !config_.agent.duplicate_stderr_filters.empty()) {
@@ -718,14 +767,13 @@ void ElasticAgent::Finish(int exit_code) {
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }
-  if (FinishComment()) return;  // Leave() once the final Comment is written
-  Leave();
+  waiting_ = FinishComment();  // Resume() once the final Comment is written
 }
 
-void ElasticAgent::Leave() {
-  if (MaybeRequeue()) return;  // stops the loop once scontrol is done
-  Log(LogLevel::kDebug, "exit {}", exit_code_);
-  loop_.Stop();
+// The actions after the Exit (Requeue) go on; the loop stops after the last (RunQueue).
+void ElasticAgent::Resume() {
+  waiting_ = false;
+  if (!dispatching_) RunQueue();
 }
 
 }  // namespace elastic

@@ -73,7 +73,8 @@ struct Worker {
   std::string error_file;
   std::unique_ptr<WorkerOutput> out;
   std::unique_ptr<WorkerOutput> err;
-  std::optional<HangInfo> hang;                      // its FileTimerClient timer expired
+  std::optional<ExpiredTimer> expired;               // its FileTimerClient timer, told to the state machine
+  std::optional<HangInfo> hang;                      // its stacks are collected (CollectStacks)
   Timer hang_kill_timer;              // AgentSettings::stack_dump_grace_ms after SIGABRT
   std::unique_ptr<HealthCheck> native_stacks;  // --native-stacks tool run on it (native_stacks.h)
   bool native_running = false;                 // that tool has not ended yet
@@ -131,6 +132,8 @@ class ElasticAgent {
   bool StartFileTimer(std::string* err);
   void StopFileTimer();
   void OnTimerExpired(const ExpiredTimer& timer);
+  void CollectStacks(int local_rank);   // the state machine's CollectStacks
+  void KeepHungWorker(int local_rank);  // its KeepHungWorker
   Worker* WorkerOfPid(pid_t pid);
   void DescribeHang(Worker* w, WorkerFailure* f);
   void ChooseNativeTool();
@@ -138,14 +141,14 @@ class ElasticAgent {
   void OnNativeStacksDone(Worker* w, const HealthResult& result);
   void CollectPythonStacks(Worker* w);
   void StopNativeStacks();
-  // Before rejoining after a failed round: true when it made a crash loop and
-  // the job has ended (agent_resilience.cc).
-  bool EndsInCrashLoop();
+  // A crash loop or no progress (the state machine's EndJob): asks the host to end the
+  // job; EndJobUnanswered past `answer_due` (agent_resilience.cc).
+  void EndJob(EndReason reason, MonoClock::time_point answer_due);
   std::string CrashLoopMessage() const;
-  void EndCrashLoopHere();  // the host did not answer EndJob
-  // After a failed round, with --progress-file: reads it (a child process, on the loop)
-  // and ends the job or rejoins (agent_progress.cc). True when it took over the rejoin.
-  bool ReadsProgress();
+  void EndHere(EndReason reason, int exit_code);  // the host did not answer EndJob
+  // After a failed round, with --progress-file: reads it (a child process, on the loop);
+  // ProgressRead follows (agent_progress.cc).
+  void ReadProgress();
   void OnProgressRead(const std::string& out, const HealthResult& r);
   std::string NoProgressMessage() const;
   void Rejoin();  // the rejoin line, then JoinRound
@@ -154,14 +157,14 @@ class ElasticAgent {
   void CheckKill();
   // Joins the next round, after --health-check passes (agent_resilience.cc).
   void JoinRound();
-  // At the end of the job: --requeue (requeue.h). True when scontrol runs (the loop
-  // stops once it is done).
-  bool MaybeRequeue();
+  // At the end of the job: --requeue (requeue.h) for `end`. True when scontrol runs (the
+  // actions wait until it is done: Resume).
+  bool MaybeRequeue(const JobEnd& end);
   // The job's live Comment under Slurm (comment_updater.h, agent_comment.cc): made at
-  // the start; at the end, true when its final update runs (Leave follows it).
+  // the start; at the end, true when its final update runs (Resume follows it).
   void StartComment(EventWriter* events);
   bool FinishComment();
-  void Leave();  // after the final Comment: --requeue or the loop's stop
+  void Resume();  // the final Comment or scontrol requeue is done: the actions go on
   std::vector<std::string> SideProgramEnv() const;
   void RunHealthCheck();
   void OnHealthChecked(const HealthResult& result);
@@ -172,6 +175,9 @@ class ElasticAgent {
   void RecordVerdict(Make make) {
     if (events_) events_->Record(make(EventContext(), events_->NowUnixMillis()));
   }
+  void RetryHealthCheck(MonoClock::time_point at);  // the state machine's RetryHealthCheck
+  void GiveUpHealthCheck(int exit_code);            // its GiveUp
+  void RecordHealth(const char* verdict, const std::string& result);  // health_check event
   // Slurm's verdict on this node (slurm_node_state.h, agent_resilience.cc): asked before
   // a round forms (rate-limited), then the join carries it.
   void JoinWithNodeState();
@@ -185,6 +191,7 @@ class ElasticAgent {
   EventLoop& loop_;
   std::unique_ptr<RendezvousHandler> rendezvous_;
   GroupStatus status_;
+  SupervisionSettings supervision_;  // from config_ (SupervisionSettingsOf)
   RoundInfo round_;
   std::string python_shim_dir_;  // ELASTIC_TORCH_NO_LIBUV=1 (worker_env.h)
   bool hostname_resolves_ = false;  // HostnameResolvesUsably, asked before the loop runs
@@ -210,6 +217,7 @@ class ElasticAgent {
   std::deque<Action> actions_;      // of the transitions stepped, not yet carried out
   bool dispatching_ = false;
   bool ending_ = false;             // EndAttempt's leftovers are being killed (leftovers_)
+  bool waiting_ = false;            // the final Comment or scontrol requeue runs (Resume)
   LeftoverKiller leftovers_{loop_};
   bool job_stopped_ = false;
   bool terminated_ = false;         // a terminating signal came (scancel...): no final Comment
@@ -223,17 +231,11 @@ class ElasticAgent {
   int stop_signal_ = 0;             // what this attempt's stopping group got last (LateStartSignal)
   bool reap_deferred_ = false;      // ReapOrphans waited for the zygote's pending replies
   PythonCommand python_command_;    // what the zygote's workers run
-  CrashLoopState crash_loop_;
-  NoProgressState no_progress_;
-  EndReason ending_here_ = EndReason::kCrashLoop;  // of the EndJob sent (EndCrashLoopHere)
   std::unique_ptr<HealthCheck> progress_reader_;  // reads --progress-file
-  RestartCause restart_cause_ = RestartCause::kMembership;  // of the last restart asked this round
   Timer crash_loop_answer_;  // EndJob sent: the host's job_failed is due
-  MonoClock::time_point workers_started_{};
-  MonoClock::time_point first_failure_at_{};  // this round's: HEALTHY -> UNHEALTHY
   std::unique_ptr<HealthCheck> health_;
+  HealthResult last_health_;  // the verdict the state machine acts on (for its lines)
   Timer health_retry_;
-  std::optional<MonoClock::time_point> health_failing_since_;
   std::unique_ptr<FileTimerServer> file_timer_;
   std::string timer_dir_;  // private directory of the FIFO when the user named none
   NativeStackTool native_tool_;  // --native-stacks, found on PATH by StartFileTimer; name "" = none

@@ -32,7 +32,7 @@ void ElasticAgent::StartComment(EventWriter* events) {
 // update would only fail (and delay the agent's exit).
 bool ElasticAgent::FinishComment() {
   if (!comment_ || terminated_) return false;
-  return comment_->Finish(exit_code_, [this] { Leave(); });
+  return comment_->Finish(exit_code_, [this] { Resume(); });
 }
 
 }  // namespace elastic

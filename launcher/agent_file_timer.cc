@@ -89,12 +89,26 @@ void ElasticAgent::OnTimerExpired(const ExpiredTimer& t) {
         EscapeForLog(t.scope_id, 200), t.pid);
     return;
   }
-  if (status_.state != WorkerState::kHealthy || w->hang) return;  // already stopping
-  if (t.signal <= 0) {
-    Log(LogLevel::kWarning, "rank {}: FileTimerClient timer '{}' expired; its client asked for no signal: "
-        "the worker goes on", w->global_rank, EscapeForLog(t.scope_id, 200));
-    return;
-  }
+  if (w->hang) return;  // its stacks are being collected
+  w->expired = t;
+  // The state machine's verdict (worker_state.h): CollectStacks, KeepHungWorker, or
+  // nothing when the group is already stopping.
+  Event e{EventKind::kWorkerHung, t.signal};
+  e.local_rank = w->local_rank;
+  Dispatch(std::move(e));
+}
+
+void ElasticAgent::KeepHungWorker(int local_rank) {
+  Worker* w = local_rank >= 0 && local_rank < static_cast<int>(workers_.size()) ? workers_[local_rank].get() : nullptr;
+  if (w == nullptr || !w->expired) return;
+  Log(LogLevel::kWarning, "rank {}: FileTimerClient timer '{}' expired; its client asked for no signal: "
+      "the worker goes on", w->global_rank, EscapeForLog(w->expired->scope_id, 200));
+}
+
+void ElasticAgent::CollectStacks(int local_rank) {
+  Worker* w = local_rank >= 0 && local_rank < static_cast<int>(workers_.size()) ? workers_[local_rank].get() : nullptr;
+  if (w == nullptr || !w->alive || !w->expired || w->hang) return;
+  const ExpiredTimer& t = *w->expired;
   HangInfo hang;
   hang.timer = t;
   hang.overdue_s = std::max(0.0, WallSeconds() - t.expiration_time);

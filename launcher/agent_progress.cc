@@ -13,15 +13,8 @@
 #include "launcher/no_progress.h"
 
 namespace elastic {
-namespace {
-
-// How long reading the progress file may take (a child process: a file on a hung
-// filesystem never blocks the loop); past it the read counts as no progress known.
-
-}  // namespace
-
 std::string ElasticAgent::NoProgressMessage() const {
-  std::string last = no_progress_.best ? fmt::format(", last {}", *no_progress_.best) : std::string();
+  std::string last = status_.no_progress.best ? fmt::format(", last {}", *status_.no_progress.best) : std::string();
   return fmt::format("no progress: {} failed round(s) in a row without the iteration in {} growing{} "
                      "(--progress-file, --no-progress-restarts={}): ending the job instead of restarting "
                      "(exit {}: do not requeue)", config_.agent.no_progress_restarts, config_.agent.progress_file, last,
@@ -29,13 +22,11 @@ std::string ElasticAgent::NoProgressMessage() const {
 }
 
 // After a round that a worker's failure ended, the node of group rank 0 (where rank 0,
-// which writes checkpoints in most trainers, runs) reads the progress file; the rejoin
-// waits for that read. True when it started (Rejoin or the job's end follows).
-bool ElasticAgent::ReadsProgress() {
-  bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
-  if (config_.agent.progress_file.empty() || config_.agent.no_progress_restarts <= 0 || !worker_failed ||
-      round_.group_rank != 0 || round_.restarts_used >= config_.spec.rdzv.max_restarts)
-    return false;
+// which writes checkpoints in most trainers, runs) reads the progress file (the state
+// machine says when: ReadProgress); the rejoin waits for that read (ProgressRead). Its
+// deadline: a file on a hung filesystem never blocks the loop; past it the read counts
+// as no progress known.
+void ElasticAgent::ReadProgress() {
   std::string out = plan_.log_dir + "/progress.out";
   unlink(out.c_str());
   HealthCheck::Spec spec;
@@ -50,7 +41,6 @@ bool ElasticAgent::ReadsProgress() {
   std::string err;
   auto done = [this, out](const HealthResult& r) { loop_.Post([this, out, r] { OnProgressRead(out, r); }); };
   if (!progress_reader_->Start(done, &err)) loop_.Post([this, out, err] { OnProgressRead(out, HealthResult{false, 0, 0, false, err}); });
-  return true;
 }
 
 void ElasticAgent::OnProgressRead(const std::string& out, const HealthResult& r) {
@@ -68,12 +58,9 @@ void ElasticAgent::OnProgressRead(const std::string& out, const HealthResult& r)
   }
   Log(LogLevel::kDebug, "progress: {} ({})", now ? std::to_string(*now) : std::string("none known"),
       DescribeHealthResult(r, Millis(config_.agent.progress_read_timeout_ms)));
-  if (!NoteRoundProgress(config_.agent.no_progress_restarts, now, &no_progress_)) return Rejoin();
-  Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", NoProgressMessage());
-  ending_here_ = EndReason::kNoProgress;
-  rendezvous_->EndJob(EndReason::kNoProgress, status_.has_failure ? status_.failure : WorkerFailure{},
-                      NoProgressMessage());
-  crash_loop_answer_ = loop_.After(Millis(config_.agent.crash_loop_answer_timeout_ms), [this] { EndCrashLoopHere(); });
+  Event e{EventKind::kProgressRead};
+  e.progress = now;
+  Dispatch(std::move(e));  // Join, or EndJob(kNoProgress)
 }
 
 }  // namespace elastic

@@ -10,9 +10,6 @@
 
 namespace elastic {
 
-// How long a node in a crash loop waits for the host to end the job for all
-// (RendezvousHandler::EndJob) before it ends by itself.
-
 std::string ElasticAgent::CrashLoopMessage() const {
   return fmt::format("crash loop: the workers failed within {} s of their start in {} rounds in a row "
                      "(--crash-loop-window, --crash-loop-count): ending the job instead of restarting "
@@ -20,30 +17,21 @@ std::string ElasticAgent::CrashLoopMessage() const {
                      config_.agent.crash_loop_count, ExitCodeFor(EndReason::kCrashLoop));
 }
 
-// Every node reaches the verdict in the same round, the failing one first (its
-// workers are gone first): it asks the host to end the job for all, so that no
-// other node reads its leaving as a lost node (exit 3: requeue). Every node, this
-// one included, then ends through on_job_failed (exit 2); group rank 0 says why.
-bool ElasticAgent::EndsInCrashLoop() {
-  // The last restart used up: the rendezvous ends the job anyway (restarts exhausted, exit 1).
-  if (round_.restarts_used >= config_.spec.rdzv.max_restarts) return false;
-  CrashLoopSettings settings{config_.agent.crash_loop_count, Millis(config_.agent.crash_loop_window_ms)};
-  auto uptime = std::chrono::duration_cast<Millis>(first_failure_at_ - workers_started_);
-  // Only a worker's failure (here, or anywhere: the host says so) counts; churn never does.
-  bool worker_failed = status_.has_failure || restart_cause_ == RestartCause::kWorkerFailure;
-  if (!NoteFailedRound(settings, uptime, worker_failed, &crash_loop_)) return false;
-  Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", CrashLoopMessage());
-  ending_here_ = EndReason::kCrashLoop;
-  rendezvous_->EndJob(EndReason::kCrashLoop, status_.has_failure ? status_.failure : WorkerFailure{},
-                      CrashLoopMessage());
-  crash_loop_answer_ = loop_.After(Millis(config_.agent.crash_loop_answer_timeout_ms), [this] { EndCrashLoopHere(); });
-  return true;
+// The verdict is the state machine's (worker_state.h: a crash loop after a failed
+// round, or no progress). Every node reaches a crash loop in the same round, the failing
+// one first (its workers are gone first): it asks the host to end the job for all, so
+// that no other node reads its leaving as a lost node (exit 3: requeue). Every node,
+// this one included, then ends through on_job_failed (exit 2); group rank 0 says why.
+void ElasticAgent::EndJob(EndReason reason, MonoClock::time_point answer_due) {
+  std::string message = reason == EndReason::kCrashLoop ? CrashLoopMessage() : NoProgressMessage();
+  Log(LogLevel::kDebug, "{}: asking the rendezvous to end the job", message);
+  rendezvous_->EndJob(reason, status_.has_failure ? status_.failure : WorkerFailure{}, message);
+  crash_loop_answer_ = loop_.After(std::chrono::ceil<Millis>(answer_due - loop_.Now()),
+                                   [this] { Dispatch(Event{EventKind::kEndJobUnanswered}); });
 }
 
-// Also for no progress (agent_progress.cc): the same wait for the host's answer.
-void ElasticAgent::EndCrashLoopHere() {
-  if (status_.exited || loop_.stopped()) return;
-  EndReason reason = ending_here_;
+// The host did not end the job (EndJobUnanswered): this node ends it here.
+void ElasticAgent::EndHere(EndReason reason, int exit_code) {
   Log(LogLevel::kError, "{} (the rendezvous did not end the job within {} s)",
       reason == EndReason::kCrashLoop ? CrashLoopMessage() : NoProgressMessage(),
       config_.agent.crash_loop_answer_timeout_ms / 1000);
@@ -54,10 +42,7 @@ void ElasticAgent::EndCrashLoopHere() {
                              config_.agent.spank_wrapped ? "--elastic-max-restarts" : "--max-restarts");
     LogLine(LogLevel::kError, summary.substr(0, summary.size() - 1));
   }
-  rendezvous_->Shutdown(0);
-  status_.state = WorkerState::kFailed;
-  status_.exited = true;
-  exit_code_ = ExitCodeFor(reason);  // do not requeue
+  exit_code_ = exit_code;  // do not requeue
   loop_.Stop();
 }
 
@@ -181,60 +166,57 @@ AgentEventContext ElasticAgent::EventContext() const {
 void ElasticAgent::OnHealthChecked(const HealthResult& r) {
   health_.reset();
   if (status_.exited || loop_.stopped()) return;
-  const std::string& node = config_.spec.rdzv.hostname;
-  std::string log = plan_.log_dir + "/health_check.log";
-  auto record = [this](const char* verdict, const std::string& result) {
-    RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) {
-      return MakeHealthCheckEvent(ctx, verdict, result, ms);
-    });
-  };
-  if (r.passed) {
-    if (health_failing_since_) {
-      Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", node);
-      record("passes", "");
-    }
-    health_failing_since_.reset();
-    JoinWithNodeState();
-    return;
+  if (r.passed && status_.health_failing_since) {
+    Log(LogLevel::kInfo, "health check passes on node {}: joining the rendezvous", config_.spec.rdzv.hostname);
+    RecordHealth("passes", "");
   }
-  std::string what = DescribeHealthResult(r, Millis(config_.agent.health_check_timeout_ms));
-  if (!health_failing_since_) {
-    health_failing_since_ = loop_.Now();
-    record("kept_out", what);  // once a stretch: the rechecks say the same
-  }
-  if (loop_.Now() - *health_failing_since_ >= Millis(config_.agent.health_check_give_up_ms)) {
-    record("gave_up", what);
-    Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
-        node, what, log, config_.agent.health_check_give_up_ms / 1000);
-    rendezvous_->Shutdown(0);
-    status_.exited = true;
-    exit_code_ = kExitJobFailed;
-    loop_.Stop();
-    return;
-  }
+  // The first failure of a stretch (the state machine counts from it): the rechecks say the same.
+  if (!r.passed && !status_.health_failing_since)
+    RecordHealth("kept_out", DescribeHealthResult(r, Millis(config_.agent.health_check_timeout_ms)));
+  last_health_ = r;
+  Event e{EventKind::kHealthChecked};
+  e.passed = r.passed;
+  Dispatch(std::move(e));  // JoinRendezvous, RetryHealthCheck or GiveUp
+}
+
+void ElasticAgent::RecordHealth(const char* verdict, const std::string& result) {
+  RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) { return MakeHealthCheckEvent(ctx, verdict, result, ms); });
+}
+
+void ElasticAgent::RetryHealthCheck(MonoClock::time_point at) {
   Log(LogLevel::kWarning, "health check failed on node {}: {} (output in {}): this node stays out of the round; "
-      "checking again in {} s", node, what, log, config_.agent.health_check_recheck_ms / 1000);
+      "checking again in {} s", config_.spec.rdzv.hostname,
+      DescribeHealthResult(last_health_, Millis(config_.agent.health_check_timeout_ms)),
+      plan_.log_dir + "/health_check.log", config_.agent.health_check_recheck_ms / 1000);
   // Connected as an observer meanwhile: told the job's end, it exits with the others.
   rendezvous_->Watch();
-  health_retry_ = loop_.After(Millis(config_.agent.health_check_recheck_ms), [this] { RunHealthCheck(); });
+  health_retry_ = loop_.After(std::chrono::ceil<Millis>(at - loop_.Now()), [this] { RunHealthCheck(); });
+}
+
+void ElasticAgent::GiveUpHealthCheck(int exit_code) {
+  std::string what = DescribeHealthResult(last_health_, Millis(config_.agent.health_check_timeout_ms));
+  RecordHealth("gave_up", what);
+  Log(LogLevel::kError, "health check failed on node {}: {} (output in {}); failing for {} s: this node leaves the job",
+      config_.spec.rdzv.hostname, what, plan_.log_dir + "/health_check.log",
+      config_.agent.health_check_give_up_ms / 1000);
+  exit_code_ = exit_code;
+  loop_.Stop();
 }
 
 }  // namespace elastic
 
 namespace elastic {
 
-bool ElasticAgent::MaybeRequeue() {
-  const JobEnd* end = status_.after_stop == AfterStop::kFail    ? &status_.fail_end
-                      : status_.after_stop == AfterStop::kFatal ? &status_.fatal_end
-                                                                : nullptr;
-  if (!end || config_.agent.requeue <= 0) return false;
+// The state machine asks (the Requeue action) for an end the rendezvous gave; the
+// decision is DecideRequeue's.
+bool ElasticAgent::MaybeRequeue(const JobEnd& end) {
   SlurmJobInfo job;
   std::string err;
   if (!ReadSlurmJobInfo(env_, &job, &err)) {
     Log(LogLevel::kWarning, "--requeue: not requeueing: {}", err);
     return false;
   }
-  RequeueDecision d = DecideRequeue(config_.agent.requeue, *end, job);
+  RequeueDecision d = DecideRequeue(config_.agent.requeue, end, job);
   auto record = [this](const char* reason, const std::string& message) {
     RecordVerdict([&](const AgentEventContext& ctx, int64_t ms) {
       return MakeRequeueEvent(ctx, reason, message, ms);
@@ -247,8 +229,8 @@ bool ElasticAgent::MaybeRequeue() {
     if (d.verdict == RequeueVerdict::kNotBatch) record("not_batch", d.message);
     return false;
   }
-  record("requeue", fmt::format("{}: {}", d.message, EndReasonName(end->reason)));
-  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end->reason), config_.agent.requeue);
+  record("requeue", fmt::format("{}: {}", d.message, EndReasonName(end.reason)));
+  Log(LogLevel::kWarning, "{}: {} (--requeue={})", d.message, EndReasonName(end.reason), config_.agent.requeue);
   ScontrolSpec spec;
   spec.timeout = Millis(config_.agent.requeue_timeout_ms);
   spec.log_path = plan_.log_dir + "/requeue.log";
@@ -264,8 +246,7 @@ bool ElasticAgent::MaybeRequeue() {
         return MakeRequeueEvent(ctx, "requeue_failed", fmt::format("scontrol requeue {} failed: {}", id, what), ms);
       });
     }
-    Log(LogLevel::kDebug, "exit {}", exit_code_);
-    loop_.Stop();
+    Resume();
   });
   return true;
 }

@@ -10,8 +10,8 @@ namespace {
 // Builder that keeps StepWorkers()'s cases short.
 class Stepper {
  public:
-  Stepper(const GroupStatus& s, MonoClock::time_point now, Millis grace)
-      : t_{s, {}}, now_(now), grace_(grace) {}
+  Stepper(const GroupStatus& s, MonoClock::time_point now, const SupervisionSettings& settings)
+      : t_{s, {}}, now_(now), settings_(settings) {}
 
   // Arms the stop timer for `deadline`.
   void Arm(MonoClock::time_point deadline) {
@@ -19,13 +19,36 @@ class Stepper {
   }
 
   GroupStatus& s() { return t_.status; }
-  void Do(ActionKind kind, int signal = 0, int exit_code = 0) {
-    t_.actions.push_back(Action{kind, signal, s().kill_at, exit_code});
+  MonoClock::time_point now() const { return now_; }
+  const SupervisionSettings& settings() const { return settings_; }
+  Action& Do(ActionKind kind, int signal = 0, int exit_code = 0) {
+    return t_.actions.emplace_back(Action{kind, signal, s().kill_at, exit_code});
   }
+  // The job's end: the summary, the final Comment, then --requeue's question for an end
+  // the rendezvous gave (the job failed, or a fatal end).
   void Exit(WorkerState state, int code) {
     s().state = state;
     s().exited = true;
     Do(ActionKind::kExit, 0, code);
+    const JobEnd* end = s().after_stop == AfterStop::kFail    ? &s().fail_end
+                        : s().after_stop == AfterStop::kFatal ? &s().fatal_end
+                                                              : nullptr;
+    if (end && settings_.max_requeues > 0) Do(ActionKind::kRequeue).end = *end;
+  }
+  // This node ends by itself, the job's end not told to it: no summary, no final
+  // Comment, no requeue (`kind` says why).
+  void ExitHere(ActionKind kind, int code) {
+    s().state = WorkerState::kFailed;
+    s().exited = true;
+    Do(ActionKind::kShutdownRendezvous, 0);  // no signal: this node's own reason
+    Do(kind, 0, code).reason = s().ending_here;
+  }
+  // Asks the host to end the job for all; it answers with JobFailed, or EndJobUnanswered.
+  void EndJob(EndReason reason) {
+    s().ending_here = reason;
+    Action& a = Do(ActionKind::kEndJob);
+    a.reason = reason;
+    a.deadline = now_ + settings_.crash_loop_answer_timeout;
   }
 
   // Starts stopping the group with `sig`, unless it is already stopping.
@@ -36,8 +59,9 @@ class Stepper {
       return;
     }
     s().state = WorkerState::kUnhealthy;
+    s().first_failure_at = now_;  // from HEALTHY (the crash-loop window's end)
     s().after_stop = after;
-    s().kill_at = now_ + grace_;
+    s().kill_at = now_ + settings_.shutdown_timeout;
     s().kill_sent = false;
     s().kill_checked = false;
     Do(ActionKind::kSignalWorkers, sig);
@@ -62,7 +86,7 @@ class Stepper {
       case AfterStop::kRejoin:
         s().state = WorkerState::kInit;
         s().after_stop = AfterStop::kNone;
-        Do(ActionKind::kJoin);
+        Rejoin();
         break;
       case AfterStop::kFail:
         Exit(WorkerState::kFailed, ExitCodeFor(s().fail_end.reason));  // the summary names the
@@ -88,9 +112,29 @@ class Stepper {
   Transition Done() { return std::move(t_); }
 
  private:
+  // After a failed round, before the join: a crash loop ends the job (every node sees
+  // the same rounds: the failing one asks first); else group rank 0 reads
+  // --progress-file first (its workers write it, most trainers from rank 0).
+  void Rejoin() {
+    GroupStatus& st = s();
+    // The last restart used up: the rendezvous ends the job anyway (restarts exhausted, exit 1).
+    bool budget_left = st.restarts_used < settings_.max_restarts;
+    // Only a worker's failure (here, or anywhere: the host says so) counts; churn never does.
+    bool worker_failed = st.has_failure || st.restart_cause == RestartCause::kWorkerFailure;
+    auto uptime = std::chrono::duration_cast<Millis>(st.first_failure_at - st.started_at);
+    if (budget_left && NoteFailedRound(settings_.crash_loop, uptime, worker_failed, &st.crash_loop)) {
+      EndJob(EndReason::kCrashLoop);
+    } else if (budget_left && worker_failed && settings_.progress_file && settings_.no_progress_restarts > 0 &&
+               st.group_rank == 0) {
+      Do(ActionKind::kReadProgress);
+    } else {
+      Do(ActionKind::kJoin);
+    }
+  }
+
   Transition t_;
   MonoClock::time_point now_;
-  Millis grace_;
+  const SupervisionSettings& settings_;
 };
 
 void OnWorkerExited(Stepper& st, const WorkerFailure& exit) {
@@ -118,12 +162,13 @@ void OnWorkerExited(Stepper& st, const WorkerFailure& exit) {
 
 // The grace period is over: SIGKILL, then a check once the kill had its time. Past
 // that, workers still unreaped (a stuck check said so) make this node leave.
-void OnStopTimeout(Stepper& st, MonoClock::time_point now, Millis uninterruptible) {
+void OnStopTimeout(Stepper& st) {
   GroupStatus& s = st.s();
+  MonoClock::time_point now = st.now();
   if (s.state != WorkerState::kUnhealthy) return;
   if (!s.kill_sent && now >= s.kill_at) {
     s.kill_sent = true;
-    s.stuck_at = now + uninterruptible;
+    s.stuck_at = now + st.settings().uninterruptible_timeout;
     st.Do(ActionKind::kSignalWorkers, SIGKILL);
     st.Arm(s.stuck_at);
   } else if (s.kill_sent && !s.kill_checked && now >= s.stuck_at && s.alive > 0) {
@@ -200,6 +245,43 @@ void OnVerdict(Stepper& st, AfterStop verdict) {
   }
 }
 
+// --health-check's verdict, before a join (INIT): passed, join; failed, stay out and
+// watch until it passes, or leave once it has failed for health_check_give_up.
+void OnHealthChecked(Stepper& st, bool passed) {
+  GroupStatus& s = st.s();
+  if (s.state != WorkerState::kInit) return;
+  if (passed) {
+    s.health_failing_since.reset();
+    st.Do(ActionKind::kJoinRendezvous);
+    return;
+  }
+  if (!s.health_failing_since) s.health_failing_since = st.now();
+  if (st.now() - *s.health_failing_since >= st.settings().health_check_give_up) {
+    return st.ExitHere(ActionKind::kGiveUp, kExitJobFailed);
+  }
+  st.Do(ActionKind::kRetryHealthCheck).deadline = st.now() + st.settings().health_check_recheck;
+}
+
+// Group rank 0 read --progress-file after a failed round: rejoin, or end the job after
+// no_progress_restarts failed rounds in a row without progress.
+void OnProgressRead(Stepper& st, std::optional<int64_t> progress) {
+  GroupStatus& s = st.s();
+  if (s.state != WorkerState::kInit) return;
+  if (NoteRoundProgress(st.settings().no_progress_restarts, progress, &s.no_progress)) {
+    st.EndJob(EndReason::kNoProgress);
+  } else {
+    st.Do(ActionKind::kJoin);
+  }
+}
+
+// A worker's FileTimerClient timer expired: while the group runs, its stacks are
+// collected (then its timer's signal, then its exit fails the round); a stopping group
+// is past caring.
+void OnWorkerHung(Stepper& st, int signal, int local_rank) {
+  if (st.s().state != WorkerState::kHealthy) return;
+  st.Do(signal > 0 ? ActionKind::kCollectStacks : ActionKind::kKeepHungWorker, signal).local_rank = local_rank;
+}
+
 }  // namespace
 
 const char* WorkerStateName(WorkerState state) {
@@ -227,12 +309,15 @@ int LateStartSignal(WorkerState state, int stop_signal) {
 }
 
 Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
-                Millis shutdown_timeout, Millis uninterruptible_timeout) {
-  Stepper st(status, now, shutdown_timeout);
+                       const SupervisionSettings& settings) {
+  Stepper st(status, now, settings);
   GroupStatus& s = st.s();
   if (s.exited) return st.Done();
   switch (event.kind) {
     case EventKind::kRoundReady:
+      s.restarts_used = event.restarts_used;
+      s.group_rank = event.group_rank;
+      s.restart_cause = RestartCause::kMembership;
       if (s.state == WorkerState::kInit) {
         s.state = WorkerState::kHealthy;
         s.alive = s.nproc;
@@ -245,12 +330,13 @@ Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock:
       OnWorkerExited(st, event.failure);
       break;
     case EventKind::kStopTimeout:
-      OnStopTimeout(st, now, uninterruptible_timeout);
+      OnStopTimeout(st);
       break;
     case EventKind::kWorkersStuck:
       OnWorkersStuck(st);
       break;
     case EventKind::kRestartRequired:
+      s.restart_cause = event.cause;
       OnVerdict(st, AfterStop::kRejoin);
       break;
     case EventKind::kJobFailed:
@@ -274,6 +360,21 @@ Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock:
       break;
     case EventKind::kForward:
       if (s.alive > 0) st.Do(ActionKind::kSignalWorkers, event.signal);
+      break;
+    case EventKind::kWorkersStarted:
+      s.started_at = now;
+      break;
+    case EventKind::kHealthChecked:
+      OnHealthChecked(st, event.passed);
+      break;
+    case EventKind::kProgressRead:
+      OnProgressRead(st, event.progress);
+      break;
+    case EventKind::kEndJobUnanswered:
+      if (s.ending_here != EndReason::kUnknown) st.ExitHere(ActionKind::kEndHere, ExitCodeFor(s.ending_here));
+      break;
+    case EventKind::kWorkerHung:
+      OnWorkerHung(st, event.signal, event.local_rank);
       break;
   }
   return st.Done();

@@ -5,17 +5,29 @@
 //
 // States (torchelastic's WorkerState names) and transitions:
 //
-//   INIT       no workers; waiting for a rendezvous round.
+//   INIT       no workers; waiting for a rendezvous round (or for what comes before the
+//              join: --health-check's verdict, --progress-file's read, the host's answer
+//              to an EndJob).
 //     RoundReady            -> HEALTHY    [StartWorkers]
 //     RestartRequired       -> INIT       (already rejoining)
 //     Terminate(sig)        -> STOPPED    [ShutdownRendezvous, Exit(128+sig)]
 //     JobFailed / Fatal     -> FAILED     [Exit]
 //     Done                  -> SUCCEEDED  [Exit(0)]  (the job ended while this node stood by)
+//     HealthChecked(passed) -> INIT       [JoinRendezvous]
+//     HealthChecked(failed) -> INIT       [RetryHealthCheck(now+recheck)]  (stays out, watching)
+//                              or, failing for health_check_give_up:
+//                           -> FAILED     [ShutdownRendezvous, GiveUp(1)]
+//     ProgressRead          -> INIT       [Join], or after no_progress_restarts rounds without
+//                              progress [EndJob(kNoProgress, now+answer timeout)]
+//     EndJobUnanswered      -> FAILED     [ShutdownRendezvous, EndHere(ExitCodeFor(reason))]
 //   HEALTHY    every worker started, none failed.
+//     WorkersStarted        -> HEALTHY    (the crash-loop window counts from now)
 //     WorkerExited(ok)      -> HEALTHY, or SUCCEEDED when it was the last one [ReportSucceeded]
 //     WorkerExited(failed)  -> UNHEALTHY  [ReportFailure, SignalWorkers(TERM), ArmStopTimer]
 //                              (then rejoin: the rendezvous answers the Join with a round,
 //                              or with JobFailed when the restarts are used up)
+//     WorkerHung(sig > 0)   -> HEALTHY    [CollectStacks]  (its stacks, then its exit: a failure)
+//     WorkerHung(sig <= 0)  -> HEALTHY    [KeepHungWorker]  (its timer asked for no signal)
 //     RestartRequired       -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then rejoin)
 //     Terminate(sig)        -> UNHEALTHY  [ShutdownRendezvous, SignalWorkers(sig), ArmStopTimer]
 //     Fatal / JobFailed     -> UNHEALTHY  [SignalWorkers(TERM), ArmStopTimer]   (then fail)
@@ -27,12 +39,21 @@
 //     WorkersStuck          -> FAILED     [ShutdownRendezvous, Exit(4)]  (leave with notice; a
 //                              job-wide verdict or a signal keeps its own code)
 //     RestartRequired / JobFailed / Terminate / Fatal update after_stop.
+//     WorkerHung            -> UNHEALTHY  (already stopping: nothing)
 //   STOPPED    every worker reaped [EndAttempt]; then by after_stop:
-//     rejoin                -> INIT       [Join]
-//     job failed / fatal    -> FAILED     [Exit(code)]
+//     rejoin                -> INIT       then, in this order (Rejoin below):
+//                              a crash loop (crash_loop.h)   [EndJob(kCrashLoop, now+answer timeout)]
+//                              rank 0 with --progress-file    [ReadProgress]
+//                              else                           [Join]
+//     job failed / fatal    -> FAILED     [Exit(code), Requeue(end) with --requeue]
 //     signal                -> STOPPED    [Exit(128+sig)]
 //   SUCCEEDED  every local worker exited 0; Done -> [Exit(0)]; Terminate -> [Exit(128+sig)].
 //   FAILED     terminal.
+//
+// The resilience rules are rows here too: the crash loop (NoteFailedRound) and no
+// progress (NoteRoundProgress) after a failed round, the health check's verdict, a hung
+// worker's FileTimerClient timer, the EndJob that got no answer, and --requeue's ask
+// (the shell runs DecideRequeue, requeue.h, on the end the Requeue action carries).
 //
 // A worker in uninterruptible sleep (D) survives SIGKILL: the agent never waits for it
 // without a deadline (stuck_worker.h); kExitWorkerStuck says this node left the job.
@@ -40,14 +61,20 @@
 // Exit codes (launcher/exit_codes.h, documented in --help): 0 all workers
 // succeeded; 1 restarts used up (the summary names the worker's exit code or
 // signal); 128+sig when the agent itself got a terminating signal; for the
-// rendezvous's end (JobFailed, Fatal) the code of the reason it gave (ExitCodeFor).
+// rendezvous's end (JobFailed, Fatal) the code of the reason it gave (ExitCodeFor);
+// 2 a crash loop and 5 no progress that the host did not end for all (EndHere);
+// 1 a health check that kept failing (GiveUp).
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/event_loop.h"
+#include "launcher/crash_loop.h"
+#include "launcher/no_progress.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace elastic {
@@ -75,6 +102,32 @@ struct GroupStatus {
   JobEnd fail_end{EndReason::kWorkerFailed, false};  // of the JobFailed
   JobEnd fatal_end = {};                              // of the first Fatal
   bool exited = false;             // an Exit action was issued: nothing happens after it
+  // For the rules after a failed round (crash_loop.h, no_progress.h):
+  MonoClock::time_point started_at{};        // WorkersStarted of this round
+  MonoClock::time_point first_failure_at{};  // this round's HEALTHY -> UNHEALTHY
+  RestartCause restart_cause = RestartCause::kMembership;  // of the last restart asked this round
+  int restarts_used = 0;           // the last round's (RoundInfo)
+  int group_rank = 0;              // the last round's
+  CrashLoopState crash_loop;
+  NoProgressState no_progress;
+  EndReason ending_here = EndReason::kUnknown;  // EndJob sent for it (kUnknown: none)
+  // --health-check: failing since (nullopt: passing, or not run yet).
+  std::optional<MonoClock::time_point> health_failing_since;
+};
+
+// The deadlines and limits the rules read: the agent's settings (AgentSettings and the
+// WorkerSpec's, launch_config.h), passed in; nothing is hard-wired here.
+struct SupervisionSettings {
+  Millis shutdown_timeout{};         // --shutdown-timeout: SIGTERM to SIGKILL
+  Millis uninterruptible_timeout{};  // --uninterruptible-timeout: SIGKILL to CheckKill
+  int max_restarts = 0;              // --max-restarts: once used up, the rendezvous ends the job
+  CrashLoopSettings crash_loop;      // --crash-loop-count, --crash-loop-window
+  Millis crash_loop_answer_timeout{};  // EndJob sent: the host's end of the job is due
+  bool progress_file = false;        // --progress-file given
+  int no_progress_restarts = 0;      // --no-progress-restarts
+  Millis health_check_recheck{};     // a failed --health-check runs again after this...
+  Millis health_check_give_up{};     // ...until its checks have failed this long
+  int max_requeues = 0;              // --requeue
 };
 
 enum class EventKind {
@@ -88,14 +141,25 @@ enum class EventKind {
   kTerminate,        // agent got SIGTERM/INT/HUP/QUIT (signal)
   kForward,          // agent got SIGUSR1/USR2 (signal): pass it on
   kWorkersStuck,     // CheckKill found workers alive --uninterruptible-timeout after SIGKILL
+  kWorkersStarted,   // this attempt's workers were started (with --preload: once it was ready)
+  kHealthChecked,    // --health-check ended (`passed`)
+  kProgressRead,     // --progress-file read after a failed round (`progress`)
+  kEndJobUnanswered, // an EndJob got no end of the job within crash_loop_answer_timeout
+  kWorkerHung,       // a worker's FileTimerClient timer expired (`local_rank`, its `signal`)
 };
 
 struct Event {
   EventKind kind;
   int signal = 0;
-  WorkerFailure failure;
-  std::string message;
+  WorkerFailure failure = {};
+  std::string message = {};
   JobEnd end = {};  // kJobFailed, kFatal: why the rendezvous ended the job
+  RestartCause cause = RestartCause::kMembership;  // kRestartRequired
+  int restarts_used = 0;  // kRoundReady: the round's (RoundInfo)
+  int group_rank = 0;     // kRoundReady
+  bool passed = false;    // kHealthChecked
+  std::optional<int64_t> progress = std::nullopt;  // kProgressRead (nullopt: none known)
+  int local_rank = -1;    // kWorkerHung
 };
 
 enum class ActionKind {
@@ -109,6 +173,16 @@ enum class ActionKind {
   kJoin,
   kExit,                // exit_code; failure summary printed when has_failure
   kCheckKill,           // read /proc: are the unreaped workers unkillable? (stuck_worker.h)
+  kRequeue,             // after Exit: --requeue asks DecideRequeue (requeue.h) about `end`
+  kEndJob,              // ask the rendezvous to end the job for `reason`; its answer is due
+                        // by `deadline` (else EndJobUnanswered)
+  kReadProgress,        // read --progress-file (ProgressRead follows)
+  kEndHere,             // the EndJob was not answered: say why (`reason`), exit_code, stop now
+  kJoinRendezvous,      // the health check passed: join (with Slurm's verdict on the node)
+  kRetryHealthCheck,    // it failed: stay out, watch the rendezvous, check again at `deadline`
+  kGiveUp,              // it kept failing: say so, exit_code, stop now
+  kCollectStacks,       // a hung worker (`local_rank`): its stacks, then its timer's signal
+  kKeepHungWorker,      // a hung worker whose timer asked for no signal: say so, nothing else
 };
 
 struct Action {
@@ -116,6 +190,9 @@ struct Action {
   int signal = 0;
   MonoClock::time_point deadline{};
   int exit_code = 0;
+  EndReason reason = EndReason::kUnknown;  // kEndJob, kEndHere
+  JobEnd end = {};                         // kRequeue
+  int local_rank = -1;                     // kCollectStacks, kKeepHungWorker
 };
 
 struct Transition {
@@ -132,8 +209,7 @@ int FailureExitCode(const WorkerFailure& failure);
 // got (`stop_signal`, 0 if none yet): the group waits for its exit. 0: leave it.
 int LateStartSignal(WorkerState state, int stop_signal);
 
-// `uninterruptible_timeout`: from SIGKILL to CheckKill (--uninterruptible-timeout).
 Transition StepWorkers(const GroupStatus& status, const Event& event, MonoClock::time_point now,
-                Millis shutdown_timeout, Millis uninterruptible_timeout = Millis(60000));
+                       const SupervisionSettings& settings);
 
 }  // namespace elastic

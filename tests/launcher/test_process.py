@@ -54,6 +54,16 @@ class RestartTest(LauncherTestCase):
         self.assertIn("exit code 9", err)
         self.assert_nothing_left()
 
+    def test_one_worker_failing_after_the_window_is_no_crash_loop(self):
+        # One worker per node: its failure stops the group at once (no worker is left
+        # to stop); its uptime still counts from its start to that failure.
+        rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=1", "--max-restarts=3",
+                                       "--crash-loop-window=0.5"] + self.worker_args("fail-after", 1, 9))
+        self.assertEqual(rc, 1, err)
+        self.assertIn("restarts used: 3 of 3", err)
+        self.assertNotIn("crash loop", err)
+        self.assert_nothing_left()
+
     def test_crash_loop_count_0_restarts_until_the_budget_is_used(self):
         rc, out, err = self.run_agent(["--standalone", "--nproc-per-node=2", "--max-restarts=4",
                                        "--crash-loop-count=0"] + self.worker_args("fail", 9))

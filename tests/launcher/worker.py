@@ -139,6 +139,12 @@ def main():
             sys.exit(int(sys.argv[2]))
         while True:
             signal.pause()
+    elif mode == "fail-after":  # rank 0 fails SECONDS after its start with CODE
+        if RANK == 0:
+            time.sleep(float(sys.argv[2]))
+            sys.exit(int(sys.argv[3]))
+        while True:
+            signal.pause()
     elif mode == "wait":
         mode_wait(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "child")
     elif mode == "progress":
