@@ -13,9 +13,11 @@
 
 namespace elastic {
 
+// From AgentSettings (crash_loop_count, crash_loop_window_ms), passed in: no second
+// copy of their defaults here (default-constructed: never a crash loop).
 struct CrashLoopSettings {
-  int count = 3;                                 // --crash-loop-count; 0 = never
-  std::chrono::milliseconds window{60000};       // --crash-loop-window
+  int count = 0;                           // --crash-loop-count; 0 = never
+  std::chrono::milliseconds window{};      // --crash-loop-window
 };
 
 struct CrashLoopState {
