@@ -175,7 +175,15 @@ class FailoverTest(RendezvousTestCase):
             self.wait_workers(agent, 0, 1)
         os.kill(agents[1].agent_pid(), signal.SIGKILL)
         os.kill(agents[0].agent_pid(), signal.SIGKILL)
-        self.assert_trained(agents[2:], 1, 3, nproc=1)  # 3 of 5: a majority
+        # The two kills are two calls: on a loaded machine the host may see node 1's loss
+        # and form round 1 of 4 before its own death (Debian 13 in CI, 2026-12-04); then
+        # the survivors' round is 2. Either way the last round is theirs, world 3.
+        for agent in agents[2:]:
+            self.wait_exit(agent)
+        last = max(int(w[2]) for w in agents[2].workers())
+        self.assertIn(last, (1, 2), self.dump())
+        self.assert_trained(agents[2:], last, 3, nproc=1)  # 3 of 5: a majority
+        self.assert_one_group_per_round()
         self.assertIn("taking over as the host", agents[2].output())
         self.assert_nothing_left()
 
