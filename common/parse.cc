@@ -1,7 +1,10 @@
 #include "common/parse.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -63,6 +66,30 @@ bool ParseKeyValues(std::string_view what, std::string_view text,
     out->emplace_back(item.substr(0, eq), item.substr(eq + 1));
   }
   return true;
+}
+
+std::optional<std::string> LastLongOption(std::string_view line, std::string_view name) {
+  std::istringstream words{std::string(line)};
+  std::string word;
+  std::optional<std::string> found;
+  std::string prefix = "--" + std::string(name);
+  while (words >> word) {
+    if (word == prefix) {
+      found = "";
+    } else if (word.rfind(prefix + "=", 0) == 0) {
+      found = word.substr(prefix.size() + 1);
+    }
+  }
+  return found;
+}
+
+bool SubmitLineIsElastic(std::string_view submit_line) {
+  std::optional<std::string> value = LastLongOption(submit_line, "elastic");
+  if (!value) return false;
+  std::string lower = *value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower != "off" && lower != "no" && lower != "0";
 }
 
 }  // namespace elastic

@@ -2,6 +2,7 @@
 // name the bad value. Convention: bool + std::string* err.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,5 +25,13 @@ std::vector<std::string> Split(std::string_view text, char sep);
 // "k=v,k2=v2" into pairs; an entry without '=' or with an empty key is an error.
 bool ParseKeyValues(std::string_view what, std::string_view text,
                     std::vector<std::pair<std::string, std::string>>* out, std::string* err);
+
+// The value of the last "--NAME=VALUE" word of a command line (srun's submit line, as Slurm
+// keeps it); "" for a bare "--NAME"; nullopt when absent.
+std::optional<std::string> LastLongOption(std::string_view line, std::string_view name);
+
+// Whether an srun command line asks for an elastic step: a last --elastic[=X] other than
+// off/no/0 (any case, as the plugin reads the option); --elastic-join alone does not.
+bool SubmitLineIsElastic(std::string_view submit_line);
 
 }  // namespace elastic

@@ -41,5 +41,14 @@ TEST(ParseTest, KeyValuesSplitsPairsAndRejectsBareWords) {
   EXPECT_NE(err.find("'oops'"), std::string::npos);
 }
 
+TEST(ParseTest, SubmitLineIsElastic) {
+  EXPECT_TRUE(SubmitLineIsElastic("srun --elastic x"));
+  EXPECT_TRUE(SubmitLineIsElastic("srun -N2 --elastic=2:4 x"));
+  EXPECT_FALSE(SubmitLineIsElastic("srun --elastic=No x"));
+  EXPECT_FALSE(SubmitLineIsElastic("srun --elastic=2:4 --elastic=0 x"));  // the last wins
+  EXPECT_FALSE(SubmitLineIsElastic("srun --elastic-join=5 x"));
+  EXPECT_FALSE(SubmitLineIsElastic(""));
+}
+
 }  // namespace
 }  // namespace elastic

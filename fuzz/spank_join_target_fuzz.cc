@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i + 2 < f.size() && i < 24; i += 3)
     job.steps.push_back({static_cast<uint32_t>(i / 3), Field(f, i + 1), Field(f, i + 2), Field(f, i)});
   job.job_elastic = !f.empty() && f.size() % 2 == 0;
-  (void)SubmitLineIsElastic(Field(f, 0));
+  (void)elastic::SubmitLineIsElastic(Field(f, 0));
   FakeNodes nodes;
   JoinPlan plan;
   std::string err;

@@ -39,24 +39,6 @@ bool Digits(std::string_view text, long long max, long long* out) {
   return ParseInt(text, 0, max, out);
 }
 
-// The value of the last "--NAME=VALUE" word of a command line; nullopt when absent.
-std::optional<std::string> LastOption(const std::string& line, const std::string& name) {
-  std::istringstream words(line);
-  std::string word;
-  std::optional<std::string> found;
-  std::string prefix = "--" + name;
-  while (words >> word) {
-    if (word == prefix) found = "";
-    else if (word.rfind(prefix + "=", 0) == 0) found = word.substr(prefix.size() + 1);
-  }
-  return found;
-}
-
-bool SaysElastic(const std::string& submit_line) {
-  std::optional<std::string> v = LastOption(submit_line, "elastic");
-  return v && *v != "off" && *v != "no" && *v != "0";
-}
-
 }  // namespace
 
 bool ParseJobStepArg(std::string_view text, JobStepArg* out, std::string* err) {
@@ -179,8 +161,9 @@ StatusRefusal PlanStatusTarget(bool found, const SlurmJobFacts& job, const std::
       continue;
     }
     // The first elastic step; where Slurm does not show command lines, the first step.
-    bool better = chosen == nullptr || (SaysElastic(s.submit_line) && !SaysElastic(chosen->submit_line)) ||
-                  (SaysElastic(s.submit_line) == SaysElastic(chosen->submit_line) && *s.step_id < *chosen->step_id);
+    bool elastic = SubmitLineIsElastic(s.submit_line);
+    bool better = chosen == nullptr || (elastic && !SubmitLineIsElastic(chosen->submit_line)) ||
+                  (elastic == SubmitLineIsElastic(chosen->submit_line) && *s.step_id < *chosen->step_id);
     if (better) chosen = &s;
   }
   if (chosen == nullptr) {
@@ -195,7 +178,7 @@ StatusRefusal PlanStatusTarget(bool found, const SlurmJobFacts& job, const std::
   t.job_id = arg.job_id;
   t.step_id = *chosen->step_id;
   t.nodelist = chosen->nodelist;
-  std::optional<std::string> id = LastOption(chosen->submit_line, "elastic-rdzv-id");
+  std::optional<std::string> id = LastLongOption(chosen->submit_line, "elastic-rdzv-id");
   t.rdzv_id = given.rdzv_id ? *given.rdzv_id
               : id && !id->empty() ? *id
                                    : fmt::format("{}.{}", t.job_id, t.step_id);
@@ -205,11 +188,11 @@ StatusRefusal PlanStatusTarget(bool found, const SlurmJobFacts& job, const std::
   if (given.port) {
     t.port = *given.port;
     t.port_source = "given";
-  } else if (std::optional<std::string> p = LastOption(chosen->submit_line, "elastic-rdzv-port");
+  } else if (std::optional<std::string> p = LastLongOption(chosen->submit_line, "elastic-rdzv-port");
              p && ParseInt(*p, 1, 65535, &port)) {
     t.port = static_cast<int>(port);
     t.port_source = "--elastic-rdzv-port";
-  } else if (std::optional<std::string> e = LastOption(chosen->submit_line, "elastic-rdzv-endpoint");
+  } else if (std::optional<std::string> e = LastLongOption(chosen->submit_line, "elastic-rdzv-endpoint");
              e && ParseEndpoint("--elastic-rdzv-endpoint", *e, &endpoint, &ignored) && endpoint.port) {
     t.port = *endpoint.port;
     t.port_source = "--elastic-rdzv-endpoint";

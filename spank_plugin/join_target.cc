@@ -15,23 +15,6 @@
 namespace elastic::spank {
 namespace {
 
-// The value of the last "--NAME=VALUE" word of a command line; "" for a bare
-// "--NAME"; nullopt when absent.
-std::optional<std::string> LastOption(const std::string& line, const std::string& name) {
-  std::istringstream words(line);
-  std::string word;
-  std::optional<std::string> found;
-  std::string prefix = "--" + name;
-  while (words >> word) {
-    if (word == prefix) {
-      found = "";
-    } else if (word.rfind(prefix + "=", 0) == 0) {
-      found = word.substr(prefix.size() + 1);
-    }
-  }
-  return found;
-}
-
 const char* StateWord(TargetState state) {
   switch (state) {
     case TargetState::kPending: return "pending";
@@ -43,15 +26,6 @@ const char* StateWord(TargetState state) {
 }
 
 }  // namespace
-
-bool SubmitLineIsElastic(const std::string& submit_line) {
-  std::optional<std::string> value = LastOption(submit_line, "elastic");
-  if (!value) return false;
-  std::string lower = *value;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower != "off" && lower != "no" && lower != "0";
-}
 
 JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConfig& config,
                      NodeDirectory& nodes, JoinPlan* plan, std::string* err) {
@@ -80,7 +54,7 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
   const TargetStep* target = nullptr;
   for (const TargetStep& step : job.steps) {
     // Under a job-level --elastic every srun step is elastic, unless it says --elastic=off.
-    bool said = LastOption(step.submit_line, "elastic").has_value();
+    bool said = LastLongOption(step.submit_line, "elastic").has_value();
     bool elastic = said ? SubmitLineIsElastic(step.submit_line) : job.job_elastic;
     if (!elastic) continue;
     if (target == nullptr || step.step_id < target->step_id) target = &step;
@@ -103,7 +77,7 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
   }
   ElasticOptions options;
   // A target started with its own --elastic-rdzv-endpoint is hosted there (task_env.cc).
-  if (std::optional<std::string> text = LastOption(target->submit_line, "elastic-rdzv-endpoint")) {
+  if (std::optional<std::string> text = LastLongOption(target->submit_line, "elastic-rdzv-endpoint")) {
     Endpoint endpoint;
     std::string ignored;
     if (ParseEndpoint("--elastic-rdzv-endpoint", *text, &endpoint, &ignored)) {
@@ -111,7 +85,7 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
       options.endpoint = std::move(endpoint);
     }
   }
-  if (std::optional<std::string> port = LastOption(target->submit_line, "elastic-rdzv-port")) {
+  if (std::optional<std::string> port = LastLongOption(target->submit_line, "elastic-rdzv-port")) {
     long long value = 0;
     if (ParseInt(*port, 1, 65535, &value)) options.rdzv_port = static_cast<int>(value);
   }
@@ -121,7 +95,7 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
   step.resv_ports = target->resv_ports;
   out.port = ChooseRdzvPort(step, options, config, &out.port_source);
   // The target's MIN:MAX, as its own plugin read it.
-  std::optional<std::string> range = LastOption(target->submit_line, "elastic");
+  std::optional<std::string> range = LastLongOption(target->submit_line, "elastic");
   std::string range_text = range ? *range : job.job_elastic_value;
   ElasticOptions target_options;
   std::string range_err;
@@ -143,7 +117,7 @@ JoinRefusal PlanJoin(const TargetJob& job, uint32_t joiner_uid, const PluginConf
     return JoinRefusal::kNotElastic;
   }
   out.nodelist = target->nodelist;
-  std::optional<std::string> id = LastOption(target->submit_line, "elastic-rdzv-id");
+  std::optional<std::string> id = LastLongOption(target->submit_line, "elastic-rdzv-id");
   out.rdzv_id = id && !id->empty() ? *id : fmt::format("{}.{}", job.job_id, target->step_id);
   *plan = std::move(out);
   return JoinRefusal::kNone;

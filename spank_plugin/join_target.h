@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/parse.h"
 #include "spank_plugin/options.h"
 #include "spank_plugin/spank_api.h"
 
@@ -39,9 +40,7 @@ struct JoinPlan {
   std::string nodelist;     // the target step's nodes: where its host may be after a failover
 };
 
-// Whether an srun command line asks for an elastic step: --elastic[=X] other than
-// off (the last one wins, as in options.cc); --elastic-join alone does not.
-bool SubmitLineIsElastic(const std::string& submit_line);
+// SubmitLineIsElastic (an srun line asks for an elastic step) is in common/parse.h.
 
 // The target's rendezvous, or a refusal with a message naming the job and why.
 // Order: no such job, finished, not running (pending, suspended), another user,

@@ -147,14 +147,5 @@ TEST(JoinTargetTest, PlansOrRefusesFromSlurmsJobData) {
   }
 }
 
-TEST(JoinTargetTest, SubmitLineIsElastic) {
-  EXPECT_TRUE(SubmitLineIsElastic("srun --elastic x"));
-  EXPECT_TRUE(SubmitLineIsElastic("srun -N2 --elastic=2:4 x"));
-  EXPECT_FALSE(SubmitLineIsElastic("srun --elastic=No x"));
-  EXPECT_FALSE(SubmitLineIsElastic("srun --elastic=2:4 --elastic=0 x"));  // the last wins
-  EXPECT_FALSE(SubmitLineIsElastic("srun --elastic-join=5 x"));
-  EXPECT_FALSE(SubmitLineIsElastic(""));
-}
-
 }  // namespace
 }  // namespace elastic::spank
