@@ -151,7 +151,11 @@ class FileTimerTest(LauncherTestCase):
         summary = err[err.index("job failed: first failure"):]
         self.assertRegex(summary, r"traceback:\n(    .*\n)*    +File \".*timer_worker\.py\", line \d+ in "
                                   r"stuck_in_collective")
-        # The verdict in the event record (issue 25), then the host's failure with the same words.
+        self.assert_hung_event_then_failure(logs)
+        self.assert_nothing_left()
+
+    def assert_hung_event_then_failure(self, logs):
+        """The verdict in the event record (issue 25), then the host's failure with the same words."""
         with open(os.path.join(logs, "events.jsonl")) as f:
             record = [json.loads(line) for line in f if line.strip()]
         kinds = [e["event"] for e in record]
@@ -162,7 +166,6 @@ class FileTimerTest(LauncherTestCase):
         self.assertRegex(hung["message"], r"^hung: FileTimerClient timer '[^']+#\d+' expired")
         self.assertEqual(hung["message"], failure["failure"]["message"])
         self.assertNotIn("stuck_in_collective", json.dumps(hung))  # the stacks stay in their file
-        self.assert_nothing_left()
 
     def test_native_tool_past_its_timeout_is_killed_and_python_stacks_still_come(self):
         # A tool that stops its target (as a tracer SIGKILLed while attached can leave it)
@@ -192,17 +195,7 @@ class FileTimerTest(LauncherTestCase):
         summary = err[err.index("job failed: first failure"):]
         self.assertRegex(summary, r"traceback:\n(    .*\n)*    +File \".*timer_worker\.py\", line \d+ in "
                                   r"stuck_in_collective")
-        # The verdict in the event record (issue 25), then the host's failure with the same words.
-        with open(os.path.join(logs, "events.jsonl")) as f:
-            record = [json.loads(line) for line in f if line.strip()]
-        kinds = [e["event"] for e in record]
-        self.assertEqual(kinds[kinds.index("worker_hung"):], ["worker_hung", "worker_failure", "end"], record)
-        hung, failure = record[kinds.index("worker_hung")], record[kinds.index("worker_failure")]
-        self.assertEqual((hung["reason"], hung["failure"]["rank"], hung["failure"]["signal"]),
-                         ("timer_expired", 1, 6), hung)
-        self.assertRegex(hung["message"], r"^hung: FileTimerClient timer '[^']+#\d+' expired")
-        self.assertEqual(hung["message"], failure["failure"]["message"])
-        self.assertNotIn("stuck_in_collective", json.dumps(hung))  # the stacks stay in their file
+        self.assert_hung_event_then_failure(logs)
         self.assert_nothing_left()
 
 
