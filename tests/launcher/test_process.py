@@ -493,9 +493,13 @@ class OutputTest(LauncherTestCase):
         # torchrun 2.14's --duplicate-stdout-filters/--duplicate-stderr-filters (issue 22):
         # the lines of every local rank that contain a filter (",," a comma in one) are
         # also in LOG_DIR/attempt_N/filtered_std*.log, prefixed; a restart starts new files.
+        # Rank 1 fails attempt 0 only once rank 0 has printed: else the agent may stop
+        # rank 0 before its first line (a race the CI matrix hit on Debian 12).
         log_dir = self.path("logs")
+        flag = self.path("rank0-printed")
         script = ('echo "loss, $RANK"; echo "other $RANK"; echo "warn $RANK" >&2; echo "quiet" >&2; '
-                  '[ "$TORCHELASTIC_RESTART_COUNT" = 1 ] || [ "$RANK" = 0 ] || exit 3')
+                  'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then if [ $RANK = 0 ]; then touch %s; '
+                  'else while [ ! -e %s ]; do sleep 0.05; done; exit 3; fi; fi' % (flag, flag))
         rc, out, err = self.run_agent(["--nproc-per-node=2", "--max-restarts=1", "--log-dir", log_dir,
                                        "--duplicate-stdout-filters=loss,,", "--duplicate_stderr_filters=warn,nope",
                                        "--no-python", "sh", "-c", script])
