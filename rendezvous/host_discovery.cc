@@ -52,6 +52,29 @@ DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint
   return plan;
 }
 
+bool DiscoveryDecided(const std::vector<std::optional<PeerAnswer>>& answers) {
+  for (const std::optional<PeerAnswer>& answer : answers) {
+    if (!answer) return false;
+    if (*answer == PeerAnswer::kRunning) return true;
+  }
+  return false;
+}
+
+namespace {
+
+PeerAnswer AnswerOf(const FirstFrame& f, std::string_view run_id) {
+  switch (f.status) {
+    case FirstFrame::kRefused: return PeerAnswer::kRefused;
+    case FirstFrame::kSilent: return PeerAnswer::kSilent;
+    case FirstFrame::kNoAnswer: return PeerAnswer::kNoAnswer;
+    case FirstFrame::kBadFrame: return PeerAnswer::kOther;
+    case FirstFrame::kFrame: return ClassifyPeerChallenge(f.payload, run_id);
+  }
+  return PeerAnswer::kOther;
+}
+
+}  // namespace
+
 RoundInfo DiscoveredRegime(const std::vector<std::string>& peers, int port,
                            const std::vector<size_t>& walk) {
   RoundInfo r;
@@ -66,16 +89,15 @@ std::vector<PeerAnswer> AskPeers(const std::vector<std::string>& peers, int port
                                  std::string_view run_id, int timeout_ms) {
   std::vector<Successor> hosts;
   for (const std::string& p : peers) hosts.push_back(Successor{p, p, port});
+  auto decide = [&](const std::vector<const FirstFrame*>& answered) {
+    std::vector<std::optional<PeerAnswer>> so_far;
+    for (const FirstFrame* f : answered)
+      so_far.push_back(f ? std::optional<PeerAnswer>(AnswerOf(*f, run_id)) : std::nullopt);
+    return DiscoveryDecided(so_far);
+  };
   std::vector<PeerAnswer> answers;
-  for (const FirstFrame& f : ReadFirstFrames(hosts, std::chrono::milliseconds(timeout_ms))) {
-    switch (f.status) {
-      case FirstFrame::kRefused: answers.push_back(PeerAnswer::kRefused); break;
-      case FirstFrame::kSilent: answers.push_back(PeerAnswer::kSilent); break;
-      case FirstFrame::kNoAnswer: answers.push_back(PeerAnswer::kNoAnswer); break;
-      case FirstFrame::kBadFrame: answers.push_back(PeerAnswer::kOther); break;
-      case FirstFrame::kFrame: answers.push_back(ClassifyPeerChallenge(f.payload, run_id)); break;
-    }
-  }
+  for (const FirstFrame& f : ReadFirstFrames(hosts, std::chrono::milliseconds(timeout_ms), decide))
+    answers.push_back(AnswerOf(f, run_id));
   return answers;
 }
 

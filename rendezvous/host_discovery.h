@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,14 +66,22 @@ struct DiscoveryPlan {
 DiscoveryPlan PlanDiscovery(const std::vector<PeerAnswer>& answers, int endpoint,
                             bool may_ask_again);
 
+// Whether the answers so far (nullopt: not yet) already fix the plan's first host to
+// walk: a running host, every candidate before it answered. The ask ends there instead
+// of waiting out members' silent sockets (they never answer: a latecomer, a joining
+// job's agent, waited the whole ask for them). Running hosts later in the order would
+// only have been fallbacks of the walk; the one walked first is the same.
+bool DiscoveryDecided(const std::vector<std::optional<PeerAnswer>>& answers);
+
 // The candidates to walk as a round of successors (never taken over: group_rank -1,
 // round 0, so the walk joins only a host that completed a round).
 RoundInfo DiscoveredRegime(const std::vector<std::string>& peers, int port,
                            const std::vector<size_t>& walk);
 
 // ---- the shell ----
-// Asks every peer at `port` at once (ReadFirstFrames: blocks up to `timeout`; before
-// the event loop runs).
+// Asks every peer at `port` at once (ReadFirstFrames: blocks up to `timeout`, or until
+// DiscoveryDecided; before the event loop runs). Peers not answered by then: kSilent
+// (connected) or kNoAnswer, as at the timeout.
 std::vector<PeerAnswer> AskPeers(const std::vector<std::string>& peers, int port,
                                  std::string_view run_id, int timeout_ms);
 

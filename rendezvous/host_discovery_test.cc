@@ -75,6 +75,32 @@ TEST(HostDiscoveryTest, PlanFollowsTheAnswers) {
   }
 }
 
+TEST(HostDiscoveryTest, TheAskEndsWhenItsFirstHostToWalkIsKnown) {
+  using O = std::optional<A>;
+  struct Row {
+    const char* name;
+    std::vector<O> answers;
+    bool decided;
+  };
+  const O pending;
+  const Row rows[] = {
+      {"nobody asked", {}, false},
+      {"the endpoint runs the job: members' silent sockets need not be waited for",
+       {A::kRunning, pending, pending}, true},
+      {"a host running later, everyone before it answered",
+       {A::kRefused, A::kOther, A::kRunning, pending}, true},
+      {"... a host forming round 0 before it is no regime: still decided",
+       {A::kFresh, A::kRunning}, true},
+      {"someone before it still silent (a host slow to send its challenge): wait",
+       {pending, A::kRunning}, false},
+      {"no running host yet", {A::kFresh, A::kRefused, pending}, false},
+      {"everyone answered, nobody runs: the timeout is not needed but nothing is decided "
+       "(the caller's plan decides; the ask ends when every host answered)",
+       {A::kRefused, A::kRefused}, false},
+  };
+  for (const Row& r : rows) EXPECT_EQ(DiscoveryDecided(r.answers), r.decided) << r.name;
+}
+
 std::string Challenge(const std::string& run_id, int64_t last_completed) {
   nlohmann::json j = {{"version", kRendezvousProtocolVersion}, {"run_id", run_id},
                       {"nonce", std::string(64, 'c')}, {"auth", "none"}, {"round", 3},
@@ -132,6 +158,32 @@ TEST(HostDiscoveryTest, PeersAreAskedAtTheEndpointsPort) {
   std::vector<A> answers = AskPeers({"127.0.0.4", "127.0.0.2", "127.0.0.3"}, port, "run", 1000);
   answer.join();
   EXPECT_EQ(answers, (std::vector<A>{A::kRefused, A::kSilent, A::kRunning}));
+}
+
+TEST(HostDiscoveryTest, AJoinerDoesNotWaitOutMembersSilentSockets) {
+  // The run's host (the endpoint, asked first) answers at once; a member's failover
+  // socket accepts and never speaks. The ask ends with the host's answer: given an
+  // hour, it would otherwise hang until ctest's timeout fails the test.
+  SocketAddress addr;
+  std::string err;
+  int bind_errno = 0;
+  ASSERT_TRUE(ResolveNumericAddress("127.0.0.5", 0, &addr, &err)) << err;
+  UniqueFd host = ListenOn(addr, &bind_errno, &err);
+  ASSERT_TRUE(host) << err;
+  int port = LocalPort(host.get());
+  ASSERT_TRUE(ResolveNumericAddress("127.0.0.6", port, &addr, &err)) << err;
+  UniqueFd silent = ListenOn(addr, &bind_errno, &err);
+  if (!silent) GTEST_SKIP() << "127.0.0.6:" << port << " is taken: " << err;
+  std::thread answer([&] {
+    pollfd p{host.get(), POLLIN, 0};
+    (void)poll(&p, 1, 5000);
+    UniqueFd c(accept(host.get(), nullptr, nullptr));
+    std::string frame = Challenge("run", 2);
+    if (c) (void)!write(c.get(), frame.data(), frame.size());
+  });
+  std::vector<A> answers = AskPeers({"127.0.0.5", "127.0.0.6"}, port, "run", 3600 * 1000);
+  answer.join();
+  EXPECT_EQ(answers, (std::vector<A>{A::kRunning, A::kSilent}));
 }
 
 }  // namespace

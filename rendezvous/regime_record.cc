@@ -200,7 +200,8 @@ void Step(Asking& a, short revents) {
 }  // namespace
 
 std::vector<FirstFrame> ReadFirstFrames(const std::vector<Successor>& hosts,
-                                        std::chrono::milliseconds timeout) {
+                                        std::chrono::milliseconds timeout,
+                                        const FramesDecide& decide) {
   std::vector<Asking> asking(hosts.size());
   for (size_t i = 0; i < asking.size(); ++i) {
     const Successor& s = hosts[i];
@@ -225,6 +226,11 @@ std::vector<FirstFrame> ReadFirstFrames(const std::vector<Successor>& hosts,
     if (n < 0 && errno != EINTR) break;
     for (size_t k = 0; k < polls.size() && n > 0; ++k)
       if (polls[k].revents != 0) Step(asking[which[k]], polls[k].revents);
+    if (decide && n > 0) {
+      std::vector<const FirstFrame*> answered;
+      for (const Asking& a : asking) answered.push_back(a.done ? &a.frame : nullptr);
+      if (decide(answered)) break;  // the rest: as at the timeout
+    }
   }
   std::vector<FirstFrame> frames;
   for (Asking& a : asking) {

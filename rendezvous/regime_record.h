@@ -28,6 +28,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,11 +83,16 @@ struct FirstFrame {
   enum Status { kRefused, kSilent, kNoAnswer, kBadFrame, kFrame } status = kSilent;
   std::string payload;  // kFrame: the first frame's payload (a host's challenge)
 };
+// Whether the frames read so far decide the question (nullptr: that host has not
+// answered yet), so that the ask ends before its timeout.
+using FramesDecide = std::function<bool(const std::vector<const FirstFrame*>& answered)>;
 // Connects to every one of `hosts` (numeric addresses; port 0 or a bad address: refused)
-// at once and reads its first frame, for at most `timeout` in all. Blocks: call it
-// before the event loop runs.
+// at once and reads its first frame, for at most `timeout` in all, or until `decide`
+// (when given) says the answers so far are enough. Blocks: call it before the event
+// loop runs.
 std::vector<FirstFrame> ReadFirstFrames(const std::vector<Successor>& hosts,
-                                        std::chrono::milliseconds timeout);
+                                        std::chrono::milliseconds timeout,
+                                        const FramesDecide& decide = nullptr);
 // Asks every successor of `round` (connects, reads the challenge a host sends at
 // once) and classifies its answer. Blocks up to `timeout`: call it before the
 // event loop runs.
