@@ -182,6 +182,12 @@ void ElasticAgent::OnSignal() {
           terminating ? "stopping the workers" : "forwarding it to every worker");
     }
     terminated_ = terminated_ || terminating;
+    if (terminating) {
+      // The same signal reaches the preloaded interpreter and a running scontrol
+      // (Slurm signals every process of the step): their end is expected, not news.
+      if (zygote_) zygote_->Stopping();
+      if (comment_) comment_->Stopping();
+    }
     Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
   }
 }

@@ -11,7 +11,7 @@ CommentUpdater::CommentUpdater(EventLoop& loop, std::string job_id, Millis inter
 
 void CommentUpdater::OnEvent(const JobEvent& event) {
   if (event.kind == JobEventKind::kJobStart) active_ = true;
-  if (!active_) return;
+  if (!active_ || stopping_) return;
   ApplyToComment(event, &state_);
   limiter_.Update(FormatJobComment(state_));
   Pump();
@@ -43,7 +43,7 @@ void CommentUpdater::Pump() {
     scontrol_.Run(fmt::format("update JobId={} Comment='{}'", job_id_, next.text),
                   [this](bool ok, const std::string&, const std::string& why) {
                     limiter_.Sent(ok);
-                    if (!ok && !done_)
+                    if (!ok && !done_ && !stopping_)
                       Log(LogLevel::kWarning, "cannot write the job's live status to Slurm's Comment "
                           "(scontrol update JobId={}): {} (output in {}): not updating it again",
                           job_id_, why, scontrol_.spec().log_path);

@@ -31,6 +31,9 @@ class CommentUpdater {
   // (bounded by the scontrol timeout). False (done not called) when there is
   // nothing to write: this agent never hosted, or updates failed before.
   bool Finish(int exit_code, std::function<void()> done);
+  // Slurm is ending the job (a terminating signal reached the agent, and also a
+  // running scontrol): no more updates, and a failing one is not warned about.
+  void Stopping() { stopping_ = true; }
   pid_t pid() const { return scontrol_.pid(); }
   bool active() const { return active_; }
 
@@ -43,6 +46,7 @@ class CommentUpdater {
   CommentLimiter limiter_;
   JobCommentState state_;
   bool active_ = false;   // this agent hosts (it saw a host start)
+  bool stopping_ = false; // Stopping()
   Timer wait_;            // the interval's end, for a waiting line
   std::function<void()> done_;
 };

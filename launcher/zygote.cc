@@ -354,7 +354,8 @@ void Zygote::OnExit() {
   if (!requests_.empty() && socket_) OnSocket(EPOLLIN);
   FailRequests(fmt::format("it exited ({})", DescribeExit(f)));
   if (was_usable) {
-    Log(LogLevel::kWarning, "the preloaded interpreter (pid {}) exited ({}): workers start normally "
+    Log(stopping_ ? LogLevel::kDebug : LogLevel::kWarning,
+        "the preloaded interpreter (pid {}) exited ({}): workers start normally "
         "from now on", child_.pid, DescribeExit(f));
   }
   Settle("");  // told above

@@ -100,6 +100,9 @@ class Zygote {
   // A request awaits its reply (or is queued behind one).
   bool spawning() const { return !requests_.empty(); }
   bool usable() const { return state_ != State::kGone; }
+  // The agent is stopping on a terminating signal, which reaches the interpreter
+  // too: its exit is then told at debug level, not as a warning.
+  void Stopping() { stopping_ = true; }
   // The zygote's pid until it has been reaped (then -1: the pid may be reused).
   pid_t pid() const { return reaped_ ? -1 : child_.pid; }
 
@@ -132,6 +135,7 @@ class Zygote {
   bool reaped_ = false;
   UniqueFd socket_;
   State state_ = State::kGone;
+  bool stopping_ = false;  // Stopping()
   Millis spawn_timeout_{};  // ZygoteOptions::spawn_timeout
   std::deque<Request> requests_;  // the head is the one sent (or being sent)
   Timer spawn_timer_;             // the head's deadline

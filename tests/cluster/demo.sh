@@ -57,7 +57,7 @@ trap 'exit 143' TERM
 
 say "starting a 3-node Slurm cluster (munge, slurmctld, 3 x slurmd in their own namespaces, 8 fake GPUs each)"
 "$CLUSTER" up --nodes 3 --plugin "$SO" launcher="$ELASTICRUN"
-"$CLUSTER" run sinfo -N -o '%N %T %G'
+"$CLUSTER" run sinfo -N -p main -o '%N %T %G'
 
 # True once a worker of restart $2 runs on node $1 (read from the workers' environment).
 worker_running() {
