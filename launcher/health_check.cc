@@ -28,6 +28,10 @@ HealthCheck::~HealthCheck() {
 }
 
 bool HealthCheck::Start(std::function<void(const HealthResult&)> done, std::string* err) {
+  if (spec_.timeout.count() <= 0) {  // every wait has a deadline
+    *err = fmt::format("{} '{}' has no timeout", spec_.label, spec_.command);
+    return false;
+  }
   UniqueFd log(open(spec_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!log) {
     *err = fmt::format("cannot open '{}': {}", spec_.log_path, strerror(errno));

@@ -45,7 +45,9 @@ class HealthCheck {
  public:
   struct Spec {
     std::string command;
-    std::chrono::milliseconds timeout{60000};
+    // No default: each caller names its setting (AgentSettings: --health-check-timeout,
+    // the scontrol and stack-collection timeouts); Start refuses a run without a deadline.
+    std::chrono::milliseconds timeout{0};
     std::string log_path;
     std::vector<std::string> env;  // KEY=VALUE
     sigset_t child_mask{};

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "common/event_loop.h"
+
 namespace elastic {
 namespace {
 
@@ -18,6 +20,22 @@ TEST(HealthCheckTest, ResultsNameWhatHappened) {
       {{false, 0, 0, false, "fork: out of memory"}, "cannot start: fork: out of memory"},
   };
   for (const Case& c : cases) EXPECT_EQ(DescribeHealthResult(c.r, milliseconds(60000)), c.want);
+}
+
+// A side program never runs without a deadline: a Spec that names none is refused
+// before anything is started (no default stands in for the agent's settings).
+TEST(HealthCheckTest, ARunWithoutATimeoutIsRefusedBeforeItStarts) {
+  EventLoop loop;
+  HealthCheck::Spec spec;
+  spec.command = "true";
+  spec.log_path = "/dev/null";
+  HealthCheck check(loop, spec);
+  bool called = false;
+  std::string err;
+  EXPECT_FALSE(check.Start([&](const HealthResult&) { called = true; }, &err));
+  EXPECT_EQ(err, "health check 'true' has no timeout");
+  EXPECT_FALSE(check.running());
+  EXPECT_FALSE(called);
 }
 
 }  // namespace

@@ -961,6 +961,10 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertEqual((e["node"].split(":")[0] in ("n3", "n4"), e["notice"], e["reason"]),
                              (True, True, "its agent got signal 15"), e)
         self.assertEqual({e["restarts_used"] for e in record}, {0}, record)
+        self.assert_timeline_marks_every_event(events, record)
+
+    def assert_timeline_marks_every_event(self, events, record):
+        """`elasticrun timeline` draws the record as well-formed SVG, one marker per event (issue 25)."""
         svg = events.with_suffix(".svg")
         done = subprocess.run([ELASTICRUN, "timeline", str(events), "-o", str(svg)], capture_output=True,
                               text=True, timeout=60)
@@ -1275,21 +1279,44 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         return self.cluster.run(cmd, timeout=60)
 
     @preloaded
-    def test_elasticrun_status_jobid_shows_the_members_and_follows_a_failover(self):
-        # Issue 25 item 3: `elasticrun status JOBID` run while the job runs shows the
-        # members; after the host's node is lost it finds the successor that took over;
+    def test_a_join_a_failure_and_the_hosts_loss_in_one_record_with_status_and_the_host_kept_home(self):
+        # One job meets what a long training meets, and everything lands in one record:
+        # job A (n1, n2) is joined by job B (n3, --elastic-join), a worker fails in the
+        # grown round, then A's host n1 is lost. Issue 24: the host stays home, A's n2
+        # takes over (never B's n3, a guest), no split brain: one group of 2 trains on.
+        # Issue 25: the record (--elastic-events, continued by the successor in the same
+        # file) holds the join, the failure, the takeover and the loss in order, and
+        # `elasticrun status JOBID` shows the members before and after the failover;
         # another user is refused from Slurm's facts; a finished or unknown job is named.
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=1",
-                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=40"])
+        work = self.cluster.dir / "jobs" / "one-record"
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "b-records").mkdir(parents=True, mode=0o700)
+        events = work / "events.jsonl"
+        # Restart 1 is the round B's node joined: there rank 0 (on n1) fails at its start.
+        worker = ["/usr/bin/python3", WORKER, "--seconds=20", "--fail-plan=1:0"]
+        a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
+                                      "--elastic-max-restarts=3", f"--elastic-events={events}", *worker])
+        b = None
         try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, RUN_TIMEOUT), bg.text())
-            job = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()[0]
+            self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
+            (job,) = self.job_ids()
+            b = Background(self.cluster, ["-N1", "-w", "n3", "--no-kill", "--gpus-per-node=1",
+                                          f"--elastic-join={job}",
+                                          f"--elastic-rdzv-conf=state_dir={work}/b-records", *worker])
+
+            def both(world, restart):
+                def ready(_):
+                    t = a.text() + "\n" + b.text()
+                    return len([r for r in records(t, "READY")
+                                if r["world"] == world and r["restart"] == restart]) == int(world)
+                return ready
+            self.assertTrue(a.wait_for(both("3", "2"), RUN_TIMEOUT), a.text() + "\n--- B:\n" + b.text())
             started = time.monotonic()
             r = self.status(job)
             print(f"elasticrun status {job} ({time.monotonic() - started:.2f} s):\n{r.stdout}{r.stderr}",
                   file=sys.stderr)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertRegex(r.stdout, rf"run {job}\.0: running, round 0, 3 node\(s\) of 2:3, 3 worker\(s\)")
+            self.assertRegex(r.stdout, rf"run {job}\.0: running, round 2, 3 node\(s\) of 2:4, 3 worker\(s\)")
             self.assertIn("rendezvous host: n1", r.stdout)
             # (a member's name in the rendezvous: its hostname, :pid after the first)
             self.assertRegex(r.stdout, r"members, in group-rank order \(3\):\n  n1 +running\n  n2(:\d+)? +running\n"
@@ -1303,8 +1330,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertIn(f"job {job} belongs to another user (root): only its owner may see its status",
                           refused.stderr)
             self.cluster.kill_node("n1")
-            self.assertTrue(bg.wait_for(lambda t: len([x for x in records(t, "READY") if x["world"] == "2"]) == 2,
-                                        RUN_TIMEOUT), bg.text())
+            self.assertTrue(a.wait_for(both("2", "3"), RUN_TIMEOUT), a.text() + "\n--- B:\n" + b.text())
             started = time.monotonic()
             moved = self.status(job)
             print(f"elasticrun status {job} after n1's loss ({time.monotonic() - started:.2f} s):\n"
@@ -1314,14 +1340,24 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertRegex(moved.stdout, r"rendezvous host: n2(:\d+)?\n")
             self.assertRegex(moved.stdout, r"members, in group-rank order \(2\):\n  n2(:\d+)? +running\n"
                              r"  n3(:\d+)? +running\n")
-            bg.finish(RUN_TIMEOUT)
+            a.finish(RUN_TIMEOUT)
+            b_rc = b.finish(RUN_TIMEOUT)
         finally:
-            if bg.proc.poll() is None:
-                bg.proc.kill()
+            for bg in (a, b):
+                if bg is not None and bg.proc.poll() is None:
+                    bg.proc.kill()
             self.restore_node("n1")
-        # srun's own status is not asserted: 24.11+ reports n1's node failure (1), 22.05 not (0).
-        done = records(bg.text(), "DONE")
-        self.assertEqual(sorted((d["rank"], d["world"]) for d in done), [("0", "2"), ("1", "2")], bg.text())
+        # A's srun status is not asserted: 24.11+ reports n1's node failure (1), 22.05 not (0).
+        text, joined = a.text(), b.text()
+        self.assertEqual(b_rc, 0, joined)
+        self.assertIn("taking over as the host", text)      # n2, A's own node
+        self.assertNotIn("taking over as the host", joined)  # never B's guest n3
+        done = records(text, "DONE") + records(joined, "DONE")
+        self.assertEqual(sorted((d["rank"], d["world"]) for d in done), [("0", "2"), ("1", "2")], text + joined)
+        last = [e for e in records(text, "ENV") + records(joined, "ENV") if e["restart"] == "3"]
+        self.assertEqual(sorted((e["host"], e["group_rank"]) for e in last), [("n2", "0"), ("n3", "1")],
+                         text + joined)
+        self.assert_one_record_of_a_join_a_failure_and_a_failover(events)
         ended = self.status(job)
         self.assertEqual(ended.returncode, 1, ended.stdout + ended.stderr)
         self.assertRegex(ended.stderr, rf"job {job} has finished \((COMPLETED|COMPLETING)\)")
@@ -1332,6 +1368,32 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(bad.returncode, 2, bad.stdout + bad.stderr)
         self.assertIn("'12.batch' is not a job", bad.stderr)
         self.assert_nothing_left()
+
+    def assert_one_record_of_a_join_a_failure_and_a_failover(self, events):
+        """The record of the scenario above, in order: A's host n1 starts (2 nodes), n3
+        joins (a round of 3, no restart counted), rank 0 on n1 fails (a round of 3, one
+        restart), n2 takes over (job_start, takeover) and forms a round of 2 without n1
+        (reason node_lost, a second restart), the end: done."""
+        record = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+        print("event record:\n" + "\n".join(json.dumps(e) for e in record), file=sys.stderr)
+        kinds = [(e["event"], e["host"].split(":")[0], e.get("reason"), e.get("nodes")) for e in record]
+        self.assertEqual(kinds[:2], [("job_start", "n1", None, None), ("round", "n1", "start", 2)], record)
+        self.assertEqual(kinds[-1][0::2], ("end", "done"), record)
+        rounds = [(e["host"].split(":")[0], e["reason"], e["nodes"], e["restarts_used"])
+                  for e in record if e["event"] == "round"]
+        self.assertEqual(rounds, [("n1", "start", 2, 0), ("n1", "node_joined", 3, 0),
+                                  ("n1", "worker_failure", 3, 1), ("n2", "node_lost", 2, 2)], record)
+        joined = [e["node"].split(":")[0] for e in record if e["event"] == "node_joined"]
+        self.assertEqual(joined, ["n3"], record)
+        failures = [e for e in record if e["event"] == "worker_failure"]
+        self.assertEqual([(f["failure"]["rank"], f["failure"]["node"].split(":")[0]) for f in failures],
+                         [(0, "n1")], record)
+        takeover = [e for e in record if e["event"] == "job_start" and e.get("takeover")]
+        self.assertEqual([e["host"].split(":")[0] for e in takeover], ["n2"], record)
+        final = [e for e in record if e["event"] == "round"][-1]
+        self.assertEqual([m.split(":")[0] for m in final["members"]], ["n2", "n3"], record)
+        self.assertEqual(record[-1]["host"].split(":")[0], "n2", record)
+        self.assert_timeline_marks_every_event(events, record)
 
     def test_scancel_terminates_every_worker(self):
         bg, job = self.start_training(seconds=600)
