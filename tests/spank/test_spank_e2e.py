@@ -131,7 +131,9 @@ def preloaded(test):
 class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
     plugin = SPANK_SO
-    plugin_args = [f"launcher={ELASTICRUN}"]
+    # token_key: every step gets its per-step token (which wins over munge): bare-node
+    # steps, failovers and joining jobs (same user, the run's id: the same token) work with it.
+    plugin_args = [f"launcher={ELASTICRUN}", "token_key=@TOKEN_KEY@"]
 
     def setUp(self):
         super().setUp()
