@@ -206,6 +206,8 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertEqual(e["cvd"], "0,1,2,3", e)  # as Slurm gave it
         # expected_nodes=3: the round closes when all three joined, no 30 s last call.
         self.assertIn("round 0 complete: 3 node(s), 12 worker(s)", r.stderr)
+        # token_key is set: the step's token, though munged runs on these nodes.
+        self.assertIn("(auth token)", r.stderr)
         # The binding table belongs to -v (PET_VERBOSE=1): one note line at most.
         self.assertNotIn("local_rank  gpu", r.stderr)
         self.assertLessEqual(r.stderr.count("binding: note:"), 1, r.stderr)
