@@ -605,6 +605,23 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             if path not in first:
                 self.assertIn("run=second", text, path)
 
+    def test_a_token_key_others_may_read_fails_the_elastic_step_not_the_node(self):
+        """token_key= naming a file of mode 0644: each node's task_init names the file and
+        what to do, the elastic step ends 2, no node is drained, a plain step runs."""
+        bad = self.cluster.dir / "etc" / "token-0644.key"
+        shutil.copyfile(self.cluster.token_key, bad)
+        os.chmod(bad, 0o644)
+        self.cluster.set_plugin_args(SPANK_SO, [f"launcher={ELASTICRUN}", f"token_key={bad}"])
+        r = self.srun(["-N2", "--elastic", "/bin/echo", "RAN"], timeout=120)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"token_key '{bad}': mode 0644 lets others read or change the key: chmod 600 {bad}",
+                      r.stderr)
+        self.assertNotIn("RAN", r.stdout)
+        plain = self.srun(["-N2", "/bin/echo", "PLAIN"], timeout=120)
+        self.assertEqual(plain.stdout.count("PLAIN"), 2, plain.stdout + plain.stderr)
+        states = self.cluster.node_states()
+        self.assertFalse([n for n, s in states.items() if "drain" in s], states)
+
     def test_a_heterogeneous_step_is_refused_before_anything_runs(self):
         # Each component would form a world of its own (issue 20 item 9): srun refuses.
         r = self.srun(["-N1", "--elastic", "/bin/echo", "HET_RAN", ":", "-N1", "/bin/echo", "HET_RAN"],
