@@ -1,7 +1,8 @@
 // slurmstepd (S_CTX_REMOTE), task_init: runs as the user in the task's child
 // just before exec, GPU variables already set. Every failure here fails the
 // step (not the node) with a message on the task's stderr.
-#include <algorithm>
+#include <string.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -202,7 +203,7 @@ void DeriveTokenForStep(SpankApi& api, PluginState& state, const StepInfo& step,
     state.step_token_error = err;
     state.step_token.clear();
   }
-  std::fill(key.begin(), key.end(), '\0');
+  explicit_bzero(key.data(), key.size());  // the key lives on only in the file
 }
 
 // task_init: the token to the task as a sealed memfd named by
