@@ -5,6 +5,7 @@
 #include "launcher/guardian.h"
 #include "launcher/run.h"
 #include "launcher/self_exe.h"
+#include "rendezvous/token_file.h"
 
 int main(int argc, char** argv) {
   elastic::SetLogProgram("elasticrun");
@@ -15,9 +16,13 @@ int main(int argc, char** argv) {
     elastic::SetProgramArgv0(argv[0]);
     if (int fd = elastic::BundleFdOfArgv0(argv[0]); fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
+  // The per-step token the plugin handed as a descriptor (token_file.h): read and
+  // closed before the guardian forks, so that neither process keeps the descriptor
+  // and nothing started later inherits it or its variable.
+  elastic::HandedToken handed = elastic::AdoptHandedToken();
   // First of all, before PMIx, threads or output: the original process stays the
   // guardian, the child carries on as the agent (guardian.h).
   int exit_status = 0;
   if (elastic::RunGuardian(&exit_status)) return exit_status;
-  return elastic::ElasticrunMain(argc, argv);
+  return elastic::ElasticrunMain(argc, argv, handed);
 }

@@ -306,7 +306,7 @@ void FollowerFence(const EnvMap& env, int local_id) {
 
 }  // namespace
 
-int ElasticrunMain(int argc, const char* const* argv) {
+int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed) {
   SetLogProgram("elasticrun");
   EnvMap env = CurrentEnv();
   // `elasticrun timeline ...` draws an event record, `elasticrun status ...` asks a
@@ -334,6 +334,16 @@ int ElasticrunMain(int argc, const char* const* argv) {
       break;
   }
   SetLogVerbose(config.agent.verbose);
+  if (handed.handed) {
+    // Without it this node could not join its step's rendezvous (the others hold it).
+    if (!handed.error.empty()) {
+      Log(LogLevel::kError, "the per-step token from the SPANK plugin: {}", handed.error);
+      return kUsageExit;
+    }
+    config.spec.rdzv.token = handed.token;
+    config.spec.rdzv.token_file.clear();
+    Log(LogLevel::kDebug, "rendezvous token: the step's, from the SPANK plugin");
+  }
   // Several Slurm tasks on this node (srun --ntasks-per-node=N): task 0 runs the
   // node's agent, the others wait for it (task_group.h).
   std::optional<TaskGroup> group;

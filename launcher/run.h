@@ -12,6 +12,7 @@
 #include "launcher/launch_config.h"
 #include "launcher/task_group.h"
 #include "launcher/pmix_bootstrap.h"
+#include "rendezvous/token_file.h"
 
 namespace elastic {
 
@@ -26,6 +27,9 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
 void MergePmixInfo(const PmixInfo& info, RendezvousOptions* rdzv);
 
 // main() minus the process: parse, then run. Returns the exit code.
-int ElasticrunMain(int argc, const char* const* argv);
+// `handed`: the plugin's per-step token (rendezvous/token_file.h, AdoptHandedToken);
+// when handed it is the run's token (over ELASTIC_RDZV_TOKEN; --rdzv-conf token=
+// or token_file= still win) and token mode is used, munge or not.
+int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed = {});
 
 }  // namespace elastic

@@ -215,7 +215,7 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
     if (eq == std::string::npos || eq == 0) {
       *err = fmt::format("plugstack.conf: argument '{}' is not key=value (keys: launcher, "
                          "agent_bundle, max_restarts, port, bind, python, preload, health_check, "
-                         "node_multiple, requeue, default)", arg);
+                         "node_multiple, requeue, token_key, default)", arg);
       return false;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
@@ -233,6 +233,14 @@ bool ParsePluginArgs(const std::vector<std::string>& args, const std::string& de
         return false;
       }
       result.agent_bundle = value;
+    } else if (key == "token_key") {
+      // The per-step token's key (step_token.h): read by slurmstepd as root, where
+      // its owner, mode and size are checked (srun may not even see the file).
+      if (value.empty() || value.front() != '/') {
+        *err = fmt::format("{}: '{}' is not an absolute path", what, value);
+        return false;
+      }
+      result.token_key = value;
     } else if (key == "max_restarts") {
       if (!ParseCount(what, value, 0, 1000000, &result.max_restarts, err)) return false;
     } else if (key == "port") {

@@ -170,6 +170,9 @@ struct PluginConfig {
   std::optional<int> node_multiple;     // node_multiple=K
   std::optional<int> requeue;               // requeue=N
   bool default_on = false;              // default=on|off
+  // token_key=PATH (absolute): root's key for the per-step token (step_token.h);
+  // its file is checked where it is read, in slurmstepd as root.
+  std::string token_key;
 };
 
 // Parses plugstack.conf's "key=value" words; unknown keys and bad values are

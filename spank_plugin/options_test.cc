@@ -234,6 +234,34 @@ TEST(PluginArgs, UnknownKeyAndBadValuesAreNamed) {
   EXPECT_NE(err.find("plugstack.conf: bind"), std::string::npos) << err;
 }
 
+// token_key=PATH: an absolute path here; its file (owner, mode, size) is checked
+// where slurmstepd reads it as root (step_token_test.cc, CheckTokenKey).
+TEST(PluginArgs, TokenKey) {
+  struct Case {
+    const char* arg;
+    const char* key;        // nullptr: refused
+    const char* error_has;
+  } cases[] = {
+      {"token_key=/etc/slurm/elastic-token.key", "/etc/slurm/elastic-token.key", ""},
+      {"token_key=etc/token.key", nullptr, "plugstack.conf: token_key: 'etc/token.key' is not an absolute path"},
+      {"token_key=", nullptr, "plugstack.conf: token_key: '' is not an absolute path"},
+  };
+  for (const Case& c : cases) {
+    PluginConfig config;
+    std::string err;
+    bool ok = ParsePluginArgs({c.arg}, "/x", &config, &err);
+    EXPECT_EQ(ok, c.key != nullptr) << c.arg << ": " << err;
+    if (c.key) EXPECT_EQ(config.token_key, c.key) << c.arg;
+    else EXPECT_NE(err.find(c.error_has), std::string::npos) << c.arg << ": " << err;
+  }
+  PluginConfig config;
+  std::string err;
+  ASSERT_TRUE(ParsePluginArgs({}, "/x", &config, &err));
+  EXPECT_EQ(config.token_key, "");  // off unless the admin sets it
+  EXPECT_FALSE(ParsePluginArgs({"novalue"}, "/x", &config, &err));
+  EXPECT_NE(err.find("token_key"), std::string::npos) << err;  // listed among the keys
+}
+
 TEST(Combination, ElasticOptionsNeedElastic) {
   ElasticOptions o;
   PluginConfig c;

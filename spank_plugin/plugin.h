@@ -34,6 +34,10 @@ struct PluginState {
   // slurmstepd: the job's end time asked in init_post_opt when neither Slurm nor
   // srun put one in the job's environment (RememberJobEndTime); task_init exports it.
   std::optional<int64_t> job_end_time;
+  // slurmstepd: the per-step token (token_key=PATH; step_token.h), derived in
+  // init_post_opt as root; or why it could not be (task_init fails the step).
+  std::string step_token;
+  std::string step_token_error;
   // srun: --elastic-join's target was asked about (once per srun; join.cc).
   bool join_planned = false;
 };

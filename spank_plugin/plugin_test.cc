@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "spank_plugin/step_token.h"
 #include "testing/spank_api_fake.h"
 
 namespace elastic::spank {
@@ -533,6 +534,78 @@ TEST_F(PluginTest, TaskInitUsesTheNodeAddressFoundInInitPostOpt) {
   ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
   EXPECT_EQ(nodes.slurm_calls, 1);
   EXPECT_TRUE(api.env["PET_RDZV_ENDPOINT"].starts_with("10.200.0.11:"));
+}
+
+// token_key=PATH: init_post_opt (root) derives the step's token; task_init hands
+// it to the task as a memfd named by ELASTIC_RDZV_TOKEN_FILE, never in argv or env.
+TEST_F(PluginTest, TaskInitHandsTheStepTokenAsAMemfd) {
+  api.items[Item::kJobUid] = 1000;
+  api.token_keys["/etc/slurm/elastic-token.key"] = std::string(64, 'k');
+  ASSERT_EQ(RemoteInit({"launcher=/usr/bin/elasticrun", "token_key=/etc/slurm/elastic-token.key"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  std::string expected, err;
+  DlopenHmac hmac;
+  ASSERT_TRUE(DeriveStepToken(hmac, std::string(64, 'k'), 1000, "42.0", &expected, &err)) << err;
+  EXPECT_EQ(api.handed, std::vector<std::string>{expected});
+  EXPECT_EQ(api.env["ELASTIC_RDZV_TOKEN_FILE"], "/proc/self/fd/100");
+  for (const auto& [name, value] : api.env) EXPECT_EQ(value.find(expected), std::string::npos) << name;
+  for (const auto& arg : api.argv) EXPECT_EQ(arg.find(expected), std::string::npos) << arg;
+}
+
+// A joining step (--elastic-rdzv-id of the run) derives the run's token: the
+// token follows the run id, not the job.
+TEST_F(PluginTest, TheTokenFollowsTheRunId) {
+  api.items[Item::kJobUid] = 1000;
+  api.token_keys["/k"] = std::string(64, 'k');
+  ASSERT_EQ(RemoteInit({"launcher=/usr/bin/elasticrun", "token_key=/k"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kRdzvId, "train-7", true), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  std::string expected, err;
+  DlopenHmac hmac;
+  ASSERT_TRUE(DeriveStepToken(hmac, std::string(64, 'k'), 1000, "train-7", &expected, &err)) << err;
+  EXPECT_EQ(api.handed, std::vector<std::string>{expected});
+}
+
+// A key slurmstepd cannot use fails the elastic step with the key's problem (exit 2,
+// never a drained node, never a silent fall back to weaker authentication); a plain
+// step on the same node runs.
+TEST_F(PluginTest, ABadTokenKeyFailsTheElasticStepAndNothingElse) {
+  api.items[Item::kJobUid] = 1000;
+  ASSERT_EQ(RemoteInit({"launcher=/usr/bin/elasticrun", "token_key=/etc/slurm/missing.key"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  EXPECT_EQ(TaskInit(api, nodes), -1);
+  EXPECT_EQ(api.exit_code, kTaskInitFailedExit);
+  ASSERT_EQ(api.errors.size(), 1u);
+  EXPECT_NE(api.errors[0].find("token_key '/etc/slurm/missing.key': No such file or directory"),
+            std::string::npos) << api.errors[0];
+  EXPECT_TRUE(api.handed.empty());
+
+  SetUp();
+  ASSERT_EQ(RemoteInit({"launcher=/usr/bin/elasticrun", "token_key=/etc/slurm/missing.key"}), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  EXPECT_EQ(TaskInit(api, nodes), 0);
+  EXPECT_TRUE(api.errors.empty());
+}
+
+// Slurm's OCI path gives the container only the descriptors oci.conf names: no
+// token there (docs/containers.md).
+TEST_F(PluginTest, AnOciContainerStepGetsNoToken) {
+  api.prepend = true;
+  api.items[Item::kJobUid] = 1000;
+  api.token_keys["/k"] = std::string(64, 'k');
+  api.env["SLURM_CONTAINER"] = "/srv/bundles/pytorch";
+  api.bundles["/usr/libexec/slurm-elastic/agent"] = 7;
+  ASSERT_EQ(RemoteInit({"agent_bundle=/usr/libexec/slurm-elastic/agent", "token_key=/k"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(RemoteInitPostOpt(api, nodes), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_TRUE(api.handed.empty());
+  EXPECT_EQ(api.env.count("ELASTIC_RDZV_TOKEN_FILE"), 0u);
 }
 
 // Where neither Slurm (22.05) nor srun's environment gave the task the job's end

@@ -1,6 +1,8 @@
 // slurmstepd (S_CTX_REMOTE), task_init: runs as the user in the task's child
 // just before exec, GPU variables already set. Every failure here fails the
 // step (not the node) with a message on the task's stderr.
+#include <string.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +10,7 @@
 
 #include "common/parse.h"
 #include "spank_plugin/plugin.h"
+#include "spank_plugin/step_token.h"
 #include "spank_plugin/task_env.h"
 
 namespace elastic::spank {
@@ -181,6 +184,59 @@ void RememberJobEndTime(SpankApi& api, PluginState& state) {
     state.job_end_time = end_time;
 }
 
+// token_key=PATH: the per-step token, here (init_post_opt: slurmstepd as root,
+// before privileges drop, on the host before a container plugin moves the task),
+// the only place the key is readable. A bad key or no libcrypto fails the
+// elastic step in task_init with the message; the node and plain steps never notice.
+namespace {
+
+void DeriveTokenForStep(SpankApi& api, PluginState& state, const StepInfo& step,
+                        const ElasticOptions& options) {
+  if (state.config.token_key.empty()) return;
+  uint32_t uid = 0;
+  std::string key, err;
+  DlopenHmac hmac;
+  if (!api.GetItem(Item::kJobUid, &uid)) {
+    state.step_token_error = "Slurm did not give the job's user id (for the per-step token)";
+  } else if (!api.ReadTokenKey(state.config.token_key, &key, &err) ||
+             !DeriveStepToken(hmac, key, uid, RdzvRunId(step, options), &state.step_token, &err)) {
+    state.step_token_error = err;
+    state.step_token.clear();
+  }
+  explicit_bzero(key.data(), key.size());  // the key lives on only in the file
+}
+
+// task_init: the token to the task as a sealed memfd named by
+// ELASTIC_RDZV_TOKEN_FILE=/proc/self/fd/N (works in any mount namespace with a
+// /proc: pyxis has entered the image's by now). Not for Slurm's OCI containers:
+// the runtime passes the container only the descriptors oci.conf names
+// (docs/containers.md); their agents keep munge (or none).
+// A key slurmstepd could not use fails the elastic step (checked first in task_init).
+bool TokenKeyUsable(const PluginState& state, std::string* err) {
+  if (state.config.token_key.empty() || state.step_token_error.empty()) return true;
+  *err = fmt::format("the per-step token: {}; this step cannot run elastic (ask the "
+                     "administrator; --elastic=off runs it without elasticrun)",
+                     state.step_token_error);
+  return false;
+}
+
+bool HandTokenToTask(SpankApi& api, PluginState& state, bool oci, std::string* err) {
+  if (state.config.token_key.empty() || oci) return true;
+  if (state.step_token.empty()) {
+    *err = "the per-step token was not derived (slurmstepd's init_post_opt did not run for this step)";
+    return false;
+  }
+  int fd = api.HandToTask(state.step_token, err);
+  if (fd < 0) return false;
+  if (!api.SetEnv(kTokenFileVar, fmt::format("/proc/self/fd/{}", fd))) {
+    *err = fmt::format("cannot set {} in the task's environment", kTokenFileVar);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   uint32_t step_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
@@ -201,6 +257,9 @@ void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
     if (!target_nodes.empty()) step.job_nodelist = target_nodes;
     ChooseRdzvHost(step, options, nodes, &host, &source, &deferred, &err);
     ChooseRdzvPeers(step, options, nodes);  // asked here, replayed in task_init
+    DeriveTokenForStep(api, state, step, options);
+  } else if (!state.config.token_key.empty()) {
+    state.step_token_error = err;  // task_init fails the same way
   }
 }
 
@@ -226,6 +285,10 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   if (!ElasticActive(state.options, state.config)) return 0;
 
   std::string err, target_nodes;
+  if (!TokenKeyUsable(state, &err)) {
+    api.Error(err);
+    return -1;
+  }
   StepInfo step;
   EnvList env;
   std::vector<std::string> argv;
@@ -274,6 +337,10 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   if (state.job_end_time) api.SetEnv(kJobEndTimeVar, std::to_string(*state.job_end_time));
   if (!api.SetEnv("ELASTIC_SPANK_ARGV0", argv[0])) {
     api.Error("cannot set ELASTIC_SPANK_ARGV0 in the task's environment");
+    return -1;
+  }
+  if (!HandTokenToTask(api, state, !container.empty(), &err)) {
+    api.Error(err);
     return -1;
   }
   bool prepended = false;

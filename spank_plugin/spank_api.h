@@ -13,7 +13,7 @@ namespace elastic::spank {
 enum class Context { kError, kLocal, kRemote, kAllocator, kSlurmd, kJobScript };
 
 // The spank_get_item items the plugin reads (all uint32_t in Slurm).
-enum class Item { kJobId, kStepId, kNodeId, kNnodes, kLocalTaskCount, kTotalTaskCount, kLocalTaskId };
+enum class Item { kJobId, kStepId, kNodeId, kNnodes, kLocalTaskCount, kTotalTaskCount, kLocalTaskId, kJobUid };
 
 // The Slurm release the plugin was built for (SLURM_VERSION_NUMBER), for what
 // differs between releases at run time (slurm_compat.h has the build-time ones).
@@ -90,6 +90,12 @@ class SpankApi {
   // task_init: lets `fd` survive the task's exec (clears FD_CLOEXEC in the task's
   // process only: slurmstepd forked it).
   virtual bool KeepAcrossExec(int fd) = 0;
+  // slurmstepd's init_post_opt, as root: the per-step token's key file
+  // (token_key=PATH), checked and read (step_token.h, ReadTokenKey).
+  virtual bool ReadTokenKey(const std::string& path, std::string* key, std::string* err) = 0;
+  // task_init: `content` in a sealed memfd that survives the task's exec
+  // (step_token.h, MakeSealedMemfd); its number, or -1 with *err.
+  virtual int HandToTask(const std::string& content, std::string* err) = 0;
   // The process's own command line (/proc/self/cmdline); srun only.
   virtual std::vector<std::string> ProcessCmdline() = 0;
   // The calling process's parent (in task_init: the step's slurmstepd).

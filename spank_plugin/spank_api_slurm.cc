@@ -2,6 +2,7 @@
 // libslurm functions are resolved at load time from the host process (srun and
 // slurmstepd carry them), so the .so does not link libslurm itself.
 #include "spank_plugin/spank_api_slurm.h"
+#include "spank_plugin/step_token.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -48,6 +49,12 @@ bool SlurmSpankApi::GetItem(Item item, uint32_t* value) {
     case Item::kNnodes: which = S_JOB_NNODES; break;
     case Item::kLocalTaskCount: which = S_JOB_LOCAL_TASK_COUNT; break;
     case Item::kTotalTaskCount: which = S_JOB_TOTAL_TASK_COUNT; break;
+    case Item::kJobUid: {
+      uid_t uid = 0;  // S_JOB_UID takes a uid_t*
+      if (spank_get_item(sp_, S_JOB_UID, &uid) != ESPANK_SUCCESS) return false;
+      *value = static_cast<uint32_t>(uid);
+      return true;
+    }
     case Item::kLocalTaskId: {
       int id = -1;  // S_TASK_ID takes an int*
       if (spank_get_item(sp_, S_TASK_ID, &id) != ESPANK_SUCCESS || id < 0) return false;
@@ -172,6 +179,14 @@ int SlurmSpankApi::OpenAgentBundle(const std::string& dir, std::string* why) {
 bool SlurmSpankApi::KeepAcrossExec(int fd) {
   int flags = ::fcntl(fd, F_GETFD);
   return flags >= 0 && ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) == 0;
+}
+
+bool SlurmSpankApi::ReadTokenKey(const std::string& path, std::string* key, std::string* err) {
+  return spank::ReadTokenKey(path, key, err);
+}
+
+int SlurmSpankApi::HandToTask(const std::string& content, std::string* err) {
+  return MakeSealedMemfd("elastic-rdzv-token", content, err);
 }
 
 long SlurmSpankApi::ParentPid() { return static_cast<long>(getppid()); }

@@ -24,6 +24,8 @@ class SlurmSpankApi final : public SpankApi {
   std::vector<std::string> ProcessCmdline() override;
   int OpenAgentBundle(const std::string& dir, std::string* why) override;
   bool KeepAcrossExec(int fd) override;
+  bool ReadTokenKey(const std::string& path, std::string* key, std::string* err) override;
+  int HandToTask(const std::string& content, std::string* err) override;
   long ParentPid() override;
   bool JobEndTime(uint32_t job_id, int64_t* end_time) override;
   SlurmRelease Release() override;

@@ -36,6 +36,10 @@ bool CountStepGpus(const StepInfo& step, int* count, std::string* err) {
   return ok;
 }
 
+std::string RdzvRunId(const StepInfo& step, const ElasticOptions& options) {
+  return options.rdzv_id ? *options.rdzv_id : fmt::format("{}.{}", step.job_id, step.step_id);
+}
+
 std::string ChooseRdzvPeers(const StepInfo& step, const ElasticOptions& options,
                             NodeDirectory& nodes) {
   if (!options.endpoint && !options.rdzv_id) return "";
@@ -239,9 +243,7 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   int port = ChooseRdzvPort(step, options, config, &port_source);
   out.emplace_back("PET_RDZV_BACKEND", "c10d");
   out.emplace_back("PET_RDZV_ENDPOINT", FormatEndpoint(host, port));
-  out.emplace_back("PET_RDZV_ID",
-                   options.rdzv_id ? *options.rdzv_id
-                                   : fmt::format("{}.{}", step.job_id, step.step_id));
+  out.emplace_back("PET_RDZV_ID", RdzvRunId(step, options));
   if (std::string peers = ChooseRdzvPeers(step, options, nodes); !peers.empty())
     out.emplace_back("ELASTIC_RDZV_PEERS", peers);
 

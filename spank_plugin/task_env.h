@@ -43,6 +43,9 @@ bool CountStepGpus(const StepInfo& step, int* count, std::string* err);
 // plugstack port=N; else derived: LO + (JOBID * 32 + STEPID) mod (HI - LO + 1)
 // over plugstack port=LO-HI (default 61000-65535, outside Linux's ephemeral ports),
 // so steps 0..31 of a job and consecutive jobs get distinct ports.
+// The step's rendezvous run id (PET_RDZV_ID): --elastic-rdzv-id, else JOBID.STEPID.
+std::string RdzvRunId(const StepInfo& step, const ElasticOptions& options);
+
 // ELASTIC_RDZV_PEERS for a step meant to be joined or joining (an explicit
 // --elastic-rdzv-endpoint or --elastic-rdzv-id): the addresses of the job's first
 // kRdzvPeerNodes nodes (the step's own first when the job's are unknown), each by name

@@ -82,6 +82,22 @@ class FakeSpank : public SpankApi {
     kept_fds.push_back(fd);
     return true;
   }
+  // ReadTokenKey's answers: path -> key; others fail with "No such file".
+  std::map<std::string, std::string> token_keys;
+  bool ReadTokenKey(const std::string& path, std::string* key, std::string* err) override {
+    auto it = token_keys.find(path);
+    if (it == token_keys.end()) {
+      *err = "plugstack.conf: token_key '" + path + "': No such file or directory";
+      return false;
+    }
+    *key = it->second;
+    return true;
+  }
+  std::vector<std::string> handed;  // HandToTask's contents; fd = 100 + index
+  int HandToTask(const std::string& content, std::string*) override {
+    handed.push_back(content);
+    return 99 + static_cast<int>(handed.size());
+  }
   long ParentPid() override { return parent_pid; }
   SlurmRelease release = {24, 11};
   SlurmRelease Release() override { return release; }

@@ -220,8 +220,15 @@ class Cluster:
         return self.dir / "etc" / "plugstack.conf"
 
     def set_plugin_args(self, plugin: str | os.PathLike, args: Sequence[str]) -> None:
-        """plugstack.conf: `plugin` with `args` (read again by every srun and slurmstepd)."""
-        self.plugstack_conf.write_text(f"required {Path(plugin).resolve()} {' '.join(args)}\n")
+        """plugstack.conf: `plugin` with `args` (read again by every srun and slurmstepd);
+        @TOKEN_KEY@ is the cluster's token key (DIR/etc/token.key, as cluster.sh up writes it)."""
+        line = f"required {Path(plugin).resolve()} {' '.join(args)}\n"
+        self.plugstack_conf.write_text(line.replace("@TOKEN_KEY@", str(self.token_key)))
+
+    @property
+    def token_key(self) -> Path:
+        """The per-step token's key (plugstack.conf token_key=@TOKEN_KEY@)."""
+        return self.dir / "etc" / "token.key"
 
     def node_names(self) -> list[str]:
         return [f"n{i}" for i in range(1, self.nodes + 1)]

@@ -11,7 +11,9 @@
 #     one slurmd under its own hostname (n1, n2, ...). Node names do not resolve.
 #   - 8 fake GPUs per node (character devices + gres.conf File=), 16 CPUs per
 #     node (config_overrides), MpiParams=ports=12000-12999, TmpFS per node (PMIx),
-#     PlugStackConfig pointing at the plugstack.conf in the state directory.
+#     PlugStackConfig pointing at the plugstack.conf in the state directory;
+#     DIR/etc/token.key (root's, 0600, 64 random bytes): the per-step token's key,
+#     whose path replaces @TOKEN_KEY@ in the plugstack lines (token_key=@TOKEN_KEY@).
 #
 # Usage:
 #   cluster.sh [--dir DIR] up [--nodes N] [--plugstack FILE | --plugin SO [KEY=VALUE...]]
@@ -449,6 +451,9 @@ do_up() {
   MUNGE_SOCK=${MUNGE_SOCKET:-$DEFAULT_MUNGE_SOCKET}
   for ((i = 0; i < 8; i++)); do mknod -m 666 "$DIR/dev/nvidia$i" c 1 3; done
   write_slurm_conf "$nodes"
+  # The per-step token's key (plugstack.conf token_key=PATH: root's, mode 0600, 64
+  # random bytes); @TOKEN_KEY@ in the plugstack lines is its path.
+  (umask 077 && head -c 64 /dev/urandom >"$DIR/etc/token.key")
   if [ -n "$plugstack" ]; then
     cp "$plugstack" "$DIR/etc/plugstack.conf"
   elif [ -n "$plugin" ]; then
@@ -456,6 +461,7 @@ do_up() {
   else
     echo "# no SPANK plugins (cluster.sh up --plugin SO ARGS... or --plugstack FILE)" >"$DIR/etc/plugstack.conf"
   fi
+  sed -i "s|@TOKEN_KEY@|$DIR/etc/token.key|g" "$DIR/etc/plugstack.conf"
   # slurmstepd reads oci.conf beside slurm.conf.
   [ -z "$oci_conf" ] || cp "$oci_conf" "$DIR/etc/oci.conf"
 

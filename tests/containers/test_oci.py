@@ -145,7 +145,10 @@ class TestOciContainer(ClusterTestCase):
         cls.runc_root = str(cls.work / "runc")
         (cls.work / "oci.conf").write_text(oci_conf(cls.runc_root))
         (cls.work / "plugstack.conf").write_text(
-            f"required {SPANK_SO} launcher=/nonexistent/elasticrun agent_bundle={AGENT_BUNDLE}\n")
+            # token_key: set, as on a site that enables it; OCI containers get no token
+            # (the runtime passes only oci.conf's descriptors: docs/containers.md).
+            f"required {SPANK_SO} launcher=/nonexistent/elasticrun agent_bundle={AGENT_BUNDLE} "
+            "token_key=@TOKEN_KEY@\n")
         cls.plugstack = str(cls.work / "plugstack.conf")
         cls.oci_conf = str(cls.work / "oci.conf")
         super().setUpClass()

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -29,6 +30,7 @@ ROOTS = Path("/var/cache/slurm-elastic/roots")
 # Inside a root of the matrix, scripts/in-root.sh shows the other roots here (read-only).
 IMAGES = Path("/var/cache/slurm-elastic/images")
 WORKER = str(REPO / "tests/spank/worker.py")
+ELASTICRUN = os.environ.get("ELASTICRUN", str(REPO / "build/launcher/elasticrun"))
 TIMEOUT = 300
 
 
@@ -75,7 +77,10 @@ class TestPyxisStandin(ClusterTestCase):
     def setUpClass(cls):
         conf = tempfile.NamedTemporaryFile("w", suffix=".plugstack.conf", delete=False)
         # Ours first, then the container plugin (docs/containers.md).
-        conf.write(f"required {SPANK_SO} launcher=/nonexistent/elasticrun agent_bundle={AGENT_BUNDLE}\n"
+        # token_key: the per-step token replaces the munge socket the image hides
+        # (cluster.sh writes the key and replaces @TOKEN_KEY@).
+        conf.write(f"required {SPANK_SO} launcher=/nonexistent/elasticrun agent_bundle={AGENT_BUNDLE} "
+                   "token_key=@TOKEN_KEY@\n"
                    f"required {STANDIN_SO}\n")
         conf.close()
         cls.plugstack = conf.name
@@ -91,11 +96,17 @@ class TestPyxisStandin(ClusterTestCase):
     def test_worker_contract_and_a_restart_inside_the_image(self):
         r = self.srun(["--elastic=2", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-once-rank=1"])
-        assert_contract_after_one_restart(self, r)
+        text = assert_contract_after_one_restart(self, r)
+        # No munge socket in the image: the agents use the step's token, not nothing.
+        self.assertIn("(auth token)", text)
+        self.assertNotIn("NOT authenticated", text)
         # The workers ran the image's python and glibc.
         probe = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", "/usr/bin/python3", "-c",
                            "import os, platform; print('IMAGE', platform.libc_ver()[1], "
-                           "os.environ.get('LD_LIBRARY_PATH', '-'), os.path.exists('/run/munge'))"])
+                           "os.environ.get('LD_LIBRARY_PATH', '-'), os.path.exists('/run/munge')); "
+                           "print('TOKEN', sorted(k for k in os.environ if 'TOKEN' in k), "
+                           "[os.readlink(p) for p in ['/proc/self/fd/' + f for f in os.listdir('/proc/self/fd')] "
+                           "if os.path.lexists(p)])"])
         self.assertEqual(probe.returncode, 0, probe.stdout + probe.stderr)
         want = (IMAGE / "etc/debian_version").read_text().strip()
         found = re.findall(r"IMAGE (\S+) (\S+) (\S+)", probe.stdout)
@@ -103,6 +114,48 @@ class TestPyxisStandin(ClusterTestCase):
         for glibc, ld_path, munge in found:
             self.assertNotEqual(glibc, os.confstr("CS_GNU_LIBC_VERSION").split()[1], want)
             self.assertEqual((ld_path, munge), ("-", "False"))
+        # The token reached the agents only: no worker has its variable or its memfd.
+        tokens = re.findall(r"TOKEN (\[.*?\]) (\[.*\])", probe.stdout)
+        self.assertEqual(len(tokens), 2, probe.stdout)
+        for names, fds in tokens:
+            self.assertEqual(names, "[]")
+            self.assertNotIn("elastic-rdzv-token", fds)
+
+    def test_a_stranger_without_the_token_is_refused(self):
+        """While the step runs, an agent without the token (root on a node of the
+        cluster, munge at hand) tries to join the step's run: refused; the step
+        trains at its own size and ends 0."""
+        env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"}
+        with tempfile.NamedTemporaryFile("w+", suffix=".err") as err:
+            step = self.cluster.popen(["srun", "-N2", f"--container-image={IMAGE}",
+                                       f"--container-mounts={REPO}:{REPO}", f"--container-workdir={REPO}",
+                                       "--elastic=2:3", "--elastic-nproc-per-node=1",
+                                       "/usr/bin/python3", WORKER, "--seconds=25"],
+                                      env=env, stderr=err)
+            try:
+                found = None
+                for _ in range(600):
+                    found = re.search(r"port (\d+) \(auth (\w+)\), run (\S+),", Path(err.name).read_text())
+                    if found or step.poll() is not None:
+                        break
+                    time.sleep(0.1)
+                self.assertIsNotNone(found, Path(err.name).read_text())
+                port, auth, run = found.groups()
+                self.assertEqual(auth, "token")
+                stranger = self.cluster.node_run("n2", [
+                    ELASTICRUN, "--nnodes=1:3", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                    f"--rdzv-endpoint=10.200.0.11:{port}", f"--rdzv-id={run}", "--no-python", "/bin/true"])
+                self.assertNotEqual(stranger.returncode, 0, stranger.stdout + stranger.stderr)
+                self.assertRegex(stranger.stdout + stranger.stderr, r"authentication|token")
+                out, _ = step.communicate(timeout=TIMEOUT)
+            finally:
+                if step.poll() is None:
+                    step.kill()
+                    step.wait()
+            text = out + Path(err.name).read_text()
+        self.assertEqual(step.returncode, 0, text)
+        done = records(out, "DONE")
+        self.assertEqual(sorted(int(d["rank"]) for d in done), [0, 1], text)
 
 
 if __name__ == "__main__":

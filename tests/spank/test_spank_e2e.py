@@ -131,7 +131,9 @@ def preloaded(test):
 class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
     plugin = SPANK_SO
-    plugin_args = [f"launcher={ELASTICRUN}"]
+    # token_key: every step gets its per-step token (which wins over munge): bare-node
+    # steps, failovers and joining jobs (same user, the run's id: the same token) work with it.
+    plugin_args = [f"launcher={ELASTICRUN}", "token_key=@TOKEN_KEY@"]
 
     def setUp(self):
         super().setUp()
@@ -204,6 +206,8 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertEqual(e["cvd"], "0,1,2,3", e)  # as Slurm gave it
         # expected_nodes=3: the round closes when all three joined, no 30 s last call.
         self.assertIn("round 0 complete: 3 node(s), 12 worker(s)", r.stderr)
+        # token_key is set: the step's token, though munged runs on these nodes.
+        self.assertIn("(auth token)", r.stderr)
         # The binding table belongs to -v (PET_VERBOSE=1): one note line at most.
         self.assertNotIn("local_rank  gpu", r.stderr)
         self.assertLessEqual(r.stderr.count("binding: note:"), 1, r.stderr)
@@ -600,6 +604,23 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         for path, text in second.items():
             if path not in first:
                 self.assertIn("run=second", text, path)
+
+    def test_a_token_key_others_may_read_fails_the_elastic_step_not_the_node(self):
+        """token_key= naming a file of mode 0644: each node's task_init names the file and
+        what to do, the elastic step ends 2, no node is drained, a plain step runs."""
+        bad = self.cluster.dir / "etc" / "token-0644.key"
+        shutil.copyfile(self.cluster.token_key, bad)
+        os.chmod(bad, 0o644)
+        self.cluster.set_plugin_args(SPANK_SO, [f"launcher={ELASTICRUN}", f"token_key={bad}"])
+        r = self.srun(["-N2", "--elastic", "/bin/echo", "RAN"], timeout=120)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"token_key '{bad}': mode 0644 lets others read or change the key: chmod 600 {bad}",
+                      r.stderr)
+        self.assertNotIn("RAN", r.stdout)
+        plain = self.srun(["-N2", "/bin/echo", "PLAIN"], timeout=120)
+        self.assertEqual(plain.stdout.count("PLAIN"), 2, plain.stdout + plain.stderr)
+        states = self.cluster.node_states()
+        self.assertFalse([n for n, s in states.items() if "drain" in s], states)
 
     def test_a_heterogeneous_step_is_refused_before_anything_runs(self):
         # Each component would form a world of its own (issue 20 item 9): srun refuses.
