@@ -187,6 +187,7 @@ void ElasticAgent::OnSignal() {
       // (Slurm signals every process of the step): their end is expected, not news.
       if (zygote_) zygote_->Stopping();
       if (comment_) comment_->Stopping();
+      if (grow_) grow_->Stopping();
     }
     Dispatch(Event{terminating ? EventKind::kTerminate : EventKind::kForward, sig, {}, {}});
   }
@@ -286,6 +287,8 @@ int ElasticAgent::Run(std::unique_ptr<RendezvousHandler> rendezvous, EventWriter
     hostname_resolves_ = HostnameResolvesUsably(config_.spec.rdzv.hostname);
   SetCallbacks();
   StartComment(events);
+  StartGrow(events);
+  ListenToEvents(events);
   // Slurm's verdict on this node before each later round (slurm_node_state.h).
   auto node = env_.find("SLURMD_NODENAME");
   if (!config_.spec.rdzv.standalone && node != env_.end() && env_.count("SLURM_JOB_ID")) slurm_node_ = node->second;
@@ -649,6 +652,8 @@ std::vector<pid_t> ElasticAgent::Spared() const {
   if (zygote_ && zygote_->pid() > 0) spared.push_back(zygote_->pid());
   if (node_reader_ && node_reader_->pid() > 0) spared.push_back(node_reader_->pid());
   if (comment_ && comment_->pid() > 0) spared.push_back(comment_->pid());
+  if (grow_)
+    for (pid_t pid : grow_->pids()) spared.push_back(pid);
   return spared;
 }
 
@@ -773,7 +778,13 @@ void ElasticAgent::Finish(int exit_code) {
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);
   }
-  waiting_ = FinishComment();  // Resume() once the final Comment is written
+  // The helper jobs are cancelled first (also after scancel: they must not stay
+  // queued), then the final Comment; Resume() once both are done.
+  waiting_ = FinishGrow([this] {
+    waiting_ = FinishComment();
+    if (!waiting_) Resume();
+  });
+  if (!waiting_) waiting_ = FinishComment();
 }
 
 // The actions after the Exit (Requeue) go on; the loop stops after the last (RunQueue).

@@ -30,6 +30,7 @@
 #include "launcher/descendants.h"
 #include "launcher/crash_loop.h"
 #include "launcher/file_timer_server.h"
+#include "launcher/grow_keeper.h"
 #include "launcher/health_check.h"
 #include "launcher/hung_worker.h"
 #include "launcher/launch_config.h"
@@ -164,6 +165,11 @@ class ElasticAgent {
   // the start; at the end, true when its final update runs (Resume follows it).
   void StartComment(EventWriter* events);
   bool FinishComment();
+  // --grow (grow_keeper.h, agent_grow.cc): made at the start; at the end, true when its
+  // scancel of the helper jobs runs (`then` follows it).
+  void StartGrow(EventWriter* events);
+  void ListenToEvents(EventWriter* events);  // after StartComment and StartGrow
+  bool FinishGrow(std::function<void()> then);
   void Resume();  // the final Comment or scontrol requeue is done: the actions go on
   std::vector<std::string> SideProgramEnv() const;
   void RunHealthCheck();
@@ -241,6 +247,7 @@ class ElasticAgent {
   NativeStackTool native_tool_;  // --native-stacks, found on PATH by StartFileTimer; name "" = none
   std::unique_ptr<CommentUpdater> comment_;  // null: off, or outside Slurm
   EventWriter* comment_source_ = nullptr;    // told to stop telling at the end of Run
+  std::unique_ptr<GrowKeeper> grow_;         // --grow; null: off, or outside Slurm
   EventWriter* events_ = nullptr;            // the event record (Run's; null: none)
   std::unique_ptr<JobRequeuer> requeuer_;  // --requeue: scontrol requeue, while it runs
   std::string slurm_node_;                    // SLURMD_NODENAME: "" = not asked (outside Slurm)

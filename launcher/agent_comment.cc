@@ -24,8 +24,16 @@ void ElasticAgent::StartComment(EventWriter* events) {
   spec.default_signals = handled_list_;
   comment_ = std::make_unique<CommentUpdater>(loop_, job.job_id, Millis(config_.agent.slurm_comment_interval_ms),
                                               std::move(spec));
+}
+
+// The record's events, while this agent hosts, to the live Comment and --grow.
+void ElasticAgent::ListenToEvents(EventWriter* events) {
+  if (!events || (!comment_ && !grow_)) return;
   comment_source_ = events;
-  events->SetListener([this](const ::elastic::JobEvent& e) { comment_->OnEvent(e); });
+  events->SetListener([this](const ::elastic::JobEvent& e) {
+    if (comment_) comment_->OnEvent(e);
+    if (grow_) grow_->OnEvent(e);
+  });
 }
 
 // Not after scancel, the time limit or preemption: Slurm is ending the job, an

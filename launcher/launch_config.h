@@ -16,6 +16,7 @@
 
 #include "common/bind_mode.h"
 #include "common/device_list.h"
+#include "common/grow_options.h"
 #include "common/nproc_spec.h"
 #include "launcher/make_rendezvous.h"
 #include "launcher/native_stacks.h"
@@ -101,6 +102,7 @@ struct AgentSettings {
   long long health_check_timeout_ms = 60000;  // --health-check-timeout
   long long slurm_comment_interval_ms = 30000;  // --slurm-comment-interval (job_comment.h); 0 = off
   int requeue = 0;                            // --requeue N: most requeues (requeue.h); 0 = never
+  std::optional<GrowOptions> grow;            // --grow OPTIONS (grow_keeper.h); unset = off
   NativeStacksMode native_stacks = NativeStacksMode::kAuto;  // --native-stacks (native_stacks.h)
   long long native_stacks_timeout_ms = 15000;                // --native-stacks-timeout
   long long console_drain_timeout_ms = 10000;  // --console-drain-timeout (console.h)
@@ -131,6 +133,8 @@ struct AgentSettings {
   long long node_state_min_interval_ms = 5000;
   // `scontrol requeue` of the job (--requeue, requeue.h).
   long long requeue_timeout_ms = 30000;
+  // One squeue, sbatch or scancel of --grow's helper jobs (grow_keeper.h).
+  long long grow_timeout_ms = 30000;
   // The least time a worker's leftovers (its own children) get to die after SIGKILL,
   // even with --shutdown-timeout=0.
   long long min_kill_wait_ms = 1000;

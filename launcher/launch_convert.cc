@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/endpoint.h"
+#include "common/grow_options.h"
 #include "common/log_escape.h"
 #include "common/module_list.h"
 #include "common/node_range.h"
@@ -180,6 +181,11 @@ bool Converter::ConvertResilience(std::string* err) {
   if (!ConvertUninterruptibleTimeout(err)) return false;
   if (!ParseIntNamed(What(Opt::kRequeue), Text(Opt::kRequeue), 0, 1000000, &n, err)) return false;
   c_->agent.requeue = static_cast<int>(n);
+  if (!Text(Opt::kGrow).empty()) {
+    GrowOptions grow;
+    if (!ParseGrowOptions(What(Opt::kGrow), Text(Opt::kGrow), &grow, err)) return false;
+    c_->agent.grow = grow;
+  }
   if (!ParseSeconds(What(Opt::kSlurmCommentInterval), Text(Opt::kSlurmCommentInterval),
                     &c_->agent.slurm_comment_interval_ms, err))
     return false;

@@ -138,6 +138,11 @@ constexpr OptionDef kOptions[] = {
      "Under Slurm: the rendezvous host writes the job's live state to the job's Comment "
      "(squeue -O jobid,comment; docs/admin.md), at most once per SECONDS (the newest state wins) "
      "and once at the end; 0: never."},
+    {Opt::kGrow, "--grow", "grow", "", false,
+     "Under Slurm: while the world is below MAX, the rendezvous host keeps one-node helper jobs "
+     "queued (sbatch --elastic-join=JOBID running srun with this command) and cancels them when the "
+     "step ends; OPTIONS: on, or partition=P,qos=Q,account=A,time=T,nice=N,interval=SECONDS "
+     "(srun --elastic-grow[=OPTIONS])."},
     {Opt::kNativeStacks, "--native-stacks,--native_stacks", "native_stacks", "auto", false,
      "A worker whose FileTimerClient timer expired (TORCHELASTIC_ENABLE_FILE_TIMER=1) first has "
      "its native frames dumped, before SIGABRT dumps its Python stacks: auto (py-spy if on PATH, "

@@ -22,7 +22,7 @@ enum class Opt : size_t {
   kShutdownTimeout, kUninterruptibleTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
   kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kProgressFile, kNoProgressRestarts, kHealthCheck, kHealthCheckTimeout,
   kNodeMultiple,
-  kRequeue, kSlurmCommentInterval,
+  kRequeue, kSlurmCommentInterval, kGrow,
   kNativeStacks, kNativeStacksTimeout,
   kConsoleDrainTimeout,
   kEvents,

@@ -120,4 +120,20 @@ int TaskInit(SpankApi& api, NodeDirectory& nodes) {
   return rc;
 }
 
+// srun's exit, however the step ended: the second net of --elastic-grow (the
+// step's rendezvous host cancels its helper jobs itself; an agent that was
+// SIGKILLed, or whose scancel Slurm's signals cut short, leaves them queued).
+int SrunExit(SpankApi& api) {
+  PluginState& state = State();
+  if (state.context != Context::kLocal || !state.options.grow || !ElasticActive(state.options, state.config))
+    return 0;
+  uint32_t job_id = 0;
+  if (!api.GetItem(Item::kJobId, &job_id) || job_id == 0) return 0;  // nothing was allocated
+  std::string name = fmt::format("elastic-grow-{}", job_id), err;
+  if (!api.CancelJobsNamed(name, &err))
+    api.Error(fmt::format("--elastic-grow: cannot cancel the helper jobs named {} ({}): scancel --name={} "
+                          "removes them", name, err, name));
+  return 0;
+}
+
 }  // namespace elastic::spank

@@ -210,3 +210,50 @@ TEST_F(JoinTaskTest, ATaskWithoutThePlanFailsAndSaysWhy) {
 
 }  // namespace
 }  // namespace elastic::spank
+
+namespace elastic::spank {
+namespace {
+
+// --elastic-grow's second net: srun's exit cancels the job's helper jobs by name,
+// whatever the agents did; nothing for a step without it, or before an allocation.
+TEST(GrowExitTest, SrunCancelsTheHelperJobsByNameAtItsExit) {
+  struct Row {
+    const char* what;
+    std::vector<std::pair<OptionId, const char*>> options;
+    bool allocated;
+    std::vector<std::string> cancelled;
+  };
+  const Row rows[] = {
+      {"grow", {{OptionId::kElastic, "2:4"}, {OptionId::kGrow, nullptr}}, true, {"elastic-grow-4242"}},
+      {"grow with options", {{OptionId::kElastic, "2:4"}, {OptionId::kGrow, "qos=low"}}, true, {"elastic-grow-4242"}},
+      {"no grow", {{OptionId::kElastic, "2:4"}}, true, {}},
+      {"refused before an allocation", {{OptionId::kElastic, "2:4"}, {OptionId::kGrow, nullptr}}, false, {}},
+      {"--elastic=off", {{OptionId::kElastic, "off"}, {OptionId::kGrow, nullptr}}, true, {}},
+  };
+  for (const Row& row : rows) {
+    ResetState();
+    FakeSpank api;
+    api.context = Context::kLocal;
+    ASSERT_EQ(Init(api, {"launcher=/usr/bin/elasticrun"}), 0);
+    for (const auto& [id, value] : row.options) ASSERT_EQ(OptionCallback(id, value, false), 0) << row.what;
+    if (row.allocated) api.items[Item::kJobId] = 4242;
+    EXPECT_EQ(SrunExit(api), 0) << row.what;
+    EXPECT_EQ(api.cancelled, row.cancelled) << row.what;
+  }
+  // A failing scancel is told, with what to do by hand; srun's status is its own.
+  ResetState();
+  FakeSpank api;
+  api.context = Context::kLocal;
+  ASSERT_EQ(Init(api, {"launcher=/usr/bin/elasticrun"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:4", false), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kGrow, nullptr, false), 0);
+  api.items[Item::kJobId] = 7;
+  api.cancel_error = "scancel not found on PATH";
+  EXPECT_EQ(SrunExit(api), 0);
+  ASSERT_EQ(api.errors.size(), 1u);
+  EXPECT_EQ(api.errors[0], "--elastic-grow: cannot cancel the helper jobs named elastic-grow-7 (scancel not "
+                           "found on PATH): scancel --name=elastic-grow-7 removes them");
+}
+
+}  // namespace
+}  // namespace elastic::spank

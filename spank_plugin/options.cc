@@ -188,6 +188,12 @@ bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::s
       if (ok) options->join = static_cast<uint32_t>(job);
       break;
     }
+    case OptionId::kGrow: {
+      GrowOptions grow;
+      ok = ParseGrowOptions("--elastic-grow", value ? value : "", &grow, &error);
+      if (ok) options->grow = grow;
+      break;
+    }
     case OptionId::kRequeue:
       ok = NonEmptyValue(id, value, &error) &&
            ParseCount("--elastic-requeue", value, 0, 1000000, &options->requeue, &error);
@@ -319,6 +325,11 @@ bool ValidateCombination(const ElasticOptions& options, const PluginConfig& conf
                            "Slurm; drop {}", *options.join, manual, *options.join, manual);
         return false;
       }
+    }
+    if (options.grow) {
+      *err = fmt::format("--elastic-join={} with --elastic-grow: the helper jobs are the joined job's "
+                         "(job {}'s own step grows); drop --elastic-grow", *options.join, *options.join);
+      return false;
     }
   }
   if (options.mode == ElasticMode::kUnset && !options.join && !config.default_on &&

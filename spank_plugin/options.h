@@ -13,6 +13,7 @@
 
 #include "common/bind_mode.h"
 #include "common/endpoint.h"
+#include "common/grow_options.h"
 #include "common/nproc_spec.h"
 #include "common/rdzv_port.h"
 
@@ -37,6 +38,7 @@ enum class OptionId {
   kEvents,
   kLogLinePrefixTemplate,
   kJoin,
+  kGrow,
 };
 
 // One row of the option table; has_arg as in struct spank_option (0 none,
@@ -49,7 +51,7 @@ struct OptionSpec {
   OptionId id;
 };
 
-inline constexpr std::array<OptionSpec, 18> kOptionTable = {{
+inline constexpr std::array<OptionSpec, 19> kOptionTable = {{
     {"elastic", "MIN:MAX|N|off",
      "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
      "(no value: exactly the step's nodes; off: disable a site or job default)",
@@ -107,6 +109,11 @@ inline constexpr std::array<OptionSpec, 18> kOptionTable = {{
      "[elastic] Join the running elastic step of job JOBID (yours): this step's nodes train in "
      "its run, as guests, up to its MAX (its rendezvous is found through Slurm)",
      1, OptionId::kJoin},
+    {"elastic-grow", "OPTIONS",
+     "[elastic] While the world is below MAX, keep one-node helper jobs queued that join this step "
+     "(--elastic-join); cancelled when the step ends. OPTIONS: partition=P,qos=Q,account=A,time=T,"
+     "nice=N,interval=SECONDS",
+     2, OptionId::kGrow},
 }};
 
 // --elastic's value.
@@ -136,6 +143,8 @@ struct ElasticOptions {
   // --elastic-join=JOBID: the step is elastic (unless --elastic=off, refused) and
   // joins that job's run; srun finds its rendezvous (join.cc).
   std::optional<uint32_t> join;
+  // --elastic-grow[=OPTIONS]: the step keeps helper jobs queued (PET_GROW).
+  std::optional<GrowOptions> grow;
   // Names of the options other than --elastic that were given (for "needs --elastic").
   std::vector<std::string> given;
 };

@@ -16,7 +16,7 @@ TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
     EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
   }
   EXPECT_EQ(names.size(), kOptionTable.size());
-  EXPECT_EQ(names.size(), 18u);
+  EXPECT_EQ(names.size(), 19u);
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {
@@ -279,6 +279,32 @@ TEST(Combination, ElasticOptionsNeedElastic) {
   EXPECT_TRUE(ValidateCombination(o, c, &err)) << err;
 }
 
+// --elastic-grow's OPTIONS are refused at srun time, the error naming the value
+// (its whole table is common/grow_options_test.cc); no value: the defaults.
+TEST(ApplyOption, Grow) {
+  ElasticOptions o;
+  std::string err;
+  for (const char* none : {static_cast<const char*>(nullptr), "", "(null)"}) {
+    ASSERT_TRUE(ApplyOption(OptionId::kGrow, none, &o, &err)) << err;
+    EXPECT_EQ(FormatGrowOptions(*o.grow), "on");
+  }
+  ASSERT_TRUE(ApplyOption(OptionId::kGrow, "qos=preempt,time=30", &o, &err)) << err;
+  EXPECT_EQ(o.grow->qos, "preempt");
+  EXPECT_EQ(o.grow->time, "30");
+  EXPECT_FALSE(ApplyOption(OptionId::kGrow, "qos=pre empt", &o, &err));
+  EXPECT_EQ(err, "--elastic-grow=qos=pre empt: qos='pre empt' is not a Slurm name (letters, digits, '_', '-', '.')");
+  EXPECT_EQ(o.grow->qos, "preempt") << "left as it was";
+  PluginConfig c;
+  EXPECT_FALSE(ValidateCombination(o, c, &err));
+  EXPECT_EQ(err, "--elastic-grow needs --elastic (add --elastic or --elastic=MIN:MAX)");
+  ASSERT_TRUE(ApplyOption(OptionId::kElastic, "2:4", &o, &err));
+  EXPECT_TRUE(ValidateCombination(o, c, &err)) << err;
+  ASSERT_TRUE(ApplyOption(OptionId::kJoin, "77", &o, &err));
+  EXPECT_FALSE(ValidateCombination(o, c, &err));
+  EXPECT_EQ(err, "--elastic-join=77 with --elastic-grow: the helper jobs are the joined job's (job 77's own "
+                 "step grows); drop --elastic-grow");
+}
+
 TEST(Combination, ConflictingPorts) {
   ElasticOptions o;
   PluginConfig c;
@@ -307,6 +333,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
       {OptionId::kRequeue, "2"},
       {OptionId::kEvents, "/shared/events.jsonl"},
       {OptionId::kLogLinePrefixTemplate, "${hostname}:${rank} "},
+      {OptionId::kGrow, "partition=scavenge,interval=2"},
   };
   auto describe = [](const ElasticOptions& o) {
     std::string d = std::to_string(static_cast<int>(o.mode));
@@ -323,6 +350,7 @@ TEST(OptionsTest, EveryOptionAppliedTwiceEqualsOnce) {
     d += " hc=" + o.health_check.value_or("-") + " requeue=" + std::to_string(o.requeue.value_or(-1));
     d += " events=" + o.events.value_or("-");
     d += " prefix=" + o.log_line_prefix_template.value_or("-");
+    d += " grow=" + (o.grow ? FormatGrowOptions(*o.grow) : "-");
     for (const auto& g : o.given) d += " given:" + g;
     return d;
   };

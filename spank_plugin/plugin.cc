@@ -112,6 +112,13 @@ int slurm_spank_local_user_init(spank_t sp, int, char**) {
   });
 }
 
+int slurm_spank_exit(spank_t sp, int, char**) {
+  return Guard("exit", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    return elastic::spank::SrunExit(api);
+  });
+}
+
 int slurm_spank_task_init(spank_t sp, int, char**) {
   return Guard("task_init", [&] {
     elastic::spank::SlurmSpankApi api(sp);

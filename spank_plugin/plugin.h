@@ -62,6 +62,9 @@ int LocalUserInit(SpankApi& api);
 // ("auth_g_create: pthread_rwlock_rdlock(): Resource deadlock avoided").
 int RemoteInitPostOpt(SpankApi& api, NodeDirectory& nodes);
 int TaskInit(SpankApi& api, NodeDirectory& nodes);
+// srun's exit (slurm_spank_exit, local context): --elastic-grow's helper jobs
+// (elastic-grow-JOBID) cancelled, a second net behind the rendezvous host's own scancel.
+int SrunExit(SpankApi& api);
 
 // Per-context handlers (one file each).
 int SrunLocalUserInit(SpankApi& api, PluginState& state);

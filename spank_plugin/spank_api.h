@@ -115,6 +115,10 @@ class SpankApi {
   // a failing callback is not enough: Slurm ignores one of an `optional` plugin,
   // and srun's own status for it is 1.
   virtual void ExitSrun(int code) = 0;
+  // srun, at its exit: `scancel --name=NAME --user=UID` (the user's jobs of that
+  // name, queued or running), waited for at most a few seconds. False with *err
+  // when scancel could not run, did not answer or failed.
+  virtual bool CancelJobsNamed(const std::string& name, std::string* err) = 0;
 };
 
 // What the plugin asks about Slurm's nodes and the network (libslurm, getaddrinfo).

@@ -9,6 +9,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -286,6 +288,43 @@ bool SlurmSpankApi::LoadJob(uint32_t job_id, TargetJob* job, std::string* err) {
 uint32_t SlurmSpankApi::UserId() { return static_cast<uint32_t>(::getuid()); }
 
 void SlurmSpankApi::ExitSrun(int code) { std::exit(code); }
+
+// srun at its exit (slurm_spank_exit), no event loop: a child and a bounded wait.
+bool SlurmSpankApi::CancelJobsNamed(const std::string& name, std::string* err) {
+  std::string name_arg = "--name=" + name;
+  std::string user_arg = fmt::format("--user={}", ::getuid());
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    *err = fmt::format("fork: {}", std::strerror(errno));
+    return false;
+  }
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    ::execlp("scancel", "scancel", name_arg.c_str(), user_arg.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  for (int waited_ms = 0;; waited_ms += 50) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      *err = fmt::format("waitpid: {}", std::strerror(errno));
+      return false;
+    }
+    if (waited_ms >= 10000) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      *err = "scancel did not answer within 10 s";
+      return false;
+    }
+    ::usleep(50 * 1000);
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  *err = WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "scancel not found on PATH"
+                                                         : fmt::format("scancel failed (status {})", status);
+  return false;
+}
 
 std::vector<std::string> SlurmSpankApi::ProcessCmdline() {
   std::vector<std::string> words;

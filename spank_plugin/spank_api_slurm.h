@@ -32,6 +32,7 @@ class SlurmSpankApi final : public SpankApi {
   bool LoadJob(uint32_t job_id, TargetJob* job, std::string* err) override;
   uint32_t UserId() override;
   void ExitSrun(int code) override;
+  bool CancelJobsNamed(const std::string& name, std::string* err) override;
 
  private:
   spank_t sp_;

@@ -282,6 +282,7 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
   }
   if (options.no_python) out.emplace_back("PET_NO_PYTHON", "1");
   if (options.events) out.emplace_back("PET_EVENTS", *options.events);
+  if (options.grow) out.emplace_back("PET_GROW", FormatGrowOptions(*options.grow));
   // PET_ beats an exported TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE in elasticrun: the flag wins.
   if (options.log_line_prefix_template) {
     out.emplace_back("PET_LOG_LINE_PREFIX_TEMPLATE", *options.log_line_prefix_template);

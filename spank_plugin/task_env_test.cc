@@ -146,6 +146,8 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   o.requeue = 3;
   o.events = "/shared/ev.jsonl";
   o.log_line_prefix_template = "${hostname}:${rank} ";
+  o.grow = GrowOptions{};
+  o.grow->partition = "scavenge";
   // Through the parser (as the plugin does); also avoids a GCC 12 -Wmaybe-uninitialized
   // false positive on optional<string> members under -fsanitize=address.
   PluginConfig c;
@@ -169,6 +171,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_REQUEUE"], "3");
   EXPECT_EQ(m["PET_EVENTS"], "/shared/ev.jsonl");
   EXPECT_EQ(m["PET_LOG_LINE_PREFIX_TEMPLATE"], "${hostname}:${rank} ");
+  EXPECT_EQ(m["PET_GROW"], "partition=scavenge");
 
   ElasticOptions plain;
   plain.mode = ElasticMode::kOn;
@@ -183,6 +186,7 @@ TEST(BuildTaskEnv, OptionsBeatPlugstackDefaults) {
   EXPECT_EQ(m["PET_REQUEUE"], "1");
   EXPECT_EQ(m.count("PET_EVENTS"), 0u);
   EXPECT_EQ(m.count("PET_LOG_LINE_PREFIX_TEMPLATE"), 0u);
+  EXPECT_EQ(m.count("PET_GROW"), 0u);
 }
 
 TEST(BuildTaskEnv, UserConfOverridesAndExtends) {

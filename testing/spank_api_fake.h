@@ -128,6 +128,14 @@ class FakeSpank : public SpankApi {
   uint32_t UserId() override { return uid; }
   int srun_exit_code = -1;  // ExitSrun's code; -1: not called (the fake returns)
   void ExitSrun(int code) override { srun_exit_code = code; }
+  std::vector<std::string> cancelled;  // CancelJobsNamed's names
+  std::string cancel_error;            // non-empty: CancelJobsNamed fails with it
+  bool CancelJobsNamed(const std::string& name, std::string* err) override {
+    cancelled.push_back(name);
+    if (cancel_error.empty()) return true;
+    *err = cancel_error;
+    return false;
+  }
 };
 
 class FakeNodes : public NodeDirectory {

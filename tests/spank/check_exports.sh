@@ -7,6 +7,7 @@ so="$1"
 expected="plugin_name
 plugin_type
 plugin_version
+slurm_spank_exit
 slurm_spank_init
 slurm_spank_init_post_opt
 slurm_spank_local_user_init

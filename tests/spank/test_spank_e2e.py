@@ -52,8 +52,8 @@ def records(text, kind):
 class Background:
     """A running srun whose merged output is collected line by line."""
 
-    def __init__(self, cluster, args, env=None):
-        self.proc = cluster.popen(["srun", *args], env=env or ENV, stderr=subprocess.STDOUT)
+    def __init__(self, cluster, args, env=None, cwd=None):
+        self.proc = cluster.popen(["srun", *args], env=env or ENV, stderr=subprocess.STDOUT, cwd=cwd)
         self.lines = []
         self.start = time.monotonic()
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -1143,6 +1143,99 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                 batch.join(RUN_TIMEOUT)
         self.assertEqual(ranks, {"ready.0", "ready.1"}, a.text())  # one world of 2 nodes
         self.assertEqual(self.job_ids(), [])
+        self.assert_nothing_left()
+
+    def helper_jobs(self, job):
+        """{id: state} of job's --elastic-grow helper jobs (named elastic-grow-JOB)."""
+        out = self.cluster.run(["squeue", "-h", f"--name=elastic-grow-{job}", "-o", "%i %t"], timeout=30).stdout
+        return dict(line.split() for line in out.splitlines() if line.strip())
+
+    def wait_until(self, predicate, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.25)
+        self.fail(f"{what}: not within {timeout} s")
+
+    def block_nodes(self, nodes):
+        """A plain job holding `nodes` whole; returns (its srun, its job id)."""
+        before = set(self.job_ids())
+        blocker = Background(self.cluster, ["-N2", "-w", nodes, "--exclusive", "sleep", "600"])
+        self.wait_until(lambda: set(self.job_ids()) - before, 60, "the blocker's job")
+        (job,) = set(self.job_ids()) - before
+        self.wait_until(lambda: "R" in self.cluster.run(["squeue", "-h", "-j", job, "-o", "%t"], timeout=30).stdout,
+                        60, "the blocker running")
+        return blocker, job
+
+    @preloaded
+    def test_elastic_grow_fills_nodes_that_free_up_and_leaves_nothing_queued(self):
+        # Issue 24 item 5: n3 and n4 are busy (another job); `srun -N2 --elastic=2:4
+        # --elastic-grow` trains on n1-n2 and keeps two helper jobs queued, never more
+        # (the missing nodes); once the other job ends they start on n3-n4, join
+        # (--elastic-join) and the world grows to 4 nodes. At the end nothing is queued.
+        work = self.cluster.dir / "jobs" / "elastic-grow"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        blocker, blocker_job = self.block_nodes("n3,n4")
+        a = None
+        try:
+            # --exclusive: the helper jobs cannot share n1-n2 (the test cluster's nodes are shared).
+            a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--exclusive", "--gpus-per-node=1", "--elastic=2:4",
+                                          "--elastic-grow=interval=1", "--elastic-max-restarts=3",
+                                          "/usr/bin/python3", WORKER, "--seconds=15"], cwd=work)
+            self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
+            job_a = min(set(self.job_ids()) - {blocker_job}, key=int)  # its helper jobs come after it
+            self.wait_until(lambda: list(self.helper_jobs(job_a).values()) == ["PD", "PD"], 60,
+                            f"two helper jobs queued: {self.helper_jobs(job_a)}\n{a.text()}")
+            time.sleep(3)  # three more looks at the queue: still two, not more
+            self.assertEqual(list(self.helper_jobs(job_a).values()), ["PD", "PD"])
+            started = time.monotonic()
+            self.cluster.run(["scancel", blocker_job], timeout=30, check=True)
+            blocker.finish(60)
+
+            def grown(t):
+                return len([r for r in records(t, "READY") if r["world"] == "4"]) == 2
+            self.assertTrue(a.wait_for(grown, RUN_TIMEOUT), a.text())
+            print(f"--elastic-grow: {time.monotonic() - started:.1f} s from the other job's end to a "
+                  "4-node world", file=sys.stderr)
+            rc = a.finish(RUN_TIMEOUT)
+        finally:
+            for bg in (a, blocker):
+                if bg is not None and bg.proc.poll() is None:
+                    bg.proc.kill()
+        text = a.text()
+        self.assertEqual(rc, 0, text)
+        self.assertIn("--elastic-grow: the world has 2 of 4 nodes: helper job", text)
+        self.wait_until(lambda: self.job_ids() == [], 30, f"an empty queue: {self.job_ids()}")
+        self.assert_nothing_left()
+
+    def test_elastic_grow_helpers_are_cancelled_when_the_step_is_cancelled(self):
+        # scancel of the growing job while its helper jobs wait: they are cancelled too.
+        work = self.cluster.dir / "jobs" / "elastic-grow-scancel"
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "a").mkdir(parents=True)
+        blocker, blocker_job = self.block_nodes("n3,n4")
+        a = None
+        try:
+            a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--exclusive", "--gpus-per-node=1", "--elastic=2:4",
+                                          "--elastic-grow=interval=1", "/usr/bin/python3", LAUNCHER_WORKER,
+                                          "wait", str(work / "a")], cwd=work)
+            self.wait_until(lambda: set(self.job_ids()) - {blocker_job}, 60, "the growing job")
+            job_a = min(set(self.job_ids()) - {blocker_job}, key=int)  # its helper jobs come after it
+            self.wait_until(lambda: list(self.helper_jobs(job_a).values()) == ["PD", "PD"], 60,
+                            f"two helper jobs queued: {self.helper_jobs(job_a)}\n{a.text()}")
+            self.cluster.run(["scancel", job_a], timeout=30, check=True)
+            a.finish(60)
+            self.wait_until(lambda: self.helper_jobs(job_a) == {}, 30,
+                            f"the helper jobs cancelled: {self.helper_jobs(job_a)}\n{a.text()}")
+        finally:
+            for bg in (a, blocker):
+                if bg is not None and bg.proc.poll() is None:
+                    bg.proc.kill()
+            self.cluster.run(["scancel", blocker_job], timeout=30)
+            blocker.finish(60)
+        self.wait_until(lambda: self.job_ids() == [], 30, f"an empty queue: {self.job_ids()}")
         self.assert_nothing_left()
 
     def test_elastic_join_refuses_a_job_that_does_not_exist_or_is_another_users(self):
