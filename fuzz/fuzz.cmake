@@ -98,17 +98,20 @@ elastic_add_fuzzer(peer_list RUNS 20000
 elastic_add_fuzzer(module_list RUNS 20000
   SOURCES common/module_list.cc)
 elastic_add_fuzzer(spank_options RUNS 50000
-  SOURCES spank_plugin/options.cc common/parse.cc common/endpoint.cc common/nproc_spec.cc
-          common/bind_mode.cc common/node_range.cc common/module_list.cc)
+  SOURCES spank_plugin/options.cc common/option_table.cc common/parse.cc common/endpoint.cc
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
+          common/log_escape.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
           spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/join.cc spank_plugin/join_target.cc
-          common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
-          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc)
+          common/option_table.cc common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
+          common/log_escape.cc)
 elastic_add_fuzzer(spank_join_target RUNS 50000
   SOURCES spank_plugin/join_target.cc spank_plugin/task_env.cc spank_plugin/options.cc
-          common/parse.cc common/device_list.cc common/endpoint.cc common/nproc_spec.cc
-          common/bind_mode.cc common/node_range.cc common/module_list.cc)
+          common/option_table.cc common/parse.cc common/device_list.cc common/endpoint.cc
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
+          common/log_escape.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc
           common/log_escape.cc)
@@ -145,7 +148,7 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_options.cc launcher/launch_convert.cc launcher/option_values.cc launcher/native_stacks.cc launcher/slurm_stop.cc
           launcher/completion.cc launcher/duplicate_filter.cc
-          common/parse.cc rendezvous/rendezvous_settings.cc
+          common/option_table.cc common/parse.cc rendezvous/rendezvous_settings.cc
           rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
           common/node_range.cc common/module_list.cc common/log_escape.cc common/peer_list.cc)

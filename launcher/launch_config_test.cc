@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/option_table.h"
 #include "testing/launch_config_test_util.h"
 #include "launcher/run.h"
 #include "launcher/worker_command.h"
@@ -599,6 +600,35 @@ TEST(WorkerCommandTest, MissingProgramIsAnError) {
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("--python: 'no-python-here'"), std::string::npos) << err;
 }
+
+}  // namespace
+}  // namespace elastic
+
+namespace elastic {
+namespace {
+
+// The plugin checks an srun option's value with the option table's check
+// (common/option_table.h): it must be elasticrun's own verdict and message, for
+// the flag and for the PET_ variable the plugin hands the value on in.
+TEST(LaunchConfigTest, TheTablesValueCheckIsElasticrunsParser) {
+  struct Row { Opt id; const char* bad; };
+  for (const Row& r : {Row{Opt::kNprocPerNode, "lots"}, Row{Opt::kMaxRestarts, "-1"},
+                       Row{Opt::kRequeue, "many"}, Row{Opt::kRdzvConf, "novalue"},
+                       Row{Opt::kBind, "sometimes"}, Row{Opt::kRdzvEndpoint, "host:99999"},
+                       Row{Opt::kPreload, "torch,,numpy"}, Row{Opt::kRdzvId, "a\x01" "b"}}) {
+    const OptionRow& row = RowOf(r.id);
+    std::string flag = "--" + LongName(row), expected;
+    ASSERT_FALSE(CheckOptionValue(r.id, flag, r.bad, &expected)) << flag;
+    std::string arg = flag + "=" + r.bad;
+    Parsed p = Parse({arg.c_str(), "train.py"});
+    EXPECT_EQ(p.outcome, ParseOutcome::kUsageError) << flag;
+    EXPECT_EQ(p.err, expected);
+    ASSERT_FALSE(CheckOptionValue(r.id, PetName(row), r.bad, &expected));
+    p = Parse({"train.py"}, {{PetName(row), r.bad}});
+    EXPECT_EQ(p.err, expected);
+  }
+}
+
 
 }  // namespace
 }  // namespace elastic
