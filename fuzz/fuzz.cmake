@@ -147,7 +147,7 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_options.cc launcher/launch_convert.cc launcher/option_values.cc launcher/native_stacks.cc launcher/slurm_stop.cc
-          launcher/completion.cc launcher/duplicate_filter.cc
+          launcher/completion.cc launcher/duplicate_filter.cc launcher/step_gpus.cc
           common/option_table.cc common/parse.cc rendezvous/rendezvous_settings.cc
           rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc

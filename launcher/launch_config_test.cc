@@ -630,5 +630,34 @@ TEST(LaunchConfigTest, TheTablesValueCheckIsElasticrunsParser) {
 }
 
 
+// srun --elastic without --elastic-nproc-per-node: the plugin forwards no count
+// and elasticrun decides, as the plugin did before (launcher/step_gpus.h).
+TEST(LaunchConfigTest, UnderThePluginWithoutACountTheStepsGpusElseOne) {
+  struct Row { EnvMap env; NprocSpec::Kind kind; int nproc; };
+  EnvMap base = {{"ELASTIC_SPANK_ARGV0", "train.py"}};
+  auto with = [&](EnvMap extra) { extra.insert(base.begin(), base.end()); return extra; };
+  for (const Row& r : {Row{with({}), NprocSpec::Kind::kCount, 1},
+                       Row{with({{"CUDA_VISIBLE_DEVICES", "0,1"}}), NprocSpec::Kind::kCount, 2},
+                       Row{with({{"SLURM_STEP_GPUS", "0-3"}}), NprocSpec::Kind::kCount, 4},
+                       Row{with({{"PET_NPROC_PER_NODE", "gpu"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}),
+                           NprocSpec::Kind::kGpu, 1},
+                       Row{with({{"PET_NPROC_PER_NODE", "3"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}),
+                           NprocSpec::Kind::kCount, 3}}) {
+    Parsed p = Parse({}, r.env);
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+    EXPECT_EQ(p.config.spec.nproc_spec.kind, r.kind);
+    if (r.kind == NprocSpec::Kind::kCount) {
+      EXPECT_EQ(p.config.spec.nproc, r.nproc);
+    }
+  }
+  // Outside the plugin the default stays torchrun's 1, whatever the GPUs.
+  Parsed plain = Parse({"train.py"}, {{"CUDA_VISIBLE_DEVICES", "0,1"}});
+  ASSERT_EQ(plain.outcome, ParseOutcome::kRun) << plain.err;
+  EXPECT_EQ(plain.config.spec.nproc, 1);
+  Parsed bad = Parse({}, with({{"SLURM_STEP_GPUS", "0,x"}}));
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("SLURM_STEP_GPUS='0,x': 'x'"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace elastic
