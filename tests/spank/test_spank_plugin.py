@@ -241,7 +241,9 @@ class TestSpankPlugin(ClusterTestCase):
         self.assertEqual(sorted(nodes), ["n1", "n2", "n3"], out)
         for env in nodes.values():
             self.assertEqual(env["PET_NNODES"], "2:3")
-            self.assertEqual(env["PET_NPROC_PER_NODE"], "2")
+            # No count forwarded: elasticrun counts the step's 2 GPUs (launcher/step_gpus.h).
+            self.assertNotIn("PET_NPROC_PER_NODE", env)
+            self.assertEqual(len(env["CUDA_VISIBLE_DEVICES"].split(",")), 2, env)
             self.assertEqual(env["PET_RDZV_ID"], f"{job}.0")
             self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
 
