@@ -98,21 +98,23 @@ elastic_add_fuzzer(peer_list RUNS 20000
 elastic_add_fuzzer(module_list RUNS 20000
   SOURCES common/module_list.cc)
 elastic_add_fuzzer(spank_options RUNS 50000
-  SOURCES spank_plugin/options.cc common/parse.cc common/endpoint.cc common/nproc_spec.cc
-          common/bind_mode.cc common/node_range.cc common/module_list.cc common/grow_options.cc)
+  SOURCES spank_plugin/options.cc common/option_table.cc common/parse.cc common/endpoint.cc
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
+          common/log_escape.cc common/grow_options.cc)
 # --elastic-grow's OPTIONS (common/grow_options.h).
 elastic_add_fuzzer(grow_options RUNS 20000
   SOURCES common/grow_options.cc)
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
           spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/join.cc spank_plugin/join_target.cc
-          common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
+          common/option_table.cc common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
           common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
-          common/grow_options.cc)
+          common/log_escape.cc common/grow_options.cc)
 elastic_add_fuzzer(spank_join_target RUNS 50000
   SOURCES spank_plugin/join_target.cc spank_plugin/task_env.cc spank_plugin/options.cc
-          common/parse.cc common/device_list.cc common/endpoint.cc common/nproc_spec.cc
-          common/bind_mode.cc common/node_range.cc common/module_list.cc common/grow_options.cc)
+          common/option_table.cc common/parse.cc common/device_list.cc common/endpoint.cc
+          common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
+          common/log_escape.cc common/grow_options.cc)
 elastic_add_fuzzer(error_file RUNS 20000
   SOURCES launcher/failure_report.cc launcher/child_process.cc common/parse.cc common/log.cc
           common/log_escape.cc)
@@ -148,8 +150,8 @@ elastic_add_fuzzer(file_timer_request RUNS 20000
 # CLI11 builds its whole option table per input: about 200 runs/s.
 elastic_add_fuzzer(launch_config RUNS 3000
   SOURCES launcher/launch_options.cc launcher/launch_convert.cc launcher/option_values.cc launcher/native_stacks.cc launcher/slurm_stop.cc
-          launcher/completion.cc launcher/duplicate_filter.cc
-          common/parse.cc rendezvous/rendezvous_settings.cc
+          launcher/completion.cc launcher/duplicate_filter.cc launcher/step_gpus.cc
+          common/option_table.cc common/parse.cc rendezvous/rendezvous_settings.cc
           rendezvous/token_file.cc
           common/endpoint.cc common/nproc_spec.cc common/bind_mode.cc common/device_list.cc
           common/node_range.cc common/module_list.cc common/log_escape.cc common/peer_list.cc

@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ElasticOptions options;
   for (const std::string& line : lines) {
     if (line.empty()) continue;
-    size_t index = static_cast<unsigned char>(line[0]) % kOptionTable.size();
-    const OptionSpec& spec = kOptionTable[index];
+    size_t index = static_cast<unsigned char>(line[0]) % elastic::kSrunOptionCount;
+    const elastic::OptionRow& spec = *elastic::SrunRows()[index];
     // A second byte of '!' means "no value" (a flag, or --elastic alone).
     const char* value = line.size() > 1 && line[1] == '!' ? nullptr : line.c_str() + 1;
     err.clear();

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/option_table.h"
 #include "testing/launch_config_test_util.h"
 #include "launcher/run.h"
 #include "launcher/worker_command.h"
@@ -598,6 +599,64 @@ TEST(WorkerCommandTest, MissingProgramIsAnError) {
   c.spec.python = "no-python-here";
   EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
   EXPECT_NE(err.find("--python: 'no-python-here'"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace elastic
+
+namespace elastic {
+namespace {
+
+// The plugin checks an srun option's value with the option table's check
+// (common/option_table.h): it must be elasticrun's own verdict and message, for
+// the flag and for the PET_ variable the plugin hands the value on in.
+TEST(LaunchConfigTest, TheTablesValueCheckIsElasticrunsParser) {
+  struct Row { Opt id; const char* bad; };
+  for (const Row& r : {Row{Opt::kNprocPerNode, "lots"}, Row{Opt::kMaxRestarts, "-1"},
+                       Row{Opt::kRequeue, "many"}, Row{Opt::kRdzvConf, "novalue"},
+                       Row{Opt::kBind, "sometimes"}, Row{Opt::kRdzvEndpoint, "host:99999"},
+                       Row{Opt::kPreload, "torch,,numpy"}, Row{Opt::kRdzvId, "a\x01" "b"}}) {
+    const OptionRow& row = RowOf(r.id);
+    std::string flag = "--" + LongName(row), expected;
+    ASSERT_FALSE(CheckOptionValue(r.id, flag, r.bad, &expected)) << flag;
+    std::string arg = flag + "=" + r.bad;
+    Parsed p = Parse({arg.c_str(), "train.py"});
+    EXPECT_EQ(p.outcome, ParseOutcome::kUsageError) << flag;
+    EXPECT_EQ(p.err, expected);
+    ASSERT_FALSE(CheckOptionValue(r.id, PetName(row), r.bad, &expected));
+    p = Parse({"train.py"}, {{PetName(row), r.bad}});
+    EXPECT_EQ(p.err, expected);
+  }
+}
+
+
+// srun --elastic without --elastic-nproc-per-node: the plugin forwards no count
+// and elasticrun decides, as the plugin did before (launcher/step_gpus.h).
+TEST(LaunchConfigTest, UnderThePluginWithoutACountTheStepsGpusElseOne) {
+  struct Row { EnvMap env; NprocSpec::Kind kind; int nproc; };
+  EnvMap base = {{"ELASTIC_SPANK_ARGV0", "train.py"}};
+  auto with = [&](EnvMap extra) { extra.insert(base.begin(), base.end()); return extra; };
+  for (const Row& r : {Row{with({}), NprocSpec::Kind::kCount, 1},
+                       Row{with({{"CUDA_VISIBLE_DEVICES", "0,1"}}), NprocSpec::Kind::kCount, 2},
+                       Row{with({{"SLURM_STEP_GPUS", "0-3"}}), NprocSpec::Kind::kCount, 4},
+                       Row{with({{"PET_NPROC_PER_NODE", "gpu"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}),
+                           NprocSpec::Kind::kGpu, 1},
+                       Row{with({{"PET_NPROC_PER_NODE", "3"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}),
+                           NprocSpec::Kind::kCount, 3}}) {
+    Parsed p = Parse({}, r.env);
+    ASSERT_EQ(p.outcome, ParseOutcome::kRun) << p.err;
+    EXPECT_EQ(p.config.spec.nproc_spec.kind, r.kind);
+    if (r.kind == NprocSpec::Kind::kCount) {
+      EXPECT_EQ(p.config.spec.nproc, r.nproc);
+    }
+  }
+  // Outside the plugin the default stays torchrun's 1, whatever the GPUs.
+  Parsed plain = Parse({"train.py"}, {{"CUDA_VISIBLE_DEVICES", "0,1"}});
+  ASSERT_EQ(plain.outcome, ParseOutcome::kRun) << plain.err;
+  EXPECT_EQ(plain.config.spec.nproc, 1);
+  Parsed bad = Parse({}, with({{"SLURM_STEP_GPUS", "0,x"}}));
+  EXPECT_EQ(bad.outcome, ParseOutcome::kUsageError);
+  EXPECT_NE(bad.err.find("SLURM_STEP_GPUS='0,x': 'x'"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "launcher/launch_options.h"
 #include "launcher/option_values.h"
 #include "launcher/slurm_stop.h"
+#include "launcher/step_gpus.h"
 #include "launcher/stuck_worker.h"
 #include "rendezvous/rendezvous_settings.h"
 
@@ -86,6 +87,13 @@ bool Converter::Convert(std::string* err) {
   }
   if (!ParseNprocSpec(What(Opt::kNprocPerNode), Text(Opt::kNprocPerNode), &c_->spec.nproc_spec, err)) {
     return false;
+  }
+  if (c_->agent.spank_wrapped && !V(Opt::kNprocPerNode).given) {
+    // srun --elastic without --elastic-nproc-per-node: the plugin forwards no
+    // count (it decides none), the default there is the step's GPUs, else 1.
+    int nproc = 1;
+    if (!StepDefaultNproc(env_, &nproc, err)) return false;
+    c_->spec.nproc_spec = NprocSpec{NprocSpec::Kind::kCount, nproc};
   }
   if (c_->spec.nproc_spec.kind == NprocSpec::Kind::kCount) c_->spec.nproc = c_->spec.nproc_spec.count;
   if (!ParseSeconds(What(Opt::kMonitorInterval), Text(Opt::kMonitorInterval), &c_->agent.monitor_interval_ms,

@@ -1,5 +1,6 @@
-// elasticrun's option table (launch_options.cc) and what reading argv and the
-// environment against it gives: each option's final text and where it came from.
+// Reading elasticrun's argv and the environment against the one option table
+// (common/option_table.h, shared with the SPANK plugin) and what that
+// gives: each option's final text and where it came from.
 // launch_convert.cc turns that into a LaunchConfig; launch_config.h is the public
 // header (ParseLaunchConfig), this one is shared by the two halves only.
 #pragma once
@@ -9,27 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "common/option_table.h"
 #include "launcher/launch_config.h"
 
 namespace elastic {
 
-// Every option, by name in the code: a misspelt one does not compile (values are
-// looked up by this index, not by a string).
-enum class Opt : size_t {
-  kStandalone, kNnodes, kNprocPerNode, kNodeRank, kMaxRestarts, kMonitorInterval,
-  kRdzvBackend, kRdzvEndpoint, kRdzvId, kRdzvConf, kLocalAddr, kRole, kRedirects, kTee,
-  kLogDir, kLocalRanksFilter, kNoPython, kModule, kRunPath, kSignalsToHandle,
-  kShutdownTimeout, kUninterruptibleTimeout, kVirtualLocalRank, kPython, kPreload, kBind, kMembind, kTopology, kCpusAllowed,
-  kGpuVendor, kVerbose, kCrashLoopCount, kCrashLoopWindow, kProgressFile, kNoProgressRestarts, kHealthCheck, kHealthCheckTimeout,
-  kNodeMultiple,
-  kRequeue, kSlurmCommentInterval, kGrow,
-  kNativeStacks, kNativeStacksTimeout,
-  kConsoleDrainTimeout,
-  kEvents,
-  kMasterAddr, kMasterPort, kStartMethod, kLogLinePrefixTemplate,
-  kEventLogHandler, kDuplicateStdoutFilters, kDuplicateStderrFilters, kLogsSpecs, kNumaBinding,
-  kCount
-};
 // One option's final text and where it came from, for error messages.
 struct OptionValue {
   std::string text;

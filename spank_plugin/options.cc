@@ -7,6 +7,7 @@
 
 #include "common/module_list.h"
 #include "common/node_range.h"
+#include "common/option_table.h"
 #include "common/parse.h"
 
 namespace elastic::spank {
@@ -17,13 +18,6 @@ namespace {
 bool CheckModuleList(const std::string& what, std::string_view text, std::string* err) {
   std::vector<std::string> modules;
   return ParseModuleList(what, text, &modules, err);
-}
-
-const char* OptionName(OptionId id) {
-  for (const OptionSpec& spec : kOptionTable) {
-    if (spec.id == id) return spec.name;
-  }
-  return "?";
 }
 
 bool ParsePort(std::string_view what, std::string_view text, int* port, std::string* err) {
@@ -43,19 +37,145 @@ bool ParseCount(std::string_view what, std::string_view text, long long lo, long
   return true;
 }
 
-bool NonEmptyValue(OptionId id, const char* value, std::string* err) {
-  if (value != nullptr && value[0] != '\0') return true;
-  *err = fmt::format("--{}: needs a value", OptionName(id));
-  return false;
+// --elastic[=MIN:MAX|N|off].
+bool ApplyElastic(const char* value, ElasticOptions* options, std::string* err) {
+  // Bare --elastic given to sbatch/salloc reaches the job's sruns as the
+  // variable SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic; Slurm (22.05 at
+  // least) writes a missing value there as the string "(null)".
+  if (value == nullptr || value[0] == '\0' || std::string_view(value) == kSlurmNullValue) {
+    options->mode = ElasticMode::kOn;
+    options->nnodes.reset();
+    return true;
+  }
+  std::string_view text = value;
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "off" || lower == "no" || lower == "0") {  // as documented, any case
+    options->mode = ElasticMode::kOff;
+    options->nnodes.reset();
+    return true;
+  }
+  NodeRange range;
+  if (!ParseNodeRange("--elastic", text, &range, err)) {
+    *err += " or 'off'";
+    return false;
+  }
+  options->mode = ElasticMode::kOn;
+  options->nnodes = std::make_pair(range.min, range.max);
+  return true;
+}
+
+// Stores the text of an option other than --elastic, already checked against
+// the table (CheckOptionValue): the typed form task_env.cc passes on.
+bool StoreValue(OptionId id, const std::string& what, std::string_view text,
+                ElasticOptions* options, std::string* err) {
+  long long n = 0;
+  switch (id) {
+    case OptionId::kNprocPerNode: {
+      NprocSpec spec;
+      if (!ParseNprocSpec(what, text, &spec, err)) return false;
+      options->nproc_per_node = spec;
+      return true;
+    }
+    case OptionId::kMaxRestarts:
+      return ParseCount(what, text, 0, 1000000, &options->max_restarts, err);
+    case OptionId::kRequeue:
+      return ParseCount(what, text, 0, 1000000, &options->requeue, err);
+    case OptionId::kNodeMultiple:
+      // Against MIN:MAX once the step's node count is known (ValidateStepLayout).
+      return ParseCount(what, text, 1, kMaxNodes, &options->node_multiple, err);
+    case OptionId::kRdzvPort: {
+      int port = 0;
+      if (!ParsePort(what, text, &port, err)) return false;
+      options->rdzv_port = port;
+      return true;
+    }
+    case OptionId::kRdzvId:
+      // Stricter than elasticrun's check: the plugin writes the id into
+      // key=value,... lists.
+      if (text.size() > 128 || text.find_first_of(" \t\n,=") != std::string_view::npos) {
+        *err = fmt::format("{}: '{}' is not an id (up to 128 characters, no spaces, ',' or '=')",
+                           what, text);
+        return false;
+      }
+      options->rdzv_id = std::string(text);
+      return true;
+    case OptionId::kRdzvEndpoint: {
+      // A port of 0 (elasticrun's "a free port", one node only) is refused here:
+      // a step's nodes must meet at one port.
+      Endpoint endpoint;
+      if (!ParseEndpoint(what, text, &endpoint, err)) return false;
+      options->endpoint = std::move(endpoint);
+      return true;
+    }
+    case OptionId::kRdzvConf: {
+      std::vector<std::pair<std::string, std::string>> pairs;
+      if (!ParseKeyValues(what, text, &pairs, err)) return false;
+      options->rdzv_conf = std::move(pairs);
+      return true;
+    }
+    case OptionId::kBind: {
+      BindMode mode;
+      if (!ParseBindMode(what, text, &mode, err)) return false;
+      options->bind = mode;
+      return true;
+    }
+    case OptionId::kJoin:
+      // Slurm's job ids are 32-bit; 0 and the special values above are not jobs.
+      if (!ParseIntNamed(what, text, 1, 0xfffffff0LL, &n, err)) return false;
+      options->join = static_cast<uint32_t>(n);
+      return true;
+    case OptionId::kNoPython:
+      options->no_python = true;
+      return true;
+    case OptionId::kLogDir:
+      options->log_dir = std::string(text);
+      return true;
+    case OptionId::kPython:
+      options->python = std::string(text);
+      return true;
+    case OptionId::kPreload:
+      options->preload = std::string(text);
+      return true;
+    case OptionId::kHealthCheck:
+      options->health_check = std::string(text);
+      return true;
+    case OptionId::kEvents:
+      options->events = std::string(text);
+      return true;
+    case OptionId::kLogLinePrefixTemplate:
+      // Expanded by each node's agent (launcher/log_prefix.h): any text is a template.
+      options->log_line_prefix_template = std::string(text);
+      return true;
+    case OptionId::kGrow: {
+      GrowOptions grow;  // "": the defaults (a bare --elastic-grow)
+      if (!ParseGrowOptions(what, text, &grow, err)) return false;
+      options->grow = grow;
+      return true;
+    }
+    default:
+      *err = fmt::format("{}: not an srun option", what);
+      return false;
+  }
 }
 
 }  // namespace
 
+std::array<SpankOptionFields, kSrunOptionCount> SpankOptionArray() {
+  std::array<SpankOptionFields, kSrunOptionCount> out{};
+  for (size_t k = 0; k < kSrunOptionCount; ++k) {
+    const SrunColumns& srun = SrunRows()[k]->srun;
+    out[k] = SpankOptionFields{srun.name, srun.arginfo, srun.usage, srun.has_arg, static_cast<int>(k)};
+  }
+  return out;
+}
+
 std::vector<std::string> OptionEnvNames() {
   std::vector<std::string> names;
-  for (const OptionSpec& spec : kOptionTable) {
+  for (const OptionRow* row : SrunRows()) {
     std::string name = "_SLURM_SPANK_OPTION_elastic_";
-    for (const char* p = spec.name; *p != '\0'; ++p) {
+    for (const char* p = row->srun.name; *p != '\0'; ++p) {
       name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
     }
     names.push_back("SLURM_SPANK_" + name);
@@ -65,149 +185,31 @@ std::vector<std::string> OptionEnvNames() {
 }
 
 bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::string* err) {
+  const OptionRow& row = RowOf(id);
+  std::string what = fmt::format("--{}", row.srun.name ? row.srun.name : "?");
   std::string error;
   bool ok = false;
-  switch (id) {
-    case OptionId::kElastic: {
-      // Bare --elastic given to sbatch/salloc reaches the job's sruns as the
-      // variable SLURM_SPANK__SLURM_SPANK_OPTION_elastic_elastic; Slurm (22.05 at
-      // least) writes a missing value there as the string "(null)".
-      if (value == nullptr || value[0] == '\0' || std::string_view(value) == kSlurmNullValue) {
-        options->mode = ElasticMode::kOn;
-        options->nnodes.reset();
-        return true;
-      }
-      std::string_view text = value;
-      std::string lower(text);
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower == "off" || lower == "no" || lower == "0") {  // as documented, any case
-        options->mode = ElasticMode::kOff;
-        options->nnodes.reset();
-        return true;
-      }
-      NodeRange range;
-      ok = ParseNodeRange("--elastic", text, &range, &error);
-      if (ok) {
-        options->mode = ElasticMode::kOn;
-        options->nnodes = std::make_pair(range.min, range.max);
-      } else {
-        error += " or 'off'";
-      }
-      break;
-    }
-    case OptionId::kNprocPerNode: {
-      NprocSpec spec;
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseNprocSpec("--elastic-nproc-per-node", value, &spec, &error);
-      if (ok) options->nproc_per_node = spec;
-      break;
-    }
-    case OptionId::kMaxRestarts:
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseCount("--elastic-max-restarts", value, 0, 1000000, &options->max_restarts, &error);
-      break;
-    case OptionId::kRdzvPort: {
-      int port = 0;
-      ok = NonEmptyValue(id, value, &error) &&
-           ParsePort("--elastic-rdzv-port", value, &port, &error);
-      if (ok) options->rdzv_port = port;
-      break;
-    }
-    case OptionId::kRdzvId: {
-      ok = NonEmptyValue(id, value, &error);
-      std::string_view text = ok ? value : "";
-      if (ok && (text.size() > 128 || text.find_first_of(" \t\n,=") != std::string_view::npos)) {
-        error = fmt::format(
-            "--elastic-rdzv-id: '{}' is not an id (up to 128 characters, no spaces, ',' or '=')",
-            text);
-        ok = false;
-      }
-      if (ok) options->rdzv_id = std::string(text);
-      break;
-    }
-    case OptionId::kRdzvEndpoint: {
-      Endpoint endpoint;
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseEndpoint("--elastic-rdzv-endpoint", value, &endpoint, &error);
-      if (ok) options->endpoint = std::move(endpoint);
-      break;
-    }
-    case OptionId::kRdzvConf: {
-      std::vector<std::pair<std::string, std::string>> pairs;
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseKeyValues("--elastic-rdzv-conf", value, &pairs, &error);
-      if (ok) options->rdzv_conf = std::move(pairs);
-      break;
-    }
-    case OptionId::kBind: {
-      BindMode mode;
-      ok = NonEmptyValue(id, value, &error) && ParseBindMode("--elastic-bind", value, &mode, &error);
-      if (ok) options->bind = mode;
-      break;
-    }
-    case OptionId::kLogDir:
-      ok = NonEmptyValue(id, value, &error);
-      if (ok) options->log_dir = value;
-      break;
-    case OptionId::kNoPython:
-      ok = true;
-      options->no_python = true;
-      break;
-    case OptionId::kPython:
-      ok = NonEmptyValue(id, value, &error);
-      if (ok) options->python = value;
-      break;
-    case OptionId::kEvents:
-      ok = NonEmptyValue(id, value, &error);
-      if (ok) options->events = value;
-      break;
-    case OptionId::kLogLinePrefixTemplate:
-      // Expanded by each node's agent (launcher/log_prefix.h): any text is a template.
-      ok = NonEmptyValue(id, value, &error);
-      if (ok) options->log_line_prefix_template = value;
-      break;
-    case OptionId::kPreload:
-      ok = NonEmptyValue(id, value, &error) && CheckModuleList("--elastic-preload", value, &error);
-      if (ok) options->preload = value;
-      break;
-    case OptionId::kHealthCheck:
-      ok = NonEmptyValue(id, value, &error);
-      if (ok) options->health_check = value;
-      break;
-    case OptionId::kNodeMultiple:
-      // Against MIN:MAX once the step's node count is known (ValidateStepLayout).
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseCount("--elastic-node-multiple", value, 1, kMaxNodes, &options->node_multiple, &error);
-      break;
-    case OptionId::kJoin: {
-      long long job = 0;
-      // Slurm's job ids are 32-bit; 0 and the special values above are not jobs.
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseIntNamed("--elastic-join", value, 1, 0xfffffff0LL, &job, &error);
-      if (ok) options->join = static_cast<uint32_t>(job);
-      break;
-    }
-    case OptionId::kGrow: {
-      GrowOptions grow;
-      ok = ParseGrowOptions("--elastic-grow", value ? value : "", &grow, &error);
-      if (ok) options->grow = grow;
-      break;
-    }
-    case OptionId::kRequeue:
-      ok = NonEmptyValue(id, value, &error) &&
-           ParseCount("--elastic-requeue", value, 0, 1000000, &options->requeue, &error);
-      break;
+  if (id == OptionId::kElastic) {
+    ok = ApplyElastic(value, options, &error);
+  } else if (row.srun.has_arg == 0) {
+    ok = StoreValue(id, what, "", options, &error);
+  } else if (row.srun.has_arg == 2 &&
+             (value == nullptr || value[0] == '\0' || std::string_view(value) == kSlurmNullValue)) {
+    // An optional value not given (sbatch/salloc's variable form writes it "(null)").
+    ok = CheckOptionValue(id, what, "", &error) && StoreValue(id, what, "", options, &error);
+  } else if (value == nullptr || value[0] == '\0') {
+    error = what + ": needs a value";
+  } else {
+    // The table's check first: elasticrun's parser, so elasticrun's verdict and message.
+    ok = CheckOptionValue(id, what, value, &error) && StoreValue(id, what, value, options, &error);
   }
   if (!ok) {
     if (err) *err = error;
     return false;
   }
-  if (id != OptionId::kElastic) {
-    std::string name = std::string("--") + OptionName(id);
-    if (std::find(options->given.begin(), options->given.end(), name) == options->given.end()) {
-      options->given.push_back(name);
-    }
+  if (id != OptionId::kElastic &&
+      std::find(options->given.begin(), options->given.end(), what) == options->given.end()) {
+    options->given.push_back(what);
   }
   return true;
 }

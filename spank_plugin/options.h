@@ -15,111 +15,32 @@
 #include "common/endpoint.h"
 #include "common/grow_options.h"
 #include "common/nproc_spec.h"
+#include "common/option_table.h"
 #include "common/rdzv_port.h"
 
 namespace elastic::spank {
 
-enum class OptionId {
-  kElastic,
-  kNprocPerNode,
-  kMaxRestarts,
-  kRdzvPort,
-  kRdzvId,
-  kRdzvEndpoint,
-  kRdzvConf,
-  kBind,
-  kLogDir,
-  kNoPython,
-  kPython,
-  kPreload,
-  kHealthCheck,
-  kNodeMultiple,
-  kRequeue,
-  kEvents,
-  kLogLinePrefixTemplate,
-  kJoin,
-  kGrow,
-};
+// An option of srun/sbatch/salloc: a row of the one option table
+// (common/option_table.h) with srun columns. Slurm's struct spank_option array
+// is built from those rows (plugin.cc), and each value is checked with the
+// check elasticrun makes for that option (CheckOptionValue).
+using OptionId = Opt;
 
-// One row of the option table; has_arg as in struct spank_option (0 none,
-// 1 required, 2 optional).
-struct OptionSpec {
+// What plugin.cc registers with Slurm, one per srun row, in SrunRows()' order:
+// struct spank_option's fields but the callback (val: the row's index).
+struct SpankOptionFields {
   const char* name;
   const char* arginfo;
   const char* usage;
   int has_arg;
-  OptionId id;
+  int val;
 };
-
-inline constexpr std::array<OptionSpec, 19> kOptionTable = {{
-    {"elastic", "MIN:MAX|N|off",
-     "[elastic] Run the step's command under elasticrun, one agent per node: MIN:MAX or N nodes "
-     "(no value: exactly the step's nodes; off: disable a site or job default)",
-     2, OptionId::kElastic},
-    {"elastic-nproc-per-node", "N|gpu|cpu|auto",
-     "[elastic] Workers per node (default: the step's GPUs on the node, else 1)", 1,
-     OptionId::kNprocPerNode},
-    {"elastic-max-restarts", "N",
-     "[elastic] Restarts of the worker group after a failure or a lost node (default: the "
-     "site's, else the step's node count minus MIN)", 1,
-     OptionId::kMaxRestarts},
-    {"elastic-rdzv-port", "PORT",
-     "[elastic] Rendezvous port (default: the step's reserved port with --resv-ports, else derived "
-     "from the job id)",
-     1, OptionId::kRdzvPort},
-    {"elastic-rdzv-id", "ID", "[elastic] Rendezvous id (default: JOBID.STEPID)", 1,
-     OptionId::kRdzvId},
-    {"elastic-rdzv-endpoint", "HOST[:PORT]",
-     "[elastic] Rendezvous host (default: the step's first node)", 1, OptionId::kRdzvEndpoint},
-    {"elastic-rdzv-conf", "K=V,...", "[elastic] Extra rendezvous settings (elasticrun --rdzv-conf)",
-     1, OptionId::kRdzvConf},
-    {"elastic-bind", "MODE", "[elastic] Worker CPU/memory binding: auto|gpu|gpu-exclusive|numa|none",
-     1, OptionId::kBind},
-    {"elastic-log-dir", "DIR", "[elastic] Worker logs under DIR/NODE/RUN/attempt_N/LOCAL_RANK (also on the console)", 1,
-     OptionId::kLogDir},
-    {"elastic-no-python", nullptr, "[elastic] Run the command as given, even a .py file", 0,
-     OptionId::kNoPython},
-    {"elastic-python", "PATH", "[elastic] Python interpreter for a .py command (must have torch)",
-     1, OptionId::kPython},
-    {"elastic-preload", "MODULES",
-     "[elastic] Python modules (e.g. torch) imported once per node: every worker is forked from "
-     "that interpreter (elasticrun --preload)",
-     1, OptionId::kPreload},
-    {"elastic-health-check", "PROG",
-     "[elastic] Run PROG on each node before it joins a round; a failing node stays out "
-     "(elasticrun --health-check)",
-     1, OptionId::kHealthCheck},
-    {"elastic-node-multiple", "K",
-     "[elastic] Rounds form only with a multiple of K nodes; the other nodes stand by as spares "
-     "(elasticrun --node-multiple)",
-     1, OptionId::kNodeMultiple},
-    {"elastic-requeue", "N",
-     "[elastic] In a batch job: when too few nodes are left to go on, ask Slurm to requeue the "
-     "job, at most N times (elasticrun --requeue; default 0, or the site's)",
-     1, OptionId::kRequeue},
-    {"elastic-events", "PATH",
-     "[elastic] Append the job's event record (JSON lines: rounds, failures, the end) to PATH "
-     "(elasticrun --events)",
-     1, OptionId::kEvents},
-    {"elastic-log-line-prefix-template", "TEMPLATE",
-     "[elastic] Prefix of each worker's console lines instead of [rankN]: with ${role_name}, "
-     "${rank}, ${local_rank} and ${hostname} replaced (elasticrun --log-line-prefix-template)",
-     1, OptionId::kLogLinePrefixTemplate},
-    {"elastic-join", "JOBID",
-     "[elastic] Join the running elastic step of job JOBID (yours): this step's nodes train in "
-     "its run, as guests, up to its MAX (its rendezvous is found through Slurm)",
-     1, OptionId::kJoin},
-    {"elastic-grow", "OPTIONS",
-     "[elastic] While the world is below MAX, keep one-node helper jobs queued that join this step "
-     "(--elastic-join); cancelled when the step ends. OPTIONS: partition=P,qos=Q,account=A,time=T,"
-     "nice=N,interval=SECONDS",
-     2, OptionId::kGrow},
-}};
+std::array<SpankOptionFields, kSrunOptionCount> SpankOptionArray();
 
 // --elastic's value.
 enum class ElasticMode { kUnset, kOn, kOff };
 
-// The user's options. Every field is "set or not", so an option callback that
+// The user's options, the texts checked and parsed once. Every field is "set or not", so an option callback that
 // runs twice with the same value leaves the same state (idempotent).
 struct ElasticOptions {
   ElasticMode mode = ElasticMode::kUnset;
@@ -160,8 +81,11 @@ inline constexpr const char* kSlurmNullValue = "(null)";
 // every non-alphanumeric character as '_' (Slurm's plugstack.c, _opt_env_name).
 std::vector<std::string> OptionEnvNames();
 
-// Validates `value` (nullptr: no value) for option `id` and stores it. The
-// error names the option, the value and what is allowed.
+// Validates `value` (nullptr: no value) for the srun option `id` and stores it:
+// the table's check (elasticrun's parser for that option, naming it as the user
+// typed it, --elastic-bind) and the plugin's own rules (--elastic, --elastic-join,
+// --elastic-rdzv-port, an id the plugin can pass on). The error names the option,
+// the value and what is allowed.
 bool ApplyOption(OptionId id, const char* value, ElasticOptions* options, std::string* err);
 
 // The admin's plugstack.conf arguments.

@@ -7,16 +7,41 @@
 namespace elastic::spank {
 namespace {
 
-TEST(OptionTable, EveryUsageHasThePrefixAndNamesAreUnique) {
+// What plugin.cc hands Slurm is the option table's srun rows (common/option_table.h),
+// field for field, val their index.
+TEST(OptionTable, SpankOptionArrayIsTheTablesSrunRows) {
+  auto array = SpankOptionArray();
   std::set<std::string> names;
-  for (const auto& spec : kOptionTable) {
-    EXPECT_TRUE(std::string(spec.usage).starts_with("[elastic] ")) << spec.name;
-    EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
-    EXPECT_LT(std::string(spec.name).size(), 75u);
-    EXPECT_EQ(spec.has_arg == 0, spec.arginfo == nullptr) << spec.name;
+  for (size_t k = 0; k < kSrunOptionCount; ++k) {
+    const OptionRow& row = *SrunRows()[k];
+    EXPECT_EQ(array[k].name, row.srun.name);
+    EXPECT_EQ(array[k].arginfo, row.srun.arginfo);
+    EXPECT_EQ(array[k].usage, row.srun.usage);
+    EXPECT_EQ(array[k].has_arg, row.srun.has_arg);
+    EXPECT_EQ(array[k].val, static_cast<int>(k));
+    names.insert(array[k].name);
   }
-  EXPECT_EQ(names.size(), kOptionTable.size());
   EXPECT_EQ(names.size(), 19u);
+  EXPECT_EQ(OptionEnvNames().size(), 2 * names.size());
+}
+
+// The plugin refuses a bad value with the table's check, which is elasticrun's
+// parser (launcher/launch_config_test.cc proves that half): the same message,
+// naming the option as typed on srun's line.
+TEST(OptionTable, ABadValueGetsTheTablesMessageNamingTheSrunOption) {
+  struct Row { OptionId id; const char* bad; };
+  for (const Row& r : {Row{OptionId::kNprocPerNode, "lots"}, Row{OptionId::kMaxRestarts, "-1"},
+                       Row{OptionId::kRequeue, "many"}, Row{OptionId::kNodeMultiple, "0"},
+                       Row{OptionId::kRdzvConf, "novalue"}, Row{OptionId::kBind, "sometimes"},
+                       Row{OptionId::kRdzvEndpoint, "host:99999"}, Row{OptionId::kPreload, "torch,,numpy"},
+                       Row{OptionId::kRdzvId, "a\x01b"}}) {
+    std::string what = std::string("--") + RowOf(r.id).srun.name, expected, err;
+    ASSERT_FALSE(CheckOptionValue(r.id, what, r.bad, &expected)) << what;
+    ElasticOptions o;
+    EXPECT_FALSE(ApplyOption(r.id, r.bad, &o, &err)) << what;
+    EXPECT_EQ(err, expected);
+    EXPECT_NE(err.find(what), std::string::npos) << err;
+  }
 }
 
 TEST(ElasticOption, NoValueMeansTheStepsNodes) {

@@ -26,7 +26,8 @@ int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 
 namespace {
 
-using elastic::spank::kOptionTable;
+using elastic::kSrunOptionCount;
+using elastic::SrunRows;
 
 int Guard(const char* where, auto&& body) {
   try {
@@ -41,23 +42,24 @@ int Guard(const char* where, auto&& body) {
 
 int OnOption(int val, const char* optarg, int remote) {
   return Guard("option callback", [&] {
-    if (val < 0 || static_cast<size_t>(val) >= kOptionTable.size()) return -1;
-    int rc = elastic::spank::OptionCallback(kOptionTable[val].id, optarg, remote != 0);
+    if (val < 0 || static_cast<size_t>(val) >= kSrunOptionCount) return -1;
+    int rc = elastic::spank::OptionCallback(SrunRows()[val]->id, optarg, remote != 0);
     if (rc != 0) slurm_error("elastic: %s", elastic::spank::State().option_error.c_str());
     return rc;
   });
 }
 
-// struct spank_option wants char* (Slurm only reads them). Static: Slurm may
-// keep the pointer it is given.
+// Slurm's option array: the option table's srun rows (SpankOptionArray, unit-
+// tested) with the callback. struct spank_option wants char* (Slurm only reads
+// them). Static: Slurm may keep the pointer it is given.
 spank_option* Option(size_t i) {
-  static std::array<spank_option, kOptionTable.size()> options = [] {
-    std::array<spank_option, kOptionTable.size()> out{};
-    for (size_t k = 0; k < kOptionTable.size(); ++k) {
-      const auto& spec = kOptionTable[k];
-      out[k] = spank_option{const_cast<char*>(spec.name), const_cast<char*>(spec.arginfo),
-                            const_cast<char*>(spec.usage), spec.has_arg, static_cast<int>(k),
-                            OnOption};
+  static std::array<spank_option, kSrunOptionCount> options = [] {
+    std::array<spank_option, kSrunOptionCount> out{};
+    auto fields = elastic::spank::SpankOptionArray();
+    for (size_t k = 0; k < kSrunOptionCount; ++k) {
+      const auto& f = fields[k];
+      out[k] = spank_option{const_cast<char*>(f.name), const_cast<char*>(f.arginfo),
+                            const_cast<char*>(f.usage), f.has_arg, f.val, OnOption};
     }
     return out;
   }();
@@ -81,9 +83,9 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     if (context == elastic::spank::Context::kLocal ||
         context == elastic::spank::Context::kAllocator ||
         context == elastic::spank::Context::kRemote) {
-      for (size_t i = 0; i < kOptionTable.size(); ++i) {
+      for (size_t i = 0; i < kSrunOptionCount; ++i) {
         if (spank_option_register(sp, Option(i)) != ESPANK_SUCCESS) {
-          slurm_error("elastic: cannot register option --%s", kOptionTable[i].name);
+          slurm_error("elastic: cannot register option --%s", SrunRows()[i]->srun.name);
           if (context != elastic::spank::Context::kRemote) return -1;
         }
       }

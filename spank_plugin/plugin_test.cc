@@ -470,10 +470,30 @@ TEST_F(PluginTest, TaskInitWrapsTheCommandAndSetsTheContract) {
   EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV0"], "python3");
   EXPECT_EQ(api.env["PET_NNODES"], "2:3");
   EXPECT_EQ(api.env["PET_NODE_RANK"], "0");
-  EXPECT_EQ(api.env["PET_NPROC_PER_NODE"], "2");
+  // No --elastic-nproc-per-node: no count forwarded, elasticrun counts the GPUs
+  // (CUDA_VISIBLE_DEVICES stays the task's).
+  EXPECT_FALSE(api.env.contains("PET_NPROC_PER_NODE"));
+  EXPECT_EQ(api.env["CUDA_VISIBLE_DEVICES"], "0,1");
   EXPECT_EQ(api.env["PET_RDZV_CONF"], "expected_nodes=3,is_host=1");
   EXPECT_TRUE(api.env["PET_RDZV_ENDPOINT"].starts_with("10.200.0.11:"));
   EXPECT_FALSE(api.env.contains("ELASTIC_SPANK_ARGV_PREPENDED"));
+}
+
+// An exported PET_NPROC_PER_NODE never decided the count under srun --elastic
+// (the plugin's default did); it is removed so that elasticrun's rule does.
+TEST_F(PluginTest, TaskInitRemovesAnExportedWorkerCountUnlessOneIsGiven) {
+  api.env["PET_NPROC_PER_NODE"] = "7";
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_FALSE(api.env.contains("PET_NPROC_PER_NODE"));
+  SetUp();
+  api.env["PET_NPROC_PER_NODE"] = "7";
+  ASSERT_EQ(RemoteInit(), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, "2:3", true), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kNprocPerNode, "gpu", true), 0);
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.env["PET_NPROC_PER_NODE"], "gpu");
 }
 
 TEST_F(PluginTest, TaskInitOnNewerSlurmPrependsAndSaysSo) {

@@ -3,6 +3,7 @@
 // step (not the node) with a message on the task's stderr.
 #include <string.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -50,9 +51,6 @@ bool ReadStepInfo(SpankApi& api, StepInfo* step, std::string* err, bool task_con
   if (step->step_nodelist.empty()) step->step_nodelist = GetEnvOr(api, "SLURM_NODELIST");
   step->job_nodelist = GetEnvOr(api, "SLURM_JOB_NODELIST");
   step->resv_ports = GetEnvOr(api, "SLURM_STEP_RESV_PORTS");
-  step->cuda_visible_devices = GetEnvOr(api, "CUDA_VISIBLE_DEVICES");
-  step->step_gpus = GetEnvOr(api, "SLURM_STEP_GPUS");
-  if (step->step_gpus.empty()) step->step_gpus = GetEnvOr(api, "SLURM_JOB_GPUS");
   step->node_name = GetEnvOr(api, "SLURMD_NODENAME");
   step->stepd_pid = api.ParentPid();
   step->output_files_chosen =
@@ -315,6 +313,13 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   }
   if (!BuildTaskEnv(step, options, state.config, nodes, &env, &err)) {
     api.Error(err);
+    return -1;
+  }
+  // No count to forward: an exported PET_NPROC_PER_NODE must not decide for
+  // elasticrun either (the step's GPUs do, as the plugin's default says).
+  bool nproc_set = std::any_of(env.begin(), env.end(), [](const auto& kv) { return kv.first == kInheritedNprocVar; });
+  if (!nproc_set && !api.UnsetEnv(kInheritedNprocVar)) {
+    api.Error(fmt::format("cannot remove {} from the task's environment", kInheritedNprocVar));
     return -1;
   }
   for (const auto& [name, value] : env) {

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "common/device_list.h"
 #include "common/endpoint.h"
 #include "common/node_range.h"
 #include "common/parse.h"
@@ -25,16 +24,6 @@ void SetConf(std::vector<std::pair<std::string, std::string>>* conf, const std::
 }
 
 }  // namespace
-
-bool CountStepGpus(const StepInfo& step, int* count, std::string* err) {
-  DeviceList list;
-  bool ok = step.cuda_visible_devices.empty()
-                ? ParseDeviceList(DeviceListKind::kSlurm, "SLURM_STEP_GPUS", step.step_gpus, &list, err)
-                : ParseDeviceList(DeviceListKind::kCuda, "CUDA_VISIBLE_DEVICES",
-                                  step.cuda_visible_devices, &list, err);
-  *count = ok ? static_cast<int>(list.size()) : 0;
-  return ok;
-}
 
 std::string RdzvRunId(const StepInfo& step, const ElasticOptions& options) {
   return options.rdzv_id ? *options.rdzv_id : fmt::format("{}.{}", step.job_id, step.step_id);
@@ -224,11 +213,7 @@ bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const Plu
                      fmt::format("{}.{}-{}", step.job_id, step.step_id, step.stepd_pid));
   } else if (options.nproc_per_node) {
     out.emplace_back("PET_NPROC_PER_NODE", FormatNprocSpec(*options.nproc_per_node));
-  } else {
-    int gpus = 0;
-    if (!CountStepGpus(step, &gpus, err)) return false;
-    out.emplace_back("PET_NPROC_PER_NODE", std::to_string(gpus > 0 ? gpus : 1));
-  }
+  }  // else elasticrun counts the step's GPUs (launcher/step_gpus.h)
   if (options.node_multiple) {
     out.emplace_back("PET_NODE_MULTIPLE", std::to_string(*options.node_multiple));
   } else if (config.node_multiple) {

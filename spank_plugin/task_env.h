@@ -25,8 +25,6 @@ struct StepInfo {
   std::string step_nodelist;    // SLURM_STEP_NODELIST
   std::string job_nodelist;     // SLURM_JOB_NODELIST, "" if unset
   std::string resv_ports;       // SLURM_STEP_RESV_PORTS ("12000-12001"), "" if none
-  std::string cuda_visible_devices;  // "" if unset
-  std::string step_gpus;        // SLURM_STEP_GPUS, else SLURM_JOB_GPUS; "" if unset
   bool pmix = false;            // the task has a PMIx server (--mpi=pmix)
   std::string munge_socket;     // from slurm.conf AuthInfo=socket=..., "" if default
   std::string node_name;        // SLURMD_NODENAME, "" if unset
@@ -34,9 +32,6 @@ struct StepInfo {
 };
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
-
-// GPUs this node's step may use: entries of CUDA_VISIBLE_DEVICES, else of SLURM_STEP_GPUS.
-bool CountStepGpus(const StepInfo& step, int* count, std::string* err);
 
 // The rendezvous port, first that applies: --elastic-rdzv-port; the port of
 // --elastic-rdzv-endpoint; the first of SLURM_STEP_RESV_PORTS (srun --resv-ports);
@@ -71,7 +66,11 @@ bool ChooseRdzvHost(const StepInfo& step, const ElasticOptions& options, NodeDir
 int DefaultMaxRestarts(uint32_t nnodes, const ElasticOptions& options, const PluginConfig& config);
 
 // The whole PET_* set for this node, including ELASTIC_SPANK_* markers (not
-// ELASTIC_SPANK_ARGV0, which the wrapping step adds).
+// ELASTIC_SPANK_ARGV0, which the wrapping step adds). PET_NPROC_PER_NODE only
+// where there is a count to forward (--elastic-nproc-per-node as typed, or one
+// task per GPU); else the task must not inherit one (kInheritedNprocVar) and
+// elasticrun decides: the step's GPUs, else 1 (launcher/step_gpus.h).
+inline constexpr const char* kInheritedNprocVar = "PET_NPROC_PER_NODE";
 bool BuildTaskEnv(const StepInfo& step, const ElasticOptions& options, const PluginConfig& config,
                   NodeDirectory& nodes, EnvList* env, std::string* err);
 

@@ -2,7 +2,7 @@
 """The docs and the code name the same options, both ways where it is decidable.
 
 - every long option that `elasticrun --help` prints is in docs/user.md;
-- every srun option of the plugin (spank_plugin/options.h, kOptionTable) is in
+- every srun option of the plugin (the srun rows of common/option_table.cc) is in
   docs/user.md and in spank_elastic(8), and every `--elastic*` those name exists;
 - every plugstack.conf key the plugin accepts (spank_plugin/options.cc,
   ParsePluginArgs) is in docs/admin.md, in the plugstack.conf.d snippet and in
@@ -50,10 +50,10 @@ def main() -> int:
             problems.append(f"docs/user.md does not mention elasticrun's {name}")
 
     # 2. the plugin's srun options
-    options_h = (src / "spank_plugin/options.h").read_text()
+    options_h = (src / "common/option_table.cc").read_text()
     table = re.findall(r'\{\s*"(elastic[a-z0-9-]*)"\s*,', options_h)
     if len(table) < 5:
-        problems.append(f"found only {table} in spank_plugin/options.h's option table")
+        problems.append(f"found only {table} in common/option_table.cc's srun rows")
     spank_opts = {"--" + n for n in table}
     for opt in sorted(spank_opts):
         pattern = re.escape(opt) + r"(?![\w-])"

@@ -160,7 +160,9 @@ class TestSpankPlugin(ClusterTestCase):
                 self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
                 self.assertEqual(env["PET_NNODES"], "2:3")
                 self.assertEqual(env["PET_NODE_RANK"], env["SLURM_NODEID"])
-                self.assertEqual(env["PET_NPROC_PER_NODE"], "4")
+                # No count given: none forwarded; elasticrun counts these 4 GPUs
+                # (launcher/step_gpus.h).
+                self.assertNotIn("PET_NPROC_PER_NODE", env)
                 self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3")
                 self.assertEqual(env["PET_RDZV_BACKEND"], "c10d")
                 host_part, port = env["PET_RDZV_ENDPOINT"].rsplit(":", 1)
@@ -178,7 +180,8 @@ class TestSpankPlugin(ClusterTestCase):
         self.assertEqual(len(nodes), 2)
         for env in nodes.values():
             self.assertEqual(env["PET_NNODES"], "2:2")
-            self.assertEqual(env["PET_NPROC_PER_NODE"], "1")
+            # No GPUs: elasticrun's rule gives 1 (launcher/step_gpus.h); no count forwarded.
+            self.assertNotIn("PET_NPROC_PER_NODE", env)
 
     def test_without_elastic_nothing_changes(self):
         r = self.cluster.srun(["-N3", "sh", "-c", 'echo "$0 ${PET_NNODES:-none} ${ELASTIC_SPANK_ARGV0:-none}"'],
@@ -238,7 +241,9 @@ class TestSpankPlugin(ClusterTestCase):
         self.assertEqual(sorted(nodes), ["n1", "n2", "n3"], out)
         for env in nodes.values():
             self.assertEqual(env["PET_NNODES"], "2:3")
-            self.assertEqual(env["PET_NPROC_PER_NODE"], "2")
+            # No count forwarded: elasticrun counts the step's 2 GPUs (launcher/step_gpus.h).
+            self.assertNotIn("PET_NPROC_PER_NODE", env)
+            self.assertEqual(len(env["CUDA_VISIBLE_DEVICES"].split(",")), 2, env)
             self.assertEqual(env["PET_RDZV_ID"], f"{job}.0")
             self.assertEqual(env["ELASTIC_SPANK_ARGV0"], "python3")
 
