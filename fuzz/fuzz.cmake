@@ -107,7 +107,7 @@ elastic_add_fuzzer(grow_options RUNS 20000
 elastic_add_fuzzer(spank_task_env RUNS 50000
   SOURCES spank_plugin/options.cc spank_plugin/task_env.cc spank_plugin/slurmstepd.cc
           spank_plugin/dispatch.cc spank_plugin/srun.cc spank_plugin/join.cc spank_plugin/join_target.cc
-          common/option_table.cc common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
+          spank_plugin/step_token.cc common/option_table.cc common/parse.cc common/log.cc common/device_list.cc common/endpoint.cc
           common/nproc_spec.cc common/bind_mode.cc common/node_range.cc common/module_list.cc
           common/log_escape.cc common/grow_options.cc)
 elastic_add_fuzzer(spank_join_target RUNS 50000
