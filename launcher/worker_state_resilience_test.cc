@@ -1,6 +1,6 @@
 // The resilience rules (crash loops, no progress, health checks, hung workers,
 // --requeue) as rows of the worker state table, and what their actions carry.
-#include "launcher/worker_state_test_rows.h"
+#include "testing/worker_state_test_util.h"
 
 namespace elastic {
 namespace {

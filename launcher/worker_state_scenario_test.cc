@@ -1,6 +1,6 @@
 // The worker state machine driven through a fake process runner that carries out
 // its actions (and a fake local rendezvous), with a fake clock.
-#include "launcher/worker_state_test_rows.h"
+#include "testing/worker_state_test_util.h"
 
 namespace elastic {
 namespace {

@@ -1,7 +1,7 @@
 // The supervision state machine as a table, with a fake clock (the rows' helpers:
-// worker_state_test_rows.h; the resilience rows and the fake-runner scenarios are
+// testing/worker_state_test_util.h; the resilience rows and the fake-runner scenarios are
 // worker_state_resilience_test.cc and worker_state_scenario_test.cc).
-#include "launcher/worker_state_test_rows.h"
+#include "testing/worker_state_test_util.h"
 
 namespace elastic {
 namespace {
