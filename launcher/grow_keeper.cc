@@ -24,7 +24,10 @@ bool Starts(const std::string& s, std::string_view prefix) { return s.compare(0,
 std::string GrowJobName(const std::string& job_id) { return "elastic-grow-" + job_id; }
 
 std::string GrowSbatchCommandArgs(const GrowPlan& plan) {
-  std::vector<std::string> args = {"--parsable", "-N1", "--job-name=" + GrowJobName(plan.job_id),
+  // --exclusive: each helper brings a whole node of its own. Without it two helpers
+  // could share one node (the helper asks no GPUs or CPUs of its own) and both agents
+  // join as two "nodes" of the same machine (seen on Debian 13's test cluster).
+  std::vector<std::string> args = {"--parsable", "-N1", "--exclusive", "--job-name=" + GrowJobName(plan.job_id),
                                    "--elastic-join=" + plan.job_id,
                                    "--output=" + GrowJobName(plan.job_id) + "-%j.out"};
   if (plan.options.partition.empty() && !plan.partition.empty()) args.push_back("--partition=" + plan.partition);

@@ -88,7 +88,7 @@ TEST(GrowKeeperTest, SbatchCommandLine) {
   plan.account = "proj";
   plan.srun_args = {"/usr/bin/python3", "train.py", "--name=it's"};
   EXPECT_EQ(GrowSbatchCommandArgs(plan),
-            "'--parsable' '-N1' '--job-name=elastic-grow-42' '--elastic-join=42' "
+            "'--parsable' '-N1' '--exclusive' '--job-name=elastic-grow-42' '--elastic-join=42' "
             "'--output=elastic-grow-42-%j.out' '--partition=main' '--account=proj' "
             "'--wrap=exec srun '\\''/usr/bin/python3'\\'' '\\''train.py'\\'' "
             "'\\''--name=it'\\''\\'\\'''\\''s'\\'''");
@@ -97,7 +97,7 @@ TEST(GrowKeeperTest, SbatchCommandLine) {
   plan.account = "";
   plan.srun_args = {"x"};
   EXPECT_EQ(GrowSbatchCommandArgs(plan),
-            "'--parsable' '-N1' '--job-name=elastic-grow-42' '--elastic-join=42' "
+            "'--parsable' '-N1' '--exclusive' '--job-name=elastic-grow-42' '--elastic-join=42' "
             "'--output=elastic-grow-42-%j.out' '--partition=scavenge' '--time=30' "
             "'--wrap=exec srun '\\''x'\\'''");
 }

@@ -298,12 +298,13 @@ void FailoverRendezvous::OnHostLost(const std::string& why) {
                  JobEnd{EndReason::kHostLost, false});
   const RoundInfo& r = *last_round_;
   int used = RestartsBeforeLoss(restarts_);
-  if (used >= params_.settings.max_restarts) {
+  int budget = RunRestartBudget(r.max_restarts, params_.settings.max_restarts);
+  if (used >= budget) {
     WorkerFailure failure;
     failure.host = host_text_;
     failure.host_lost = true;
     failure.message = fmt::format("{}; restarts exhausted ({} of --max-restarts={} used)", lost,
-                                  used, params_.settings.max_restarts);
+                                  used, budget);
     // No host is left to speak for the job: the survivor that would have taken over does.
     if (host_rank_ >= 0 && host_rank_ != r.group_rank) excluded_.insert(host_rank_);
     bool first = NextCandidate(r.successors.size(), excluded_) == r.group_rank;
@@ -408,6 +409,8 @@ void FailoverRendezvous::TakeOver() {
                  "rendezvous socket of its own", JobEnd{EndReason::kHostLost, false});
   HostConfig config;
   config.settings = params_.settings;
+  // The run's budget goes on with the run (a joined node hosts the run's, not its own).
+  config.settings.max_restarts = RunRestartBudget(r.max_restarts, params_.settings.max_restarts);
   config.run_id = params_.run_id;
   config.node_name = params_.node_name;
   config.store_addr = me.addr;

@@ -45,4 +45,8 @@ int RestartsBeforeLoss(const RestartsKnown& known) {
 
 int CarriedRestarts(const RestartsKnown& known) { return RestartsBeforeLoss(known) + 1; }
 
+int RunRestartBudget(int round_max_restarts, int own_max_restarts) {
+  return round_max_restarts >= 0 ? round_max_restarts : own_max_restarts;
+}
+
 }  // namespace elastic

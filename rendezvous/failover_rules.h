@@ -77,4 +77,9 @@ int RestartsBeforeLoss(const RestartsKnown& known);
 // when the host was lost while a restart round formed.
 int CarriedRestarts(const RestartsKnown& known);
 
+// The run's restart budget as this agent knows it: the host's, said in the last round
+// (RoundInfo::max_restarts), else this agent's own --max-restarts (a host that did not
+// say it). A joined job's agents count the run's budget, not their own.
+int RunRestartBudget(int round_max_restarts, int own_max_restarts);
+
 }  // namespace elastic

@@ -151,5 +151,20 @@ TEST(FailoverRulesTest, ASuccessorCarriesTheHostsRestartsPlusItsLoss) {
   }
 }
 
+// Issue 24: a joined job's agent (--elastic-join: its own --max-restarts is its step's,
+// 0 by default on one node) judged the host's loss by its own budget and exited 3 while
+// the run had restarts left; the run's budget, said in each round, counts.
+TEST(FailoverRulesTest, TheRunsRestartBudgetFromTheRoundWinsOverTheAgentsOwn) {
+  struct Row {
+    const char* name;
+    int round_max, own, want;
+  } rows[] = {
+      {"a joined agent: the run's 3, not its own 0", 3, 0, 3},
+      {"the run has none left to give: 0, not the agent's 5", 0, 5, 0},
+      {"a host that does not say it: the agent's own", -1, 2, 2},
+  };
+  for (const Row& r : rows) EXPECT_EQ(RunRestartBudget(r.round_max, r.own), r.want) << r.name;
+}
+
 }  // namespace
 }  // namespace elastic

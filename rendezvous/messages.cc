@@ -243,6 +243,7 @@ json RoundToJson(const RoundInfo& r) {
           {"restarts_used", r.restarts_used}, {"successors", SuccessorsToJson(r.successors)},
           {"spares", r.spares}};
   if (!r.regime.empty()) j["regime"] = r.regime;
+  if (r.max_restarts >= 0) j["max_restarts"] = r.max_restarts;
   return j;
 }
 
@@ -251,11 +252,13 @@ json StandbyToJson(const RoundInfo& r) {
             {"successors", SuccessorsToJson(r.successors)}, {"spares", r.spares},
             {"restarts_used", r.restarts_used}};
   if (!r.regime.empty()) j["regime"] = r.regime;
+  if (r.max_restarts >= 0) j["max_restarts"] = r.max_restarts;
   return j;
 }
 
 bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
-  int64_t round = 0, group_rank = 0, gws = 0, offset = 0, ws = 0, port = 0, used = 0, spares = 0;
+  int64_t round = 0, group_rank = 0, gws = 0, offset = 0, ws = 0, port = 0, used = 0, spares = 0,
+          budget = -1;
   if (!GetIntIn(j, "round", 0, INT64_MAX, &round, err) ||
       !GetIntIn(j, "group_rank", 0, kMaxCount, &group_rank, err) ||
       !GetIntIn(j, "group_world_size", 1, kMaxCount, &gws, err) ||
@@ -264,6 +267,7 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
       !GetIntIn(j, "store_port", 0, 65535, &port, err) ||
       !GetIntIn(j, "restarts_used", 0, kMaxCount, &used, err) ||
       !GetIntOr(j, "spares", 0, 0, kMaxCount, &spares, err) ||
+      !GetIntOr(j, "max_restarts", -1, -1, kMaxCount, &budget, err) ||
       !GetStoreAddr(j, &r->store_addr, err) ||
       !GetBoolOr(j, "use_agent_store", false, &r->use_agent_store, err) ||
       !SuccessorsFromJson(j, &r->successors, err) || !GetRegimeOr(j, &r->regime, err))
@@ -283,6 +287,7 @@ bool RoundFromJson(const json& j, RoundInfo* r, std::string* err) {
   r->store_port = static_cast<int>(port);
   r->restarts_used = static_cast<int>(used);
   r->spares = static_cast<int>(spares);
+  r->max_restarts = static_cast<int>(budget);
   return true;
 }
 
@@ -296,10 +301,11 @@ bool DecodeWaiting(const json& j, HostMessage* out, std::string* err) {
   if (it == j.end()) return true;
   if (!it->is_object()) return Fail(err, "field 'standby' is not an object");
   RoundInfo r;
-  int64_t round = 0, spares = 0, used = 0, gws = 0;
+  int64_t round = 0, spares = 0, used = 0, gws = 0, budget = -1;
   if (!GetIntIn(*it, "round", 0, INT64_MAX, &round, err) ||
       !GetIntOr(*it, "spares", 0, 0, kMaxCount, &spares, err) ||
       !GetIntOr(*it, "restarts_used", 0, 0, kMaxCount, &used, err) ||
+      !GetIntOr(*it, "max_restarts", -1, -1, kMaxCount, &budget, err) ||
       !SuccessorsFromJson(*it, &r.successors, err) ||
       !GetIntOr(*it, "group_world_size", static_cast<int64_t>(r.successors.size()), 0, kMaxCount,
                 &gws, err) ||
@@ -313,6 +319,7 @@ bool DecodeWaiting(const json& j, HostMessage* out, std::string* err) {
   r.group_world_size = static_cast<int>(gws);
   r.spares = static_cast<int>(spares);
   r.restarts_used = static_cast<int>(used);
+  r.max_restarts = static_cast<int>(budget);
   out->standby = std::move(r);
   return true;
 }

@@ -41,6 +41,11 @@ TEST(MessagesTest, RoundInfoRoundTrips) {
   EXPECT_EQ(out.store_port, 40000);
   EXPECT_TRUE(out.use_agent_store);
   EXPECT_EQ(out.restarts_used, 2);
+  EXPECT_EQ(out.max_restarts, -1);  // not said: the field is left out
+  EXPECT_FALSE(RoundToJson(in).contains("max_restarts"));
+  in.max_restarts = 3;  // the run's budget, which a joined node's agent counts against
+  ASSERT_TRUE(RoundFromJson(Decode(EncodeMessage("round", RoundToJson(in))).body, &out, &err)) << err;
+  EXPECT_EQ(out.max_restarts, 3);
 }
 
 TEST(MessagesTest, RoundWithOutOfRangeValuesIsRefused) {

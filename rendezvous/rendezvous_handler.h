@@ -43,6 +43,10 @@ struct RoundInfo {
   int store_port = 0;          // MASTER_PORT for the workers
   bool use_agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE
   int restarts_used = 0;       // failures counted against --max-restarts so far (job-wide)
+  // The run's budget: the host's --max-restarts (-1: not said, a host before this field).
+  // A joined job's agents (--elastic-join) have a budget of their own that is not the
+  // run's; a host lost is judged, and a takeover hosts, by this one (RunRestartBudget).
+  int max_restarts = -1;
   // The round's first members in group-rank order, at most failover_successors of
   // them (failover walks them from rank 0): not the whole list, so a round costs
   // each agent the same bytes whatever the number of nodes.

@@ -101,6 +101,7 @@ void EmitStandBy(Ctx& c, NodeId id, bool voter) {
   a.round.group_rank = -1;
   a.round.group_world_size = static_cast<int>(c.s.members.size());
   a.round.restarts_used = c.s.restarts_used;
+  a.round.max_restarts = c.settings.max_restarts;
   if (voter) {
     a.round.successors = Successors(c.settings, c.s);
     a.round.spares = static_cast<int>(c.s.wait_list.size());
@@ -155,6 +156,7 @@ void CompleteRound(Ctx& c) {
     a.round.rank_offset = offset;
     a.round.world_size = world_size;
     a.round.restarts_used = c.s.restarts_used;
+    a.round.max_restarts = c.settings.max_restarts;
     a.round.successors = successors;
     a.round.spares = static_cast<int>(c.s.wait_list.size());
     c.out.push_back(std::move(a));
