@@ -26,6 +26,9 @@ void ElasticAgent::StartGrow(EventWriter* events) {
   plan.options = *config_.agent.grow;
   // The helper's srun runs the step's command as the user typed it (WorkerSpec::program:
   // under srun, ELASTIC_SPANK_ARGV0), with the options that change what it runs.
+  // As many workers per node as this node runs: a helper (--exclusive) holds the whole
+  // node, whose GPUs would otherwise all get a worker.
+  plan.srun_args.push_back("--elastic-nproc-per-node=" + std::to_string(config_.spec.nproc));
   if (config_.spec.no_python) plan.srun_args.push_back("--elastic-no-python");
   if (config_.spec.python != "python3") plan.srun_args.push_back("--elastic-python=" + config_.spec.python);
   if (config_.spec.module) {

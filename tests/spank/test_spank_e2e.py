@@ -1500,7 +1500,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         """The record of the scenario above, in order: A's host n1 starts (2 nodes), n3
         joins (a round of 3, no restart counted), rank 0 on n1 fails (a round of 3, one
         restart), n2 takes over (job_start, takeover) and forms a round of 2 without n1
-        (reason node_lost, a second restart), the end: done."""
+        (reason failover, a second restart), the end: done."""
         record = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
         print("event record:\n" + "\n".join(json.dumps(e) for e in record), file=sys.stderr)
         kinds = [(e["event"], e["host"].split(":")[0], e.get("reason"), e.get("nodes")) for e in record]
@@ -1509,7 +1509,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         rounds = [(e["host"].split(":")[0], e["reason"], e["nodes"], e["restarts_used"])
                   for e in record if e["event"] == "round"]
         self.assertEqual(rounds, [("n1", "start", 2, 0), ("n1", "node_joined", 3, 0),
-                                  ("n1", "worker_failure", 3, 1), ("n2", "node_lost", 2, 2)], record)
+                                  ("n1", "worker_failure", 3, 1), ("n2", "failover", 2, 2)], record)
         joined = [e["node"].split(":")[0] for e in record if e["event"] == "node_joined"]
         self.assertEqual(joined, ["n3"], record)
         failures = [e for e in record if e["event"] == "worker_failure"]
