@@ -44,8 +44,12 @@ std::string GrowSbatchCommandArgs(const GrowPlan& plan) {
 std::vector<std::string> GrowEnv(const std::vector<std::string>& env) {
   std::vector<std::string> out;
   for (const auto& kv : env) {
+    // ELASTIC_TORCH_NO_LIBUV is the user's word about their torch (docs/user.md), not
+    // the step's: without it a helper's workers on a torch without libuv fail every
+    // round (Debian 13's test cluster: crash loop, exit 2).
+    bool users = Starts(kv, "ELASTIC_TORCH_NO_LIBUV=");
     bool drop = (Starts(kv, "SLURM_") && !Starts(kv, "SLURM_CONF=")) || Starts(kv, "SLURMD_") ||
-                Starts(kv, "PET_") || Starts(kv, "TORCHELASTIC_") || Starts(kv, "ELASTIC_") ||
+                Starts(kv, "PET_") || Starts(kv, "TORCHELASTIC_") || (Starts(kv, "ELASTIC_") && !users) ||
                 Starts(kv, "SPANK_") || Starts(kv, "_SLURM_SPANK_");
     if (!drop) out.push_back(kv);
   }

@@ -48,8 +48,9 @@ std::string GrowJobName(const std::string& job_id);
 std::string GrowSbatchCommandArgs(const GrowPlan& plan);
 // The environment sbatch runs with (and its job inherits): `env` less the step's
 // Slurm variables (SLURM_*, but SLURM_CONF), the plugin's and elasticrun's own
-// (PET_*, TORCHELASTIC_*, ELASTIC_*, SPANK_*, _SLURM_SPANK_*): the helper's srun
-// must see its own job, not the main step (SLURM_NTASKS would be its -n).
+// (PET_*, TORCHELASTIC_*, ELASTIC_* but the user's ELASTIC_TORCH_NO_LIBUV, SPANK_*,
+// _SLURM_SPANK_*): the helper's srun must see its own job, not the main step
+// (SLURM_NTASKS would be its -n).
 std::vector<std::string> GrowEnv(const std::vector<std::string>& env);
 
 class GrowKeeper {

@@ -106,8 +106,10 @@ TEST(GrowKeeperTest, SbatchCommandLine) {
 TEST(GrowKeeperTest, EnvironmentWithoutTheStepsVariables) {
   EXPECT_EQ(GrowEnv({"PATH=/bin", "SLURM_CONF=/etc/slurm.conf", "SLURM_NTASKS=2", "SLURM_JOB_ID=9",
                      "SLURMD_NODENAME=n1", "PET_NNODES=2:4", "TORCHELASTIC_RUN_ID=9.0", "ELASTIC_SPANK_ARGV0=x",
-                     "_SLURM_SPANK_OPTION_elastic_elastic_grow=on", "SPANK_X=1", "GLOO_SOCKET_IFNAME=eth0"}),
-            (std::vector<std::string>{"PATH=/bin", "SLURM_CONF=/etc/slurm.conf", "GLOO_SOCKET_IFNAME=eth0"}));
+                     "_SLURM_SPANK_OPTION_elastic_elastic_grow=on", "SPANK_X=1", "GLOO_SOCKET_IFNAME=eth0",
+                     "ELASTIC_TORCH_NO_LIBUV=1", "ELASTIC_RDZV_TOKEN_FILE=/proc/self/fd/5"}),
+            (std::vector<std::string>{"PATH=/bin", "SLURM_CONF=/etc/slurm.conf", "GLOO_SOCKET_IFNAME=eth0",
+                                      "ELASTIC_TORCH_NO_LIBUV=1"}));
 }
 
 }  // namespace
