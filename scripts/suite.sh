@@ -3,7 +3,8 @@
 # of the matrix entered by scripts/in-root.sh): installs what is missing, builds,
 # runs unit, process, torch, cluster and ship, one summary line per suite, also
 # appended to out/matrix-summary.txt. Exit status 1 if any suite failed.
-# The sanitizer build (ASan+UBSan: unit and process) runs on Debian 12 only.
+# The sanitizer build (ASan+UBSan: unit and process) runs on Debian 12 only, and
+# there it is the process suite's only run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 system=${ELASTIC_SYSTEM:-bookworm}
@@ -39,6 +40,18 @@ fi
 own_network=(unshare --net -- bash -c 'ip link set lo up && exec "$@"' own-network)
 
 status=0
+# The CPU seconds (user + system) of this shell's finished children so far, from
+# bash's `times` (its second line: children's user and system time, "XmY.YYYs"),
+# into the variable named $1. `times` runs in this shell (in $(...) it would report
+# a subshell's, which are none).
+children_cpu() {
+  times >"$logdir/.times"
+  printf -v "$1" '%s' "$(awk 'NR == 2 {
+    n = split($0, f, " "); total = 0
+    for (i = 1; i <= n; i++) { split(f[i], ms, /[ms]/); total += ms[1] * 60 + ms[2] }
+    printf "%d\n", total }' "$logdir/.times")"
+}
+
 # run_suite NAME BUILD_DIR CTEST_SELECTION...: one ctest run; its summary comes
 # from ctest's JUnit report (scripts/junit_summary.py): one line per suite (also
 # appended to $summary), the failed tests with their first error line, the
@@ -46,7 +59,8 @@ status=0
 run_suite() {
   local name=$1 dir=$2
   shift 2
-  local log=$logdir/$name.log junit=$PWD/$logdir/$name.junit.xml rc=0 report start=$SECONDS
+  local log=$logdir/$name.log junit=$PWD/$logdir/$name.junit.xml rc=0 report start=$SECONDS cpu0 cpu1
+  children_cpu cpu0
   # Output kept for passed tests too (a flaky cluster test's first run, the
   # reasons of Python tests skipped inside a passing ctest test).
   "${own_network[@]}" ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-$(nproc)}" --output-junit "$junit" \
@@ -57,7 +71,9 @@ run_suite() {
              --ctest-rc "$rc" --build "$dir") || status=1
   head -n 1 <<<"$report" >>"$summary"
   echo "$report"
-  echo "   took: $((SECONDS - start)) s (where the matrix's time goes)"
+  children_cpu cpu1
+  echo "   took: $((SECONDS - start)) s, CPU $((cpu1 - cpu0)) s (where the matrix's time goes;" \
+       "CPU: the suite's processes on every core, those reaped within it)"
   grep -q '^   FAILED\|^   no JUnit\|^   ctest exited' <<<"$report" && echo "   (whole log: $log)" || true
 }
 
@@ -65,7 +81,10 @@ run_suite() {
 run_suite unit build -L '^unit$' -E '^ship\.'
 # The process tests mostly wait (signals, timeouts, child processes): twice as
 # many at once as there are cores (3.5 -> 2.6 min here, on a loaded machine).
-JOBS=$((2 * $(nproc))) run_suite process build -L '^process$' -E '^ship\.'
+# On Debian 12 the process suite runs in the sanitizer tree only (below): the same
+# tests, with ASan and UBSan watching; the release build's agents run in the torch,
+# cluster and ship suites there, and the release process suite on the other systems.
+[ "$system" = bookworm ] || JOBS=$((2 * $(nproc))) run_suite process build -L '^process$' -E '^ship\.'
 run_suite torch build -L '^torch$' -E '^ship\.'
 # The sanitizer suite runs beside the cluster suite, which mostly waits for
 # Slurm (each tree has its own ctest state; its report is printed after ship's):
