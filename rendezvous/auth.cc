@@ -65,7 +65,7 @@ std::string AuthTranscript(AuthDirection direction, const Handshake& h) {
                      down ? "host->agent" : "agent->host", h.host_nonce, h.agent_nonce, h.auth,
                      h.round, h.last_completed, h.name, h.pid, h.preferred_rank, h.listen_port,
                      h.regime, node_id, h.run_id) +
-         (h.guest ? "\nguest=1" : "");
+         (h.guest ? "\nguest=1" : "") + (h.observer ? "\nobserver=munge" : "");
 }
 
 bool SessionKey(const std::string& token, AuthDirection direction, const Handshake& h,

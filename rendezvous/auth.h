@@ -48,6 +48,9 @@ struct Handshake {
   int preferred_rank = -1;
   int listen_port = 0;
   bool guest = false;    // of a joined job (--elastic-join); in the transcript only when set
+  // `elasticrun status` asking a host in token mode without the token: both proofs are
+  // munge's (same uid), and the host answers status only. In the transcript only when set.
+  bool observer = false;
   int64_t node_id = -1;  // the welcome's; covered by the host's proof only (the agent's comes first)
 };
 

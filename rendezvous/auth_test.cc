@@ -81,6 +81,7 @@ TEST(AuthTest, EveryHandshakeFieldChangesTheTranscript) {
       {"listen_port", [](Handshake& h) { h.listen_port = 1; }, true},
       {"node_id", [](Handshake& h) { h.node_id = 8; }, false},
       {"guest", [](Handshake& h) { h.guest = true; }, true},
+      {"observer", [](Handshake& h) { h.observer = true; }, true},
   };
   for (const Row& row : rows) {
     Handshake changed = base;

@@ -108,5 +108,20 @@ TEST_F(StatusRequestTest, AWrongTokenIsRefusedInTheHandshake) {
   EXPECT_NE(fatal.find("authentication"), std::string::npos) << fatal;
 }
 
+// From outside the step (no per-step token) the asker proves its uid with munge; with
+// munge off it says why before any proof (tests/rendezvous/test_hardening.py proves the
+// munge path against private munged realms).
+TEST_F(StatusRequestTest, WithoutTheTokenAndWithoutMungeTheAskerSaysWhy) {
+  settings.token = "t0ken";
+  StartHost(AuthMethod::kToken, SocketOwner{});
+  settings.token.clear();
+  settings.use_munge = false;
+  Ask();
+  EXPECT_FALSE(view);
+  EXPECT_NE(fatal.find("authenticates with the step's token, which only the step's tasks hold, and munge, "
+                       "which proves this user otherwise, is off (munge=0)"), std::string::npos) << fatal;
+  EXPECT_EQ(host->state().num_joined, 0u);
+}
+
 }  // namespace
 }  // namespace elastic

@@ -149,7 +149,7 @@ bool DecodeHello(const json& j, HelloMsg* h, std::string* err) {
     return false;
   int64_t port = 0;
   if (!GetIntOr(j, "listen_port", 0, 0, 65535, &port, err) ||
-      !GetBoolOr(j, "guest", false, &h->guest, err))
+      !GetBoolOr(j, "guest", false, &h->guest, err) || !GetBoolOr(j, "observer", false, &h->observer, err))
     return false;
   h->preferred_rank = static_cast<int>(preferred);
   h->listen_port = static_cast<int>(port);

@@ -3,7 +3,7 @@
 //   host  -> agent  challenge {version, run_id, nonce, auth: "token"|"munge"|"none", round,
 //                              last_completed, regime}
 //   agent -> host   hello {version, run_id, name, pid, preferred_rank, nonce, proof, listen_port,
-//                          guest?}
+//                          guest?, observer?}
 //   host  -> agent  welcome {node_id, proof} | error {message} (then closes)
 //   agent -> host   join {local_world_size, member_of, standby?} | heartbeat | failure {round, failure}
 //                   | succeeded {round} | leave {signal?} | end_job {end_reason, failure, message}
@@ -17,7 +17,10 @@
 // own, so agents and hosts of this version with and without observers work together.
 // A status request (`elasticrun status`, launcher/job_status.h): an observer sends `status`
 // once welcomed; the host answers status {view} (null: it keeps no view) and closes. A host
-// without it drops the asker with an error naming the unknown type.
+// without it drops the asker with an error naming the unknown type. A host in token mode
+// (the plugin's per-step token, which only the step's tasks hold) also takes a hello with
+// observer: true proven with munge (the same uid as the host's): such a peer is never a node
+// (no round, no record), gets no session keys, and may send status and heartbeat only.
 // A spare standing by when a round completed gets waiting {standby: {round, successors,
 // spares}}: it is a voter of that round and may follow a failover (docs/design.md "Spares").
 // A round carries its successors [{name, addr, port}] (group-rank order): where
@@ -137,6 +140,9 @@ struct HelloMsg {
   std::string proof;
   int listen_port = 0;  // the agent's own rendezvous port, should it take over (0: none)
   bool guest = false;   // its job joined the run (--elastic-join): ranked after the run's own
+  // A status asker without the token of a host in token mode (`elasticrun status` from outside
+  // the step): its proof, and the host's, are munge's; it may ask for status, nothing else.
+  bool observer = false;
 };
 
 struct AgentMessage {

@@ -327,6 +327,15 @@ TEST(MessagesTest, HelloDecodes) {
       Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","guest":true})"),
       &out, &err)) << err;
   EXPECT_TRUE(out.hello.guest);
+  EXPECT_FALSE(out.hello.observer);  // absent: a node, or a status asker with the job's proof
+  ASSERT_TRUE(DecodeAgentMessage(
+      Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","observer":true})"),
+      &out, &err)) << err;
+  EXPECT_TRUE(out.hello.observer);
+  EXPECT_FALSE(DecodeAgentMessage(
+      Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","observer":1})"),
+      &out, &err));
+  EXPECT_NE(err.find("observer"), std::string::npos) << err;
   EXPECT_FALSE(DecodeAgentMessage(
       Raw(R"({"type":"hello","version":2,"run_id":"j","name":"n1","pid":7,"preferred_rank":3,"nonce":"00000000000000000000000000000000","proof":"p","guest":"yes"})"),
       &out, &err));

@@ -241,11 +241,23 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
   h.preferred_rank = config_.settings.preferred_rank;
   h.listen_port = config_.listen_port ? config_.listen_port(local_addr_) : 0;
   h.guest = config_.settings.guest;
+  // `elasticrun status` from outside the step holds no per-step token: it asks a host in token
+  // mode as a munge-proven observer of the same user, for status only (messages.h).
+  proof_auth_ = auth_;
   std::string proof, err;
-  if (!MakeProof(auth_, config_.settings.token, config_.settings.munge_socket,
+  if (auth_ == AuthMethod::kToken && config_.settings.token.empty() && config_.on_status) {
+    if (!config_.settings.use_munge || !MungeAvailable(config_.settings.munge_socket, &err))
+      return Fatal(fmt::format("cannot ask the rendezvous host {} for the status: it authenticates with "
+                               "the step's token, which only the step's tasks hold, and munge, which "
+                               "proves this user otherwise, is {}", HostName(),
+                               config_.settings.use_munge ? "not available: " + err : "off (munge=0)"));
+    proof_auth_ = AuthMethod::kMunge;
+    h.observer = true;
+  }
+  if (!MakeProof(proof_auth_, config_.settings.token, config_.settings.munge_socket,
                  AuthTranscript(AuthDirection::kAgentToHost, h), &proof, &err))
     return Fatal(fmt::format("cannot authenticate to the rendezvous host {} ({}): {}", HostName(),
-                             c.auth, err));
+                             AuthMethodName(proof_auth_), err));
   nlohmann::json hello = {{"version", kRendezvousProtocolVersion},
                           {"run_id", h.run_id},
                           {"name", h.name},
@@ -255,6 +267,7 @@ void RendezvousClient::OnChallenge(const ChallengeMsg& c) {
                           {"proof", proof},
                           {"listen_port", h.listen_port}};
   if (h.guest) hello["guest"] = true;  // absent otherwise: hellos of older agents alike
+  if (h.observer) hello["observer"] = true;
   conn_->Send("hello", std::move(hello));
 }
 
@@ -265,11 +278,11 @@ void RendezvousClient::OnWelcome(const WelcomeMsg& welcome) {
   std::string transcript = AuthTranscript(AuthDirection::kHostToAgent, handshake_);
   std::string err;
   // Unproven: a relay or a stranger, not a verdict on this job (fail as a network failure).
-  if (!VerifyProof(auth_, config_.settings.token, config_.settings.munge_socket, transcript,
+  if (!VerifyProof(proof_auth_, config_.settings.token, config_.settings.munge_socket, transcript,
                    welcome.proof, &err))
     return Fatal(fmt::format("the rendezvous host {} failed to prove itself ({}): {}", HostName(),
-                             AuthMethodName(auth_), err), EndReason::kHostLost);
-  if (auth_ == AuthMethod::kToken) {  // every frame after the welcome is authenticated
+                             AuthMethodName(proof_auth_), err), EndReason::kHostLost);
+  if (proof_auth_ == AuthMethod::kToken) {  // every frame after the welcome is authenticated
     RendezvousConnection::FrameKeys keys;
     const std::string& token = config_.settings.token;
     if (!SessionKey(token, AuthDirection::kAgentToHost, handshake_, &keys.send, &err) ||

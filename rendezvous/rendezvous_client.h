@@ -140,6 +140,8 @@ class RendezvousClient : public RendezvousHandler {
   int restarts_used_ = -1;                  // restarts_used()
   Handshake handshake_;  // this connection's challenge and hello: what both proofs cover
   AuthMethod auth_ = AuthMethod::kNone;     // what the host's challenge asked for
+  AuthMethod proof_auth_ = AuthMethod::kNone;  // how both proofs are made: auth_, or munge for a
+                                               // status asker without a token host's token
   std::string last_waiting_;                // printed once, not every tick
   std::optional<RoundInfo> standby_;        // a spare's round (waiting {standby})
   std::string standby_reason_;              // SetStandBy: sent with every join

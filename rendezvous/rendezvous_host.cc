@@ -206,20 +206,35 @@ void RendezvousHost::OnHello(NodeId id, Peer& peer, const AgentMessage& msg) {
   h.preferred_rank = hello.preferred_rank;
   h.listen_port = hello.listen_port;
   h.guest = hello.guest;
+  h.observer = hello.observer;
   h.node_id = static_cast<int64_t>(id);
-  if (!VerifyProof(config_.auth, s.token, s.munge_socket, AuthTranscript(AuthDirection::kAgentToHost, h),
+  // A status asker without the step's token proves its uid with munge (token mode only: a
+  // munge host takes it as any peer, a host without authentication checks the socket's owner).
+  AuthMethod method = config_.auth;
+  if (hello.observer) {
+    if (config_.auth != AuthMethod::kToken || !s.use_munge)
+      return Refuse(peer, fmt::format("a munge-proven status request is for a host in token mode with "
+                                      "munge; this host authenticates with {}{}", AuthMethodName(config_.auth),
+                                      s.use_munge ? "" : " (munge=0)"));
+    method = AuthMethod::kMunge;
+  }
+  if (!VerifyProof(method, s.token, s.munge_socket, AuthTranscript(AuthDirection::kAgentToHost, h),
                    hello.proof, &err))
-    return Refuse(peer, fmt::format("authentication ({}) failed: {}", AuthMethodName(config_.auth),
-                                    err));
+    return Refuse(peer, fmt::format("authentication ({}) failed: {}", AuthMethodName(method), err));
   // Our own proof, over the same fields the other way: the agent checks it.
   std::string down = AuthTranscript(AuthDirection::kHostToAgent, h);
-  if (!MakeProof(config_.auth, s.token, s.munge_socket, down, &proof, &err))
-    return Refuse(peer, fmt::format("cannot prove this host ({}): {}",
-                                    AuthMethodName(config_.auth), err));
+  if (!MakeProof(method, s.token, s.munge_socket, down, &proof, &err))
+    return Refuse(peer, fmt::format("cannot prove this host ({}): {}", AuthMethodName(method), err));
   peer.authenticated = true;
   LeftPreAuth();
   peer.conn->SetMaxFrameBytes(s.max_frame_bytes);
   peer.conn->Send("welcome", {{"node_id", id}, {"proof", proof}});
+  if (hello.observer) {  // never a node: no session keys (munge shares no secret), no record
+    peer.status_only = true;
+    Log(LogLevel::kDebug, "rendezvous: status asker {}:{} (munge, same user) from {}", hello.name, hello.pid,
+        peer.addr);
+    return;
+  }
   if (config_.auth == AuthMethod::kToken) {  // every frame after the welcome is authenticated
     RendezvousConnection::FrameKeys keys;
     if (!SessionKey(s.token, AuthDirection::kHostToAgent, h, &keys.send, &err) ||
@@ -248,6 +263,7 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
   }
   if (!peer.authenticated) return OnHello(id, peer, msg);
   using K = AgentMessage::Kind;
+  if (peer.status_only) return OnStatusAskerMessage(id, peer, msg);
   switch (msg.kind) {
     case K::kHeartbeat:
       peer.conn->Send("heartbeat");
@@ -279,8 +295,21 @@ void RendezvousHost::OnPeerMessage(NodeId id, const Message& raw) {
   peer.conn->CloseAfterFlush();
 }
 
+// A munge-proven status asker (OnHello's observer): status and heartbeats, nothing a node
+// could say; it is not in the state machine, so nothing it sends reaches it.
+void RendezvousHost::OnStatusAskerMessage(NodeId id, Peer& peer, const AgentMessage& msg) {
+  using K = AgentMessage::Kind;
+  if (msg.kind == K::kStatus) return OnStatusRequest(id, peer);
+  if (msg.kind == K::kHeartbeat) return peer.conn->Send("heartbeat");
+  if (msg.kind == K::kLeave) return peer.conn->CloseAfterFlush();
+  Warn(drop_log_, fmt::format("rendezvous: dropping status asker {}: it may ask for status only", peer.addr));
+  peer.conn->Send("error", {{"message", "a status asker may ask for status only"}});
+  peer.conn->CloseAfterFlush();
+}
+
 // `elasticrun status` (launcher/job_status.h): for the job's own user only. A token
-// or munge credential proved that in the handshake (auth.h: munge checks the uid);
+// or munge credential proved that in the handshake (auth.h: munge checks the uid; a
+// token host's status asker without the token proves itself with munge, OnHello);
 // without authentication (loopback) the asking socket must be owned by the job's user.
 void RendezvousHost::OnStatusRequest(NodeId id, Peer& peer) {
   if (config_.auth == AuthMethod::kNone) {
@@ -311,14 +340,14 @@ void RendezvousHost::OnPeerClosed(NodeId id, const std::string& reason) {
   closed_traffic_.bytes_out += c.bytes_out;
   closed_traffic_.messages_in += c.messages_in;
   closed_traffic_.messages_out += c.messages_out;
-  bool authenticated = it->second.authenticated;
+  bool authenticated = it->second.authenticated, node = !it->second.status_only;
   // E.g. a frame that failed authentication (a man in the middle): worth a line.
   if (authenticated && reason.rfind("protocol error", 0) == 0)
     Warn(drop_log_, fmt::format("rendezvous: dropping {}: {}", it->second.addr, EscapeForLog(reason)));
   // Destroying the connection from its own on_close is allowed (connection.h).
   peers_.erase(it);
   if (!authenticated) LeftPreAuth();
-  if (authenticated) Feed(EvLeave{id, reason});
+  if (authenticated && node) Feed(EvLeave{id, reason});
   MaybeRunTerminal();
 }
 

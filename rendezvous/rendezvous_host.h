@@ -87,6 +87,7 @@ class RendezvousHost : public RendezvousHandler {
     std::string addr;
     bool authenticated = false;
     bool refused = false;  // an error is on its way; closing
+    bool status_only = false;  // a munge-proven status asker of a token host (hello's observer)
     Timer auth_deadline;   // a hello within auth_timeout (cancelled with the peer)
   };
 
@@ -101,6 +102,7 @@ class RendezvousHost : public RendezvousHandler {
   void LeftPreAuth();  // one fewer unauthenticated peer: accept again if paused
   void OnPeerMessage(NodeId id, const Message& msg);
   void OnStatusRequest(NodeId id, Peer& peer);
+  void OnStatusAskerMessage(NodeId id, Peer& peer, const AgentMessage& msg);
   void OnHello(NodeId id, Peer& peer, const AgentMessage& msg);
   void OnAuthDeadline(NodeId id);
   void TellSpares();

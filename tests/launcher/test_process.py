@@ -595,11 +595,16 @@ class FinishingEarlyTest(LauncherTestCase):
         # A restart would need every node again and the finished one's workers are
         # gone: the job fails at once (torchrun: the restart's rendezvous waits for
         # the finished node until its join timeout, 600 s).
-        procs = self.start_pair(["echo host-done", self.until_released("exit 3")])
-        # Node 1 fails as soon as it waits, about when the host's worker finishes: the
-        # failure may reach the host before the host's own success or after it (the
-        # crossing, made deterministic in the next test); the end is the same.
+        procs = self.start_pair(["echo host-done; touch %s" % self.path("host-done"),
+                                 self.until_released("exit 3")])
+        # Node 1 fails once released, after the host's worker has finished and been
+        # reaped (under load the host's worker may not even have started when node 1's
+        # worker waits: a failure then is an ordinary restart). The crossing of the
+        # host's success with node 1's failure is made deterministic in the next test.
         wait_for(self, lambda: os.path.exists(self.path("waiting")), "node 1's worker to wait")
+        wait_for(self, lambda: os.path.exists(self.path("host-done")), "the host's worker to end")
+        agent = children_of(procs[0].pid)[0]
+        wait_for(self, lambda: not children_of(agent), "the host's worker to be reaped")
         (rc0, _, err0), (rc1, _, err1) = self.release_and_finish(procs)
         self.assertEqual((rc0, rc1), (1, 1), err0 + err1)
         self.assertIn("job failed: first failure: rank 1 (local rank 0)", err0)

@@ -1,17 +1,19 @@
 """Attacks on the rendezvous, each once a measured defect: a fake host (raw
 sockets, fake_host.py) against a real elasticrun agent, and strangers against a
 real elasticrun host. Each test is bounded to a few seconds."""
+import json
 import os
 import re
 import signal
 import socket
 import struct
+import subprocess
 import threading
 import time
 
 from fake_host import (FakeHost, handshake_fields, hmac_hex, recv_frame, recv_msg, round_msg, send_msg,
                        transcript)
-from rdzv_test_util import RendezvousTestCase, free_port, marked_pids
+from rdzv_test_util import ELASTICRUN, RendezvousTestCase, free_port, marked_pids
 from test_elastic import MungeTest
 
 TOKEN = "the-token"
@@ -564,3 +566,99 @@ class TokenSecrecyTest(RendezvousTestCase):
         self.assertIn(warning, host.output())
         self.assertNotIn(warning, agent.output())  # the environment is the user's own
         self.assertNotIn(token, host.output() + agent.output())
+
+
+class TokenHostStatusTest(RendezvousTestCase):
+    """`elasticrun status` from outside the step (a login shell, the submit host) holds
+    no per-step token: against a host in token mode it proves its uid with munge and
+    gets the status, nothing more (docs/user.md "elasticrun status"). Each munged here
+    has its own key (realm)."""
+
+    HOLD = ["-c", "echo worker-started; sleep 3"]
+
+    def setUp(self):
+        super().setUp()
+        self.munged = []
+        if not os.path.exists("/usr/sbin/munged"):
+            self.skipTest("munge is not installed")
+
+    def tearDown(self):
+        for proc in self.munged:
+            proc.kill()
+            proc.wait()
+        super().tearDown()
+
+    def start(self, conf, env=None):
+        return self.start_agent(2, nproc=1, conf=conf, env=env, extra=["--no-python"],
+                                program="/bin/sh", worker_args=self.HOLD)
+
+    def status(self, conf):
+        args = [ELASTICRUN, "status", "--json", "--rdzv-endpoint=127.0.0.1:%d" % self.port,
+                "--rdzv-id=" + self.run_id, "--rdzv-conf=" + ",".join(
+                    [conf, "state_dir=" + os.path.join(self.dir, "state")])]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ELASTIC_RDZV_TOKEN")}
+        return subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)
+
+    def observer_hello(self, s, realm):
+        """A raw status asker's handshake: hello with observer, proven with munge."""
+        challenge = recv_msg(s)
+        self.assertEqual(challenge["auth"], "token")
+        hello = {"type": "hello", "version": challenge["version"], "run_id": self.run_id,
+                 "name": "observer", "pid": 1, "preferred_rank": -1, "nonce": os.urandom(32).hex(),
+                 "observer": True}
+        text = transcript("agent->host", handshake_fields(challenge, hello)) + "\nobserver=munge"
+        cred = subprocess.run(["munge", "--socket=" + realm, "--string=" + text], capture_output=True,
+                              text=True, check=True, timeout=30).stdout.strip()
+        hello["proof"] = cred
+        send_msg(s, hello)
+        return recv_msg(s)
+
+    def test_status_without_the_token_proves_the_user_with_munge_and_may_do_nothing_else(self):
+        realm = MungeTest.start_munged(self, "realm")
+        stranger = MungeTest.start_munged(self, "stranger")
+        token = "tok-" + os.urandom(16).hex()
+        host = self.start("munge_socket=" + realm, env={"ELASTIC_RDZV_TOKEN": token})
+        self.wait_listening()
+        self.assertIn("auth token", host.output())
+
+        done = self.status("munge_socket=" + realm)
+        self.assertEqual(done.returncode, 0, done.stderr + self.dump())
+        view = json.loads(done.stdout)
+        # Forming: the host's own agent waits for its second node; the asker is not listed.
+        self.assertEqual((view["phase"], view["round"], view["nodes"], view["others_total"]),
+                         ("forming", 0, 0, 1), view)
+        self.assertEqual(view["others"][0]["state"], "joining", view)
+
+        done = self.status("munge_socket=" + stranger)  # another realm: not this cluster's user
+        self.assertNotEqual(done.returncode, 0, done.stdout)
+        self.assertIn("authentication (munge) failed", done.stderr)
+        done = self.status("munge=0")
+        self.assertNotEqual(done.returncode, 0, done.stdout)
+        self.assertIn("it authenticates with the step's token, which only the step's tasks hold, and "
+                      "munge, which proves this user otherwise, is off (munge=0)", done.stderr)
+
+        # A munge-proven observer that tries to act as a node is dropped; the job goes on.
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            self.assertEqual(self.observer_hello(s, realm)["type"], "welcome")
+            send_msg(s, {"type": "join", "local_world_size": 1})
+            answer = recv_msg(s)
+            self.assertEqual(answer, {"type": "error", "message": "a status asker may ask for status only"})
+        self.wait_for(lambda: "dropping status asker" in host.output(), "the host's warning")
+
+        agent = self.start("is_host=0", env={"ELASTIC_RDZV_TOKEN": token})
+        for a in (host, agent):
+            self.assertEqual(self.wait_exit(a), 0, self.dump())
+            self.assertIn("worker-started", a.output())
+        self.assertIn("round 0 complete: 2 node(s), 2 worker(s)", host.output())
+
+
+    def test_a_token_host_with_munge_off_refuses_the_munge_proven_asker(self):
+        realm = MungeTest.start_munged(self, "realm")
+        host = self.start("munge=0", env={"ELASTIC_RDZV_TOKEN": "tok-" + os.urandom(16).hex()})
+        self.wait_listening()
+        done = self.status("munge_socket=" + realm)
+        self.assertNotEqual(done.returncode, 0, done.stdout)
+        self.assertIn("a munge-proven status request is for a host in token mode with munge; this host "
+                      "authenticates with token (munge=0)", done.stderr)
+        os.kill(host.proc.pid, signal.SIGTERM)
+        self.assertEqual(self.wait_exit(host), 128 + signal.SIGTERM, self.dump())

@@ -135,15 +135,6 @@ def preloaded(test):
     return test
 
 
-def munge_auth(test):
-    """The scenario's steps authenticate with munge instead of the per-step token
-    (plugstack token_key left out): `elasticrun status` run from the submit host, outside
-    the job, proves its uid with munge; a host in token mode asks for the token, which only
-    the step's own tasks hold (docs/user.md, "elasticrun status")."""
-    test.munge_auth = True
-    return test
-
-
 class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     nodes = 4  # the runs use n1-n3 (-N3); the spare run uses all four
     plugin = SPANK_SO
@@ -156,9 +147,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # plugstack.conf is read again by every srun and slurmstepd.
         method = getattr(self, self._testMethodName)
         preload = getattr(method, "preload", None)
-        args = [a for a in self.plugin_args
-                if not (getattr(method, "munge_auth", False) and a.startswith("token_key="))]
-        args += [f"preload={preload}"] if preload else []
+        args = list(self.plugin_args) + ([f"preload={preload}"] if preload else [])
         self.cluster.set_plugin_args(SPANK_SO, args)
 
     def srun(self, args, timeout=RUN_TIMEOUT):
@@ -1415,7 +1404,6 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]  # a uid: 65534
         return self.cluster.run(cmd, timeout=60)
 
-    @munge_auth
     @preloaded
     def test_a_join_a_failure_and_the_hosts_loss_in_one_record_with_status_and_the_host_kept_home(self):
         # One job meets what a long training meets, and everything lands in one record:
@@ -1488,6 +1476,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # A's srun status is not asserted: 24.11+ reports n1's node failure (1), 22.05 not (0).
         text, joined = a.text(), b.text()
         self.assertEqual(b_rc, 0, joined)
+        # The step's per-step token (plugstack token_key): `elasticrun status` from the
+        # submit host, without it, proved its uid with munge (docs/security.md).
+        self.assertIn("(auth token)", text)
         self.assertIn("taking over as the host", text)      # n2, A's own node
         self.assertNotIn("taking over as the host", joined)  # never B's guest n3
         done = records(text, "DONE") + records(joined, "DONE")
