@@ -60,6 +60,16 @@ bool IsExecutableFile(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
 }
 
+// Why a path (one with a '/') cannot be executed, for the error: in a container the
+// reader must learn that the file is missing from this filesystem (the image's).
+std::string WhyNotExecutable(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return fmt::format(": {} (on this node; in a container: in its image)", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return ": not a regular file";
+  return fmt::format(": not executable (mode {:04o})", st.st_mode & 07777);
+}
+
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -132,8 +142,9 @@ bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::stri
   argv->clear();
   if (use_python) {
     if (!FindInPath(config.spec.python, path_env, path)) {
+      bool is_path = config.spec.python.find('/') != std::string::npos;
       *err = fmt::format("--python: '{}' is not an executable file{} (the interpreter must have torch)",
-                         config.spec.python, config.spec.python.find('/') == std::string::npos ? " in PATH" : "");
+                         config.spec.python, is_path ? WhyNotExecutable(config.spec.python) : " in PATH");
       return false;
     }
     // A missing script is an error here, before the rendezvous (exit 2), not a
@@ -152,7 +163,7 @@ bool BuildWorkerCommand(const LaunchConfig& config, const EnvMap& env, std::stri
   } else {
     if (!FindInPath(config.spec.program, path_env, path, config.agent.spank_wrapped)) {
       *err = fmt::format("cannot execute '{}': not an executable file{}", config.spec.program,
-                         config.spec.program.find('/') != std::string::npos ? ""
+                         config.spec.program.find('/') != std::string::npos ? WhyNotExecutable(config.spec.program)
                          : config.agent.spank_wrapped ? " in PATH or the working directory"
                                                 : " in PATH");
       return false;

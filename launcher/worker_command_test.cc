@@ -69,5 +69,40 @@ TEST_F(WorkerCommandCwdTest, UnderSrunAProgramInTheWorkingDirectoryRuns) {
             std::string::npos) << err;
 }
 
+// A path that cannot run says why: missing (in a container: from its image), a
+// directory, or without the execute bit.
+TEST_F(WorkerCommandCwdTest, APathThatCannotRunSaysWhy) {
+  { std::ofstream("plain.sh") << "#!/bin/sh\n"; }
+  ASSERT_EQ(chmod("plain.sh", 0644), 0);
+  ASSERT_EQ(mkdir("adir", 0755), 0);
+  struct Row {
+    std::string program;
+    std::string want;
+  };
+  const Row rows[] = {
+      {"/usr/bin/python3.99", "cannot execute '/usr/bin/python3.99': not an executable file: No such file or "
+                              "directory (on this node; in a container: in its image)"},
+      {"./adir", "cannot execute './adir': not an executable file: not a regular file"},
+      {"./plain.sh", "cannot execute './plain.sh': not an executable file: not executable (mode 0644)"},
+  };
+  for (const Row& row : rows) {
+    LaunchConfig c;
+    c.spec.program = row.program;
+    c.spec.no_python = true;
+    std::string path, err;
+    std::vector<std::string> argv;
+    EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err)) << row.program;
+    EXPECT_EQ(err, row.want);
+  }
+  LaunchConfig c;
+  c.spec.program = "train.py";
+  c.spec.python = "/usr/bin/python3.99";
+  std::string path, err;
+  std::vector<std::string> argv;
+  EXPECT_FALSE(BuildWorkerCommand(c, {{"PATH", "/bin"}}, &path, &argv, &err));
+  EXPECT_EQ(err, "--python: '/usr/bin/python3.99' is not an executable file: No such file or directory (on this "
+                 "node; in a container: in its image) (the interpreter must have torch)");
+}
+
 }  // namespace
 }  // namespace elastic

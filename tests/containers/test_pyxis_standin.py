@@ -194,6 +194,21 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
                          text)
         self.assert_nothing_left()
 
+    def test_a_program_the_image_lacks_is_named_on_every_node_and_no_node_is_drained(self):
+        """Bad input in the image (issue 23): a python the image does not have. Each
+        node's agent, in the image, names the program; the step fails; the nodes stay
+        usable (a user's mistake never drains a node)."""
+        r = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", "/usr/bin/python3.99", WORKER])
+        text = r.stdout + r.stderr
+        print(f"a python the image lacks:\n{text}", file=sys.stderr)
+        self.assertNotEqual(r.returncode, 0, text)
+        self.assertEqual(text.count("cannot execute '/usr/bin/python3.99': not an executable file: No such file or "
+                                    "directory (on this node; in a container: in its image)"), 2, text)
+        self.assertNotIn("READY", text)
+        states = self.cluster.node_states()
+        self.assertTrue(all(not state.startswith(("drain", "down")) for state in states.values()), states)
+        self.assert_nothing_left()
+
 
 if __name__ == "__main__":
     cluster_main()
