@@ -33,6 +33,7 @@ IMAGES = Path("/var/cache/slurm-elastic/images")
 WORKER = str(REPO / "tests/spank/worker.py")
 ELASTICRUN = os.environ.get("ELASTICRUN", str(REPO / "build/launcher/elasticrun"))
 TIMEOUT = 300
+APPTAINER = str(HERE / "apptainer_standin.sh")  # `apptainer exec`'s steps (Debian has no apptainer)
 
 
 def image_root():
@@ -207,6 +208,26 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
         self.assertNotIn("READY", text)
         states = self.cluster.node_states()
         self.assertTrue(all(not state.startswith(("drain", "down")) for state in states.values()), states)
+        self.assert_nothing_left()
+
+    def test_apptainer_exec_as_the_program_runs_each_worker_in_the_image(self):
+        """`srun --elastic apptainer exec IMAGE python3 train.py` (docs/containers.md,
+        "Apptainer"): elasticrun runs on the node and each worker is one `apptainer exec`
+        of the image, here its stand-in (apptainer_standin.sh; Debian packages no
+        apptainer). Rank 1 fails once: after the restart all four workers have the
+        contract, and they ran the image's python and glibc."""
+        env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"}
+        run = ["-N2", f"--chdir={REPO}", "--elastic=2"]
+        r = self.cluster.srun([*run, "--gpus-per-node=2", "--elastic-max-restarts=1", APPTAINER, "exec", "--nv",
+                               str(IMAGE), "/usr/bin/python3", WORKER, "--fail-once-rank=1"], timeout=TIMEOUT, env=env)
+        assert_contract_after_one_restart(self, r)
+        probe = self.cluster.srun([*run, "--elastic-nproc-per-node=1", APPTAINER, "exec", str(IMAGE), "/usr/bin/python3",
+                                   "-c", "import platform; print('IMAGE', platform.libc_ver()[1])"],
+                                  timeout=TIMEOUT, env=env)
+        self.assertEqual(probe.returncode, 0, probe.stdout + probe.stderr)
+        glibcs = re.findall(r"IMAGE (\S+)", probe.stdout)
+        self.assertEqual(len(glibcs), 2, probe.stdout)
+        self.assertNotIn(os.confstr("CS_GNU_LIBC_VERSION").split()[1], glibcs, probe.stdout)
         self.assert_nothing_left()
 
 

@@ -57,6 +57,8 @@ NOT_RUN = [
     (r"--elastic-join=1234", "joins a running job by its id: spank.e2e "
      "test_a_job_joins_a_running_job_with_elastic_join_and_leaves_with_notice runs it (and "
      "test_elastic_join_refuses_a_job_that_does_not_exist_or_is_another_users the refusals)"),
+    (r"--container-image=nvcr\.io", "needs pyxis/enroot and a registry: containers.pyxis runs the same "
+     "srun line (its pyxis stand-in, another Debian release's rootfs as the image, the agent bundle)"),
     (r"--health-check='nvidia-smi", "needs nvidia-smi and /scratch on every machine; the option: "
      "spank.e2e test_health_check_failing_on_one_node_keeps_it_out"),
 ]
