@@ -10,7 +10,9 @@ set -euo pipefail
 # Every release: build, Slurm (slurmctld/slurmd/munge for the test cluster; runc
 # for its OCI containers, tests/containers/test_oci.py),
 # PyTorch, the tools the tests and the package check use (gdb: a hung worker's
-# native frames, elasticrun --native-stacks, tested in tests/launcher).
+# native frames, elasticrun --native-stacks, tested in tests/launcher; mount: the
+# Apptainer stand-in's mounts, tests/containers/apptainer_standin.sh, not installed by
+# default in unstable's minimal root).
 COMMON=(
   build-essential cmake pkg-config git ca-certificates
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
@@ -19,7 +21,7 @@ COMMON=(
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
   runc
   libpmix-dev libpmix-bin
-  iproute2 util-linux procps psmisc gdb
+  iproute2 util-linux mount procps psmisc gdb
   python3 python3-torch
   dpkg-dev file ccache
   help2man lua5.1 man-db
