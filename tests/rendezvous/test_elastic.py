@@ -475,8 +475,9 @@ class AuthTest(RendezvousTestCase):
         self.assert_nothing_left()
 
 
-class MungeTest(RendezvousTestCase):
-    """Agents prove with a munge credential; each munged here has its own key (realm)."""
+class MungeRealms:
+    """A mixin of rendezvous test cases: private munged instances, each with its own key
+    (a realm), stopped after the test; the test is skipped where munge is not installed."""
 
     def start_munged(self, name):
         d = os.path.join(self.dir, name)
@@ -509,6 +510,10 @@ class MungeTest(RendezvousTestCase):
             proc.kill()
             proc.wait()
         super().tearDown()
+
+
+class MungeTest(MungeRealms, RendezvousTestCase):
+    """Agents prove with a munge credential; each munged here has its own key (realm)."""
 
     def test_agents_of_one_munge_realm_join_and_others_are_refused(self):
         realm = self.start_munged("realm")

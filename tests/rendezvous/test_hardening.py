@@ -14,7 +14,7 @@ import time
 from fake_host import (FakeHost, handshake_fields, hmac_hex, recv_frame, recv_msg, round_msg, send_msg,
                        transcript)
 from rdzv_test_util import ELASTICRUN, RendezvousTestCase, free_port, marked_pids
-from test_elastic import MungeTest
+from test_elastic import MungeRealms
 
 TOKEN = "the-token"
 BOUND_S = 20  # every scenario ends well within this
@@ -190,23 +190,11 @@ class FakeHostTest(FakeHostCase):
         self.assertEqual(len(hellos), 1, self.dump())  # the walk's one hello, nothing more
 
 
-class MungeDowngradeTest(FakeHostCase):
+class MungeDowngradeTest(MungeRealms, FakeHostCase):
     """An agent that reaches a munged (no token) refuses a host offering none."""
 
-    def setUp(self):
-        super().setUp()
-        self.munged = []
-        if not os.path.exists("/usr/sbin/munged"):
-            self.skipTest("munge is not installed")
-
-    def tearDown(self):
-        for proc in self.munged:
-            proc.kill()
-            proc.wait()
-        super().tearDown()
-
     def test_munge_agent_refuses_a_host_offering_no_authentication(self):
-        sock = MungeTest.start_munged(self, "realm")
+        sock = self.start_munged("realm")
 
         def script(h, conn):
             h.challenge(auth="none")
@@ -568,25 +556,13 @@ class TokenSecrecyTest(RendezvousTestCase):
         self.assertNotIn(token, host.output() + agent.output())
 
 
-class TokenHostStatusTest(RendezvousTestCase):
+class TokenHostStatusTest(MungeRealms, RendezvousTestCase):
     """`elasticrun status` from outside the step (a login shell, the submit host) holds
     no per-step token: against a host in token mode it proves its uid with munge and
     gets the status, nothing more (docs/user.md "elasticrun status"). Each munged here
     has its own key (realm)."""
 
     HOLD = ["-c", "echo worker-started; sleep 3"]
-
-    def setUp(self):
-        super().setUp()
-        self.munged = []
-        if not os.path.exists("/usr/sbin/munged"):
-            self.skipTest("munge is not installed")
-
-    def tearDown(self):
-        for proc in self.munged:
-            proc.kill()
-            proc.wait()
-        super().tearDown()
 
     def start(self, conf, env=None):
         return self.start_agent(2, nproc=1, conf=conf, env=env, extra=["--no-python"],
@@ -614,8 +590,8 @@ class TokenHostStatusTest(RendezvousTestCase):
         return recv_msg(s)
 
     def test_status_without_the_token_proves_the_user_with_munge_and_may_do_nothing_else(self):
-        realm = MungeTest.start_munged(self, "realm")
-        stranger = MungeTest.start_munged(self, "stranger")
+        realm = self.start_munged("realm")
+        stranger = self.start_munged("stranger")
         token = "tok-" + os.urandom(16).hex()
         host = self.start("munge_socket=" + realm, env={"ELASTIC_RDZV_TOKEN": token})
         self.wait_listening()
@@ -653,7 +629,7 @@ class TokenHostStatusTest(RendezvousTestCase):
 
 
     def test_a_token_host_with_munge_off_refuses_the_munge_proven_asker(self):
-        realm = MungeTest.start_munged(self, "realm")
+        realm = self.start_munged("realm")
         host = self.start("munge=0", env={"ELASTIC_RDZV_TOKEN": "tok-" + os.urandom(16).hex()})
         self.wait_listening()
         done = self.status("munge_socket=" + realm)
