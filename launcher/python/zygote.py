@@ -17,10 +17,22 @@ dispositions, the agent's stdout and stderr pipes, its CPU and memory binding,
 its environment, working directory and argv, and runs the script (or -m module)
 as __main__.
 
+A worker ends as a normally started interpreter ends for everything of its own:
+non-daemon threads joined, atexit handlers run, the modules it imported and its
+__main__ dropped and collected (their objects' __del__, unclosed files flushed),
+Python's and C's stdio flushed, the same exit status. The preloaded modules are
+not torn down in it: tearing them down touched every object the zygote made, and
+each touched page is copied (copy-on-write), which cost a torch worker more CPU
+than importing torch (0.7 to 1.7 s against 0.2 s; bench/launcher/preload_cpu.py).
+For the same reason the zygote freezes its objects (gc.freeze, as the gc module's
+documentation advises before fork) so that no collection in a worker walks them.
+
 The wire format is in launcher/zygote_request.h; _parse_request is its only
 reader on this side.
 """
+import atexit
 import ctypes
+import gc
 import os
 import platform
 import select
@@ -34,6 +46,7 @@ MAX_FRAME = 8 << 20  # kMaxZygoteFrame
 PR_SET_PDEATHSIG = 1
 SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261}
 REPARENT_WAIT_S = 10.0
+_PRELOADED = set()  # the zygote's modules at its first fork: never torn down in a worker
 
 
 class ProtocolError(Exception):
@@ -307,7 +320,22 @@ def _run_module(name):
     runpy._run_module_as_main(name, alter_argv=True)
 
 
+def _exit_status(e):
+    """The exit status the interpreter gives for an uncaught SystemExit (and prints its text)."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (code,))
+    except Exception:  # noqa: B902 (as the interpreter: the text is lost, the status stays)
+        pass
+    return 1
+
+
 def _run(job):
+    """Runs the worker's program; its exit status."""
     sys.argv = [job.get("script", "-m")] + job["arg"]
     # The zygote's [PYTHON, flags..., zygote.py, MODULES] with the worker's command instead.
     sys.orig_argv = sys.orig_argv[:-2] + (["-m", job["module"]] if "module" in job else [job["script"]]) + job["arg"]
@@ -317,16 +345,72 @@ def _run(job):
             _run_module(job["module"])
         else:
             _run_script(job["script"])
-    except SystemExit:
-        raise
+    except SystemExit as e:
+        return _exit_status(e)
     except KeyboardInterrupt:
-        raise
+        raise  # the interpreter's own end: it re-raises SIGINT
     except BaseException as e:  # noqa: B902: what the interpreter does with an uncaught one
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
             tb = tb.tb_next  # the user's frames only, as in a normal start
         sys.excepthook(type(e), e.with_traceback(tb), tb)
-        sys.exit(1)
+        return 1
+    return 0
+
+
+def _flush_python_streams():
+    ok = True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: B902 (the interpreter's exit: status 120)
+            ok = False
+    return ok
+
+
+def _clear_module_dict(d):
+    """CPython's _PyModule_ClearDict: names with one leading underscore first, then the rest."""
+    for first in (True, False):
+        for key in list(d):
+            if isinstance(key, str) and key != "__builtins__" and (
+                    not first or (key.startswith("_") and not key.startswith("__"))):
+                d[key] = None
+
+
+def _drop_worker_modules():
+    """What the interpreter's finalize_modules does, for the modules the worker
+    imported and its __main__: out of sys.modules and collected, then their
+    globals cleared and collected again (their objects' __del__, unclosed files)."""
+    mine = [m for n, m in sys.modules.items() if n not in _PRELOADED or n == "__main__"]
+    for name in [n for n in sys.modules if n not in _PRELOADED or n == "__main__"]:
+        sys.modules.pop(name, None)
+    dicts = [getattr(m, "__dict__", None) for m in reversed(mine)]
+    del mine
+    gc.collect()  # the worker's own objects only (the zygote's are frozen)
+    for d in dicts:
+        if isinstance(d, dict):
+            _clear_module_dict(d)
+    del dicts
+    gc.collect()
+
+
+def _finish(status):
+    """The worker's end (see the module's docstring): the interpreter's exit steps
+    for the worker's own code, then _exit without tearing the preloaded modules down."""
+    try:
+        threading._shutdown()  # non-daemon threads, as at the end of a normal start
+    except Exception:  # noqa: B902
+        pass
+    atexit._run_exitfuncs()
+    ok = _flush_python_streams()
+    _drop_worker_modules()
+    ok = _flush_python_streams() and ok
+    try:
+        ctypes.CDLL(None).fflush(None)  # C stdio of extensions (a pipe: fully buffered)
+    except Exception:  # noqa: B902
+        pass
+    os._exit(status if ok else 120)
 
 
 def main():
@@ -338,9 +422,11 @@ def main():
         sock.sendall(_encode("unfit", ("reason", why)))
         return
     sock.sendall(_encode("ready", ("pid", os.getpid()), ("modules", ",".join(modules))))
+    _PRELOADED.update(sys.modules)
+    gc.freeze()
     job = _serve(sock)
     if job is not None:
-        _run(job)
+        _finish(_run(job))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import unittest
 import test_process
 from launcher_test_util import ELASTICRUN, HERE, PYTHON, WORKER, LauncherTestCase, children_of, pid_alive, wait_for
 
+ENDING_WORKER = os.path.join(HERE, "ending_worker.py")
 ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(ELASTICRUN)), "python", "zygote.py")
 
 
@@ -146,6 +147,39 @@ class PreloadTest(LauncherTestCase):
             self.assertEqual(proc_p["affinity"], [1])  # --cpus-allowed=1: bound as a normal start
             self.assertEqual(proc_p["pgid"], proc_p["pid"])  # its own process group
             self.assertEqual(proc_p["argv"], [WORKER, "env", self.path("preloaded")])
+
+    def run_ending(self, preload, mode):
+        sub = self.path("%s-%s" % (mode, "preloaded" if preload else "normal"))
+        os.mkdir(sub)
+        args = (["--preload", "json,preloaded_module"] if preload else []) + ["--python", PYTHON, ENDING_WORKER, mode, sub]
+        rc, out, err = self.run_agent(["--nproc-per-node=1"] + args, {"PYTHONPATH": HERE})
+        with open(os.path.join(sub, "unclosed.0")) as f:
+            written = f.read()
+        failure = [line for line in err.splitlines() if "failed:" in line]
+        worker_err = [line for line in err.splitlines() if line.startswith("[rank0]: ")]
+        return rc, sorted(out.splitlines()), written, failure, worker_err
+
+    def test_a_preloaded_workers_end_is_that_of_a_normal_start(self):
+        """Threads joined, atexit, __del__ of its modules' objects, unclosed files, C stdio,
+        the exit status and text: the same with and without --preload (zygote.py _finish).
+        The preloaded modules are not torn down in the worker (preloaded_module.py would say)."""
+        for mode, status in (("ok", 0), ("status3", 3), ("text", 1), ("raise", 1)):
+            normal = self.run_ending(False, mode)
+            preloaded = self.run_ending(True, mode)
+            self.assertEqual(preloaded, normal, mode)
+            rc, out, written, failure, worker_err = preloaded
+            self.assertEqual(rc, 0 if status == 0 else 1, (mode, out, failure))
+            self.assertEqual(written, "written, never closed", mode)
+            for line in ("main: done", "thread: finished after the main code", "atexit: ran, thread done first: True",
+                         "del: __main__'s object finalized", "del: ending_module's object finalized",
+                         "c-stdio: before the end"):
+                self.assertIn("[rank0]: " + line, out, mode)
+            if status:
+                self.assertIn("exit code %d" % status, failure[0], mode)
+            if mode == "text":
+                self.assertEqual(worker_err, ["[rank0]: the worker's exit text"])
+            if mode == "raise":
+                self.assertEqual(worker_err[-1], "[rank0]: RuntimeError: the worker's uncaught error")
 
     def wait_round(self, n):
         self.wait_ready(n)
