@@ -274,6 +274,12 @@ class FailoverTest(RendezvousTestCase):
         self.wait_for(lambda: "stops hosting" in agents[1].output(), "node 1 to give way")
         self.wait_for(lambda: any(w[1] == "3" and int(w[2]) >= 2 for w in agents[1].workers()),
                       "node 1 back in a round of three")
+        # Node 2's workers of that round too, before `last` is read: read earlier, it was the
+        # round before, and node 2's own line of that round then passed for the next one
+        # (Debian 13 matrix, 2026-12-05: "taking over" counted once, the kill not yet felt).
+        joined = max(int(w[2]) for w in agents[1].workers() if w[1] == "3")
+        self.wait_for(lambda: any(w[1] == "3" and int(w[2]) >= joined for w in agents[2].workers()),
+                      "node 2 in node 1's round of three")
         last = max(int(w[2]) for w in agents[2].workers())
         os.kill(agents[0].agent_pid(), signal.SIGKILL)
         self.wait_for(lambda: agents[1].proc.poll() is not None or
