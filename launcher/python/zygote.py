@@ -23,7 +23,7 @@ __main__ dropped and collected (their objects' __del__, unclosed files flushed),
 Python's and C's stdio flushed, the same exit status. The preloaded modules are
 not torn down in it: tearing them down touched every object the zygote made, and
 each touched page is copied (copy-on-write), which cost a torch worker more CPU
-than importing torch (0.7 to 1.7 s against 0.2 s; bench/launcher/preload_cpu.py).
+than importing torch (0.7 to 1.7 s against 0.2 s; docs/benchmarks.md, P9's CPU column).
 For the same reason the zygote freezes its objects (gc.freeze, as the gc module's
 documentation advises before fork) so that no collection in a worker walks them.
 
@@ -46,7 +46,7 @@ MAX_FRAME = 8 << 20  # kMaxZygoteFrame
 PR_SET_PDEATHSIG = 1
 SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261}
 REPARENT_WAIT_S = 10.0
-_PRELOADED = set()  # the zygote's modules at its first fork: never torn down in a worker
+_PRELOADED = set()  # the zygote's modules once ready (before any fork): never torn down in a worker
 
 
 class ProtocolError(Exception):
@@ -382,11 +382,8 @@ def _drop_worker_modules():
     """What the interpreter's finalize_modules does, for the modules the worker
     imported and its __main__: out of sys.modules and collected, then their
     globals cleared and collected again (their objects' __del__, unclosed files)."""
-    mine = [m for n, m in sys.modules.items() if n not in _PRELOADED or n == "__main__"]
-    for name in [n for n in sys.modules if n not in _PRELOADED or n == "__main__"]:
-        sys.modules.pop(name, None)
-    dicts = [getattr(m, "__dict__", None) for m in reversed(mine)]
-    del mine
+    names = [n for n in sys.modules if n not in _PRELOADED or n == "__main__"]
+    dicts = [getattr(sys.modules.pop(n), "__dict__", None) for n in reversed(names)]
     gc.collect()  # the worker's own objects only (the zygote's are frozen)
     for d in dicts:
         if isinstance(d, dict):
