@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "cluster"))
 sys.path.insert(0, str(HERE.parent / "spank"))
 from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
 from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS, assert_contract_after_one_restart  # noqa: E402
+import test_spank_e2e  # noqa: E402
 from test_spank_e2e import Background, records, sigterm_ranks  # noqa: E402
 
 SPANK_SO = os.environ.get("SPANK_SO", str(REPO / "build/spank_plugin/spank_elastic.so"))
@@ -84,9 +85,10 @@ def command_lines(net_inodes: set[int]) -> list[str]:
     return lines
 
 
-def bundle_config() -> dict:
+def bundle_config(cpus: str | None = None) -> dict:
     """config.json: the other release's root read-only, host network and host
-    name (the node's namespaces), fresh /run and /tmp, the repository at IN_REPO."""
+    name (the node's namespaces), fresh /run and /tmp, the repository at IN_REPO;
+    with CPUS, the container's cpuset (runc makes its cgroup)."""
     def mount(dest, kind, source, *options):
         return {"destination": dest, "type": kind, "source": source, "options": list(options)}
     return {
@@ -109,7 +111,8 @@ def bundle_config() -> dict:
         ],
         "linux": {"namespaces": [{"type": t} for t in ("pid", "ipc", "mount")],
                   "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list"],
-                  "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger"]},
+                  "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger"],
+                  **({"resources": {"cpu": {"cpus": cpus}}} if cpus else {})},
     }
 
 
@@ -133,7 +136,7 @@ def oci_conf(runc_root: str) -> str:
 @unittest.skipIf(RUNC is None, "no runc (scripts/install-deps.sh installs it)")
 @unittest.skipIf(RELEASE == (0, 0), "no Debian slurmd package to tell the Slurm release by")
 class TestOciContainer(ClusterTestCase):
-    nodes = 2
+    nodes = 3  # the first node's loss needs two survivors: a strict majority without Slurm's verdict
 
     @classmethod
     def setUpClass(cls):
@@ -142,6 +145,11 @@ class TestOciContainer(ClusterTestCase):
         cls.bundle = cls.work / "bundle"
         cls.bundle.mkdir()
         (cls.bundle / "config.json").write_text(json.dumps(bundle_config(), indent=1))
+        # The same image in a cpuset of one CPU, the machine's last.
+        cls.last_cpu = max(os.sched_getaffinity(0))
+        cls.cpuset_bundle = cls.work / "bundle-cpuset"
+        cls.cpuset_bundle.mkdir()
+        (cls.cpuset_bundle / "config.json").write_text(json.dumps(bundle_config(str(cls.last_cpu)), indent=1))
         cls.runc_root = str(cls.work / "runc")
         (cls.work / "oci.conf").write_text(oci_conf(cls.runc_root))
         (cls.work / "plugstack.conf").write_text(
@@ -157,6 +165,17 @@ class TestOciContainer(ClusterTestCase):
         # The image's torch 2.x (Debian's) has no libuv; workers bind gloo to eth0.
         env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"}
         return self.cluster.srun(["-N2", f"--container={self.bundle}", *args], timeout=TIMEOUT, env=env)
+
+    def delete_containers_of(self, node):
+        """What a killed node's slurmstepd can no longer clean up, cleaned as the node's
+        reboot would: its containers in runc's state (named %n.%u.%j.%s.%t: oci_conf) and
+        its steps' spool directories."""
+        r = subprocess.run([RUNC, f"--root={self.runc_root}", "list", "-q"], capture_output=True, text=True)
+        for name in r.stdout.split():
+            if name.startswith(f"{node}."):
+                subprocess.run([RUNC, f"--root={self.runc_root}", "delete", "--force", name], capture_output=True)
+        for spool in (self.cluster.dir / "spool").glob(f"{node}/oci-job*"):
+            shutil.rmtree(spool, ignore_errors=True)
 
     def assert_nothing_left(self):
         """No container in runc's state, no task spool directory, no process of the step."""
@@ -225,6 +244,62 @@ class TestOciContainer(ClusterTestCase):
         while (states := set(self.cluster.node_states().values())) != {"idle"} and time.monotonic() < deadline:
             time.sleep(0.5)
         self.assertEqual(states, {"idle"}, "no node drained:\n" + self.cluster.logs()[-4000:])
+        self.assert_nothing_left()
+
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_usr1_and_the_first_nodes_loss_in_the_bundle_then_nothing_left(self):
+        """Issue 23 item 4 with Slurm's OCI containers: `scancel --signal=USR1` reaches every
+        worker in the bundles (slurmstepd signals `runc run`, which forwards to the container's
+        first process, elasticrun's guardian) and training goes on; then the first node (the
+        rendezvous host and the store, its agent in the bundle) is lost with --no-kill: n2's
+        agent, in its bundle, takes over and n2 and n3 finish. In the bundle no agent can ask
+        Slurm for a node's state (the job's SLURM_CONF names no file there), so the survivors
+        need a strict majority of the last round on their own: 2 of 3 (docs/containers.md).
+        Nothing of the step is left on the survivors; the lost node's container, which no
+        slurmstepd is left to delete, is deleted here as a node's reboot would."""
+        env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1", "PET_SHUTDOWN_TIMEOUT": "10"}
+        bg = Background(self.cluster, ["-N3", "--no-kill", f"--container={self.bundle}", "--elastic=2:3",
+                                       "--gpus-per-node=1", "--elastic-max-restarts=2", "/usr/bin/python3",
+                                       WORKER, "--seconds=12"], env)
+        lost = False
+        try:
+            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, TIMEOUT), bg.text())
+            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+            self.assertEqual(len(jobs), 1, jobs)
+            self.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
+            self.assertTrue(bg.wait_for(
+                lambda t: {r["rank"] for r in records(t.replace("SIGNAL SIGUSR1", "SIGNAL_USR1"),
+                                                      "SIGNAL_USR1")} == {"0", "1", "2"}, TIMEOUT), bg.text())
+            self.cluster.kill_node("n1")
+            lost = True
+            self.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY") if r["world"] == "2"]) == 2,
+                                        TIMEOUT), bg.text())
+            bg.finish(TIMEOUT)  # its status: n1's failure is the step's
+        finally:
+            if bg.proc.poll() is None:
+                bg.proc.kill()
+            if lost:
+                self.delete_containers_of("n1")
+                test_spank_e2e.TestSpankEndToEnd.restore_node(self, "n1")
+        text = bg.text()
+        self.assertIn("taking over as the host", text)
+        self.assertEqual(sorted((d["rank"], d["world"]) for d in records(text, "DONE")), [("0", "2"), ("1", "2")],
+                         text)
+        self.assert_nothing_left()
+
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_the_binding_plan_stays_in_the_containers_cpuset(self):
+        """Issue 23 item 4: the agent plans its binding from the CPUs it may run on in the
+        container (the bundle's cpuset: one CPU), not from the machine's: one worker per
+        CPU is one worker per node, bound to that CPU, with OMP_NUM_THREADS=1."""
+        r = self.cluster.srun(["-N2", f"--container={self.cpuset_bundle}", "--elastic=2",
+                               "--elastic-nproc-per-node=cpu", "/bin/sh", "-c",
+                               'echo "CPUS rank=$RANK world=$WORLD_SIZE omp=$OMP_NUM_THREADS'
+                               ' $(grep Cpus_allowed_list /proc/self/status)"'], timeout=TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = sorted(re.findall(r"CPUS rank=(\d+) world=(\d+) omp=(\d+) Cpus_allowed_list:\s*(\S+)", r.stdout))
+        cpu = str(self.last_cpu)
+        self.assertEqual(rows, [("0", "2", "1", cpu), ("1", "2", "1", cpu)], r.stdout + r.stderr)
         self.assert_nothing_left()
 
     @unittest.skipIf(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} runs --elastic in OCI containers")
