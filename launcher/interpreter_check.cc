@@ -1,20 +1,25 @@
 #include "launcher/interpreter_check.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/unique_fd.h"
 
 extern char** environ;
 
@@ -39,20 +44,24 @@ int PythonFindsTorch(const std::string& python, long long timeout_ms) {
   int rc = posix_spawn(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return -1;
-  int status = 0;
-  for (long long waited = 0;; waited += 10) {
-    pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) return -1;
-    if (waited >= timeout_ms) {
-      kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return -1;
-    }
-    timespec ts{0, 10 * 1000 * 1000};
-    nanosleep(&ts, nullptr);
+  // Its exit, or the deadline: one poll on its pidfd (no sleep between checks).
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  auto deadline = MonoClock::now() + Millis(timeout_ms);
+  bool exited = false;
+  while (pidfd) {
+    long long left = std::chrono::duration_cast<Millis>(deadline - MonoClock::now()).count();
+    pollfd fd{pidfd.get(), POLLIN, 0};
+    int n = poll(&fd, 1, static_cast<int>(std::clamp(left, 0LL, 3600LL * 1000)));
+    if (n < 0 && errno == EINTR) continue;
+    exited = n > 0;
+    break;
   }
+  if (!exited) kill(pid, SIGKILL);  // past the deadline, or no pidfd: not waited for
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (!exited) return -1;
   if (!WIFEXITED(status)) return -1;
   if (WEXITSTATUS(status) == 0) return 1;
   return WEXITSTATUS(status) == 3 ? 0 : -1;
@@ -83,24 +92,25 @@ bool SourceImportsTorch(std::string_view text) {
   return false;
 }
 
-bool CheckInterpreterHasTorch(const LaunchConfig& config, const std::string& python,
-                              std::string* err) {
-  std::ifstream file(config.spec.program, std::ios::binary);
+bool CheckInterpreterHasTorch(const std::string& script, const std::string& python, bool by_option,
+                              long long timeout_ms, std::string* err) {
+  std::ifstream file(script, std::ios::binary);
   if (!file) return true;
   std::string text(kMaxSource, '\0');
   file.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(file.gcount()));
   if (!SourceImportsTorch(text)) return true;
-  int found = PythonFindsTorch(python, config.agent.interpreter_check_timeout_ms);
+  int found = PythonFindsTorch(python, timeout_ms);
   if (found < 0) {
     Log(LogLevel::kDebug, "could not ask {} whether it has torch; going on", python);
     return true;
   }
   if (found == 1) return true;
-  *err = fmt::format(
-      "the interpreter '{}' cannot import torch, which {} imports: every worker would fail; "
-      "give an interpreter that has it with --python=PATH (e.g. your venv's bin/python)",
-      python, config.spec.program);
+  *err = fmt::format("the interpreter '{}' cannot import torch, which {} imports: every worker would fail; {}", python,
+                     script,
+                     by_option ? "give an interpreter that has it with --python=PATH (e.g. your venv's bin/python)"
+                               : "run the script with a python that has it (e.g. your venv's bin/python; in a "
+                                 "container: the image's)");
   return false;
 }
 

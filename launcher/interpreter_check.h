@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/launch_config.h"
 
 namespace elastic {
 
@@ -17,10 +16,13 @@ namespace elastic {
 bool SourceImportsTorch(std::string_view text);
 
 // Runs before the rendezvous (never on the event loop): false with `err` set when
-// the program is a .py script that imports torch and `python` (the resolved
-// interpreter) cannot find torch. Anything it cannot tell (an unreadable script,
-// an interpreter that does not answer within a few seconds) passes.
-bool CheckInterpreterHasTorch(const LaunchConfig& config, const std::string& python,
-                              std::string* err);
+// `script` (a .py file) imports torch and `python` (the resolved interpreter)
+// cannot find it. `by_option`: the interpreter is --python's (`elasticrun
+// train.py`); else the program is itself a python (`srun --elastic python3
+// train.py`, `elasticrun --no-python python3 train.py`) and the message says so.
+// Anything it cannot tell (an unreadable script, an interpreter that does not
+// answer within `timeout_ms`) passes.
+bool CheckInterpreterHasTorch(const std::string& script, const std::string& python, bool by_option,
+                              long long timeout_ms, std::string* err);
 
 }  // namespace elastic

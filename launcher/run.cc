@@ -14,6 +14,7 @@
 #include "launcher/agent.h"
 #include "launcher/event_writer.h"
 #include "launcher/interpreter_check.h"
+#include "launcher/zygote.h"
 #include "launcher/make_rendezvous.h"
 #include "launcher/srun_names.h"
 #include "launcher/status_command.h"
@@ -220,10 +221,12 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
     return kUsageExit;
   }
   // A .py script run by an interpreter without torch: exit 2 here rather than
-  // every worker failing and the restarts burnt (interpreter_check.h).
-  if (!config.spec.no_python && !config.spec.module && workers.argv.size() > 2 &&
-      workers.argv[2] == config.spec.program &&
-      !CheckInterpreterHasTorch(config, workers.path, &err)) {
+  // every worker failing and the restarts burnt (interpreter_check.h). The
+  // interpreter is --python's, or the program itself (`python3 train.py`).
+  PythonCommand python_command;
+  if (ParsePythonCommand(workers.argv, config.spec.python, &python_command) && !python_command.module &&
+      !CheckInterpreterHasTorch(python_command.target, workers.path, workers.argv[0] != config.spec.program,
+                                config.agent.interpreter_check_timeout_ms, &err)) {
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }

@@ -52,16 +52,23 @@ if [ "${ELASTIC_MATRIX_SERIAL:-0}" = 1 ]; then
   for s in "${systems[@]}"; do run_system "$s" || status=1; done
 else
   declare -A pids=()
+  start_system() {
+    run_system "$1" >"out/logs/$1.console.log" 2>&1 &
+    pids[$1]=$!
+    echo "===== $1: started ($(date -u +%H:%M:%S))"
+  }
+  # Debian 12 first; every root is made before any root's suite starts: each root's
+  # container tests use the other roots as images, and scripts/in-root.sh shows
+  # those that exist when it starts (a root started before the next one was made
+  # skipped them on a fresh machine).
+  for s in "${systems[@]}"; do [ "$s" != bookworm ] || start_system "$s"; done
   for s in "${systems[@]}"; do
-    if [ "$s" != bookworm ]; then
-      start=$(date +%s)
-      bash scripts/make-root.sh "$s" >"out/logs/make-root-$s.log" 2>&1 || true
-      echo "make-root $s: $(( $(date +%s) - start )) s"
-    fi
-    run_system "$s" >"out/logs/$s.console.log" 2>&1 &
-    pids[$s]=$!
-    echo "===== $s: started ($(date -u +%H:%M:%S))"
+    [ "$s" != bookworm ] || continue
+    start=$(date +%s)
+    bash scripts/make-root.sh "$s" >"out/logs/make-root-$s.log" 2>&1 || true
+    echo "make-root $s: $(( $(date +%s) - start )) s"
   done
+  for s in "${systems[@]}"; do [ "$s" = bookworm ] || start_system "$s"; done
   for s in "${systems[@]}"; do
     rc=0
     wait "${pids[$s]}" || rc=$?

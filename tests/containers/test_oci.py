@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -300,6 +301,43 @@ class TestOciContainer(ClusterTestCase):
         rows = sorted(re.findall(r"CPUS rank=(\d+) world=(\d+) omp=(\d+) Cpus_allowed_list:\s*(\S+)", r.stdout))
         cpu = str(self.last_cpu)
         self.assertEqual(rows, [("0", "2", "1", cpu), ("1", "2", "1", cpu)], r.stdout + r.stderr)
+        self.assert_nothing_left()
+
+    def bundle_without_torch(self) -> Path:
+        """A bundle whose rootfs is the image without torch: an overlay whose upper layer
+        hides the image's torch package (a whiteout), as an image built without it."""
+        top = self.work / "no-torch"
+        upper, merged = top / "upper", top / "rootfs"
+        torch_dir = next(IMAGE.glob("usr/lib/python3*/dist-packages/torch"))
+        whiteout = upper / torch_dir.relative_to(IMAGE)
+        whiteout.parent.mkdir(parents=True)
+        os.mknod(whiteout, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
+        (top / "work").mkdir()
+        merged.mkdir()
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                        f"lowerdir={IMAGE},upperdir={upper},workdir={top / 'work'}", str(merged)], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", str(merged)])
+        config = bundle_config()
+        config["root"]["path"] = str(merged)
+        (top / "config.json").write_text(json.dumps(config, indent=1))
+        return top
+
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_an_image_without_torch_is_named_on_every_node_before_any_worker(self):
+        """Bad input (issue 23): the image has python but not torch, and the script imports
+        it. Each node's agent, in the image, checks the image's interpreter before the
+        rendezvous: one message per node naming the interpreter, exit 2 (no restart burnt,
+        no requeue), no worker started, no node drained, nothing left."""
+        bundle = self.bundle_without_torch()
+        r = self.cluster.srun(["-N2", f"--container={bundle}", "--elastic=2", "--elastic-max-restarts=3",
+                               "/usr/bin/python3", WORKER], timeout=TIMEOUT,
+                              env={"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"})
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 2, text)
+        self.assertEqual(text.count("the interpreter '/usr/bin/python3' cannot import torch"), 2, text)
+        self.assertNotIn("START", r.stdout)  # the worker's first line, before its import
+        self.assertNotIn("round 0", text)
+        self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
         self.assert_nothing_left()
 
     @unittest.skipIf(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} runs --elastic in OCI containers")

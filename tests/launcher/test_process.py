@@ -726,6 +726,16 @@ class UsageTest(LauncherTestCase):
         self.assertEqual(rc, 2, err)
         self.assertIn("the interpreter '%s' cannot import torch, which %s imports" % (python, script), err)
         self.assertFalse(os.path.exists(self.path("ran")), "a worker was started")
+        # The program is itself that python (`srun --elastic python3 train.py`, as on a
+        # node or in a container image without torch): the same check, and the message
+        # does not send the user to an option the command did not use.
+        for args in ([python, script], ["--no-python", python, script]):
+            rc, out, err = self.run_agent(["--max-restarts=3"] + args)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("the interpreter '%s' cannot import torch, which %s imports" % (python, script), err)
+            self.assertIn("run the script with a python that has it", err)
+            self.assertNotIn("--python", err)
+            self.assertFalse(os.path.exists(self.path("ran")), "a worker was started")
         # Under srun the message names --elastic-python.
         env = {"ELASTIC_SPANK_ARGV0": script, "PET_PYTHON": python}
         rc, out, err = self.run_agent([], env)

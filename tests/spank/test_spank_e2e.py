@@ -352,8 +352,13 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         text = r.stdout + r.stderr
         self.assertNotEqual(r.returncode, 0, text)
         env = records(r.stdout, "ENV")
-        self.assertEqual(sorted((e["restart"], e["host"]) for e in env),
-                         [(str(c), f"n{n}") for c in range(3) for n in (1, 2, 3)], text)
+        seen = [(e["restart"], e["host"]) for e in env]
+        self.assertEqual(len(seen), len(set(seen)), text)  # one worker per node and round
+        self.assertLessEqual(set(seen), {(str(c), f"n{n}") for c in range(3) for n in (1, 2, 3)}, text)
+        # The failing workers ran in their rounds. Another node's worker of a round may
+        # never start: when the failure ends the round while that node's preloaded
+        # interpreter is still importing torch (a loaded machine: n3 of round 0 in CI).
+        self.assertLessEqual({("0", "n2"), ("1", "n3"), ("2", "n2")}, set(seen), text)
         for e in env:
             self.assertEqual(int(e["rank"]), int(e["group_rank"]), e)  # one worker per node
         self.assertIn("restarts used: 2 of 2", text)  # the failure summary
