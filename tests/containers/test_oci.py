@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "cluster"))
 sys.path.insert(0, str(HERE.parent / "spank"))
 from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
 from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS, assert_contract_after_one_restart  # noqa: E402
+from test_pyxis_standin import image_without_torch  # noqa: E402
 import test_spank_e2e  # noqa: E402
 from test_spank_e2e import Background, records, sigterm_ranks  # noqa: E402
 
@@ -304,21 +304,11 @@ class TestOciContainer(ClusterTestCase):
         self.assert_nothing_left()
 
     def bundle_without_torch(self) -> Path:
-        """A bundle whose rootfs is the image without torch: an overlay whose upper layer
-        hides the image's torch package (a whiteout), as an image built without it."""
+        """A bundle whose rootfs is the image without torch (image_without_torch)."""
         top = self.work / "no-torch"
-        upper, merged = top / "upper", top / "rootfs"
-        torch_dir = next(IMAGE.glob("usr/lib/python3*/dist-packages/torch"))
-        whiteout = upper / torch_dir.relative_to(IMAGE)
-        whiteout.parent.mkdir(parents=True)
-        os.mknod(whiteout, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
-        (top / "work").mkdir()
-        merged.mkdir()
-        subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                        f"lowerdir={IMAGE},upperdir={upper},workdir={top / 'work'}", str(merged)], check=True)
-        self.addCleanup(subprocess.run, ["umount", "-l", str(merged)])
+        top.mkdir()
         config = bundle_config()
-        config["root"]["path"] = str(merged)
+        config["root"]["path"] = str(image_without_torch(self, IMAGE, top))
         (top / "config.json").write_text(json.dumps(config, indent=1))
         return top
 

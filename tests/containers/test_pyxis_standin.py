@@ -10,6 +10,9 @@ Environment: SPANK_SO, AGENT_BUNDLE, PYXIS_STANDIN_SO (set by CMake).
 
 import os
 import re
+import shutil
+import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +53,23 @@ def image_root():
 
 
 IMAGE = image_root()
+
+
+def image_without_torch(test, image: Path, top: Path) -> Path:
+    """IMAGE without torch, as an image built without it: an overlay whose upper layer
+    hides the image's torch package (a whiteout), mounted at TOP/rootfs until the test
+    ends."""
+    upper, merged = top / "upper", top / "rootfs"
+    torch_dir = next(image.glob("usr/lib/python3*/dist-packages/torch"))
+    whiteout = upper / torch_dir.relative_to(image)
+    whiteout.parent.mkdir(parents=True)
+    os.mknod(whiteout, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
+    (top / "work").mkdir()
+    merged.mkdir()
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir={image},upperdir={upper},workdir={top / 'work'}", str(merged)], check=True)
+    test.addCleanup(subprocess.run, ["umount", "-l", str(merged)])
+    return merged
 
 
 def assert_contract_after_one_restart(test, r):
@@ -206,6 +226,27 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
         self.assertEqual(text.count("cannot execute '/usr/bin/python3.99': not an executable file: No such file or "
                                     "directory (on this node; in a container: in its image)"), 2, text)
         self.assertNotIn("READY", text)
+        states = self.cluster.node_states()
+        self.assertTrue(all(not state.startswith(("drain", "down")) for state in states.values()), states)
+        self.assert_nothing_left()
+
+    def test_an_image_without_torch_is_named_on_every_node_before_any_worker(self):
+        """Bad input in the image (issue 23): the image has python but not torch, and the
+        script imports it. Each node's agent, in the image, asks the image's python before
+        the rendezvous: one message per node naming it, exit 2 (no restart burnt, no
+        requeue), no worker started, no node drained, nothing left."""
+        top = Path(tempfile.mkdtemp(prefix="elastic-no-torch-"))
+        self.addCleanup(shutil.rmtree, top, ignore_errors=True)
+        image = image_without_torch(self, IMAGE, top)
+        env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"}
+        r = self.cluster.srun(["-N2", f"--container-image={image}", f"--container-mounts={REPO}:{REPO}",
+                               f"--container-workdir={REPO}", "--elastic=2", "--elastic-nproc-per-node=1",
+                               "--elastic-max-restarts=3", "/usr/bin/python3", WORKER], timeout=TIMEOUT, env=env)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 2, text)
+        self.assertEqual(text.count("the interpreter '/usr/bin/python3' cannot import torch"), 2, text)
+        self.assertNotIn("START", r.stdout)  # the worker's first line, before its import
+        self.assertNotIn("round 0", text)
         states = self.cluster.node_states()
         self.assertTrue(all(not state.startswith(("drain", "down")) for state in states.values()), states)
         self.assert_nothing_left()
