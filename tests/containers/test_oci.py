@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent / "cluster"))
 sys.path.insert(0, str(HERE.parent / "spank"))
 from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
 from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS, assert_contract_after_one_restart  # noqa: E402
-from test_pyxis_standin import image_without_torch  # noqa: E402
+from test_pyxis_standin import image_without_torch, usr1_then_lose_the_first_node  # noqa: E402
 import test_spank_e2e  # noqa: E402
 from test_spank_e2e import Background, records, sigterm_ranks  # noqa: E402
 
@@ -262,24 +262,12 @@ class TestOciContainer(ClusterTestCase):
         bg = Background(self.cluster, ["-N3", "--no-kill", f"--container={self.bundle}", "--elastic=2:3",
                                        "--gpus-per-node=1", "--elastic-max-restarts=2", "/usr/bin/python3",
                                        WORKER, "--seconds=12"], env)
-        lost = False
         try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, TIMEOUT), bg.text())
-            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
-            self.assertEqual(len(jobs), 1, jobs)
-            self.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
-            self.assertTrue(bg.wait_for(
-                lambda t: {r["rank"] for r in records(t.replace("SIGNAL SIGUSR1", "SIGNAL_USR1"),
-                                                      "SIGNAL_USR1")} == {"0", "1", "2"}, TIMEOUT), bg.text())
-            self.cluster.kill_node("n1")
-            lost = True
-            self.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY") if r["world"] == "2"]) == 2,
-                                        TIMEOUT), bg.text())
-            bg.finish(TIMEOUT)  # its status: n1's failure is the step's
+            usr1_then_lose_the_first_node(self, bg)
         finally:
             if bg.proc.poll() is None:
                 bg.proc.kill()
-            if lost:
+            if not self.cluster.node_pids("n1"):  # killed: what its slurmstepd left
                 self.delete_containers_of("n1")
                 test_spank_e2e.TestSpankEndToEnd.restore_node(self, "n1")
         text = bg.text()

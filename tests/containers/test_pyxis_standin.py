@@ -88,6 +88,24 @@ def assert_contract_after_one_restart(test, r):
     return text
 
 
+def usr1_then_lose_the_first_node(test, bg):
+    """The 3-node step `bg` (1 worker per node) trains: `scancel --signal=USR1` must reach
+    every worker, then n1 (the rendezvous host and the store) is killed and n2 and n3 must
+    train again with world size 2; waits for the step's end (its status: 24.11+ report
+    n1's failure, 22.05 not)."""
+    test.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, TIMEOUT), bg.text())
+    jobs = test.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+    test.assertEqual(len(jobs), 1, jobs)
+    test.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
+    test.assertTrue(bg.wait_for(
+        lambda t: {r["rank"] for r in records(t.replace("SIGNAL SIGUSR1", "SIGNAL_USR1"),
+                                              "SIGNAL_USR1")} == {"0", "1", "2"}, TIMEOUT), bg.text())
+    test.cluster.kill_node("n1")
+    test.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY") if r["world"] == "2"]) == 2,
+                                TIMEOUT), bg.text())
+    bg.finish(TIMEOUT)
+
+
 # (This decorator once sat on the helper above, which then skipped every test that used it
 # where no image was found: the OCI contract test inside the Debian 13 and unstable roots.)
 @unittest.skipIf(IMAGE is None, f"no rootfs of another Debian release in {ROOTS} or {IMAGES} "
@@ -193,17 +211,7 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
                                        "--elastic=2:3", "--gpus-per-node=1", "--elastic-max-restarts=2",
                                        "/usr/bin/python3", WORKER, "--seconds=12"], env=env)
         try:
-            self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, TIMEOUT), bg.text())
-            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
-            self.assertEqual(len(jobs), 1, jobs)
-            self.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
-            self.assertTrue(bg.wait_for(
-                lambda t: {r["rank"] for r in records(t.replace("SIGNAL SIGUSR1", "SIGNAL_USR1"),
-                                                      "SIGNAL_USR1")} == {"0", "1", "2"}, TIMEOUT), bg.text())
-            self.cluster.kill_node("n1")
-            self.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY") if r["world"] == "2"]) == 2,
-                                        TIMEOUT), bg.text())
-            bg.finish(TIMEOUT)  # its status: 24.11+ report n1's failure (1), 22.05 not (0)
+            usr1_then_lose_the_first_node(self, bg)
         finally:
             if bg.proc.poll() is None:
                 bg.proc.kill()
