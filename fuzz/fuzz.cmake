@@ -145,6 +145,9 @@ elastic_add_fuzzer(status_target RUNS 50000
   SOURCES launcher/status_target.cc common/parse.cc common/endpoint.cc common/log_escape.cc)
 elastic_add_fuzzer(zygote_reply RUNS 50000
   SOURCES launcher/zygote_request.cc common/parse.cc common/log_escape.cc)
+# Both directions of the agent <-> host runner protocol (launcher/host_runner_message.h).
+elastic_add_fuzzer(host_runner_message RUNS 50000
+  SOURCES launcher/host_runner_message.cc common/parse.cc common/log_escape.cc)
 elastic_add_fuzzer(file_timer_request RUNS 20000
   SOURCES launcher/file_timer_request.cc common/log_escape.cc)
 # CLI11 builds its whole option table per input: about 200 runs/s.

@@ -92,6 +92,9 @@ class ElasticAgent {
   // null): the event record's writer, whose events, while this agent hosts the
   // rendezvous, make the job's live Comment (agent_comment.cc).
   int Run(std::unique_ptr<RendezvousHandler> rendezvous, EventWriter* events = nullptr);
+  // The host runner (host_runner.h) for the node's side programs (scontrol, the
+  // health check, grow's sbatch) of an agent in a container image; null: here.
+  void SetHostRunner(HostRunnerClient* host) { host_ = host; }
 
  private:
   bool SetUpSignals(std::string* err);
@@ -195,6 +198,7 @@ class ElasticAgent {
   const EnvMap& env_;
   WorkerPlan plan_;
   EventLoop& loop_;
+  HostRunnerClient* host_ = nullptr;
   std::unique_ptr<RendezvousHandler> rendezvous_;
   GroupStatus status_;
   SupervisionSettings supervision_;  // from config_ (SupervisionSettingsOf)

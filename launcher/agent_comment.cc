@@ -22,6 +22,7 @@ void ElasticAgent::StartComment(EventWriter* events) {
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
+  spec.host = host_;
   comment_ = std::make_unique<CommentUpdater>(loop_, job.job_id, Millis(config_.agent.slurm_comment_interval_ms),
                                               std::move(spec));
 }

@@ -45,6 +45,7 @@ void ElasticAgent::StartGrow(EventWriter* events) {
   spec.env = GrowEnv(SideProgramEnv());
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
+  spec.host = host_;
   grow_ = std::make_unique<GrowKeeper>(loop_, std::move(plan), settings, std::move(spec));
 }
 

@@ -83,6 +83,7 @@ void ElasticAgent::AskSlurm() {
     spec.env = SideProgramEnv();
     spec.child_mask = original_mask_;
     spec.default_signals = handled_list_;
+    spec.host = host_;
     node_reader_ = MakeScontrolNodeReader(loop_, std::move(spec));
   }
   node_asking_ = true;
@@ -146,6 +147,7 @@ void ElasticAgent::RunHealthCheck() {
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
+  spec.host = host_;
   health_ = std::make_unique<HealthCheck>(loop_, std::move(spec));
   std::string err;
   // The result is posted: OnHealthChecked may then destroy the check.
@@ -237,6 +239,7 @@ bool ElasticAgent::MaybeRequeue(const JobEnd& end) {
   spec.env = SideProgramEnv();
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
+  spec.host = host_;
   requeuer_ = MakeScontrolRequeuer(loop_, std::move(spec));
   requeuer_->Requeue(job.job_id, [this, id = job.job_id, log = plan_.log_dir + "/requeue.log"](
                                      bool ok, const std::string& what) {

@@ -22,6 +22,10 @@ HealthCheck::HealthCheck(EventLoop& loop, Spec spec) : loop_(loop), spec_(std::m
 
 HealthCheck::~HealthCheck() {
   if (!running_) return;
+  if (host_run_ != 0) {
+    spec_.host->Cancel(host_run_);
+    return;
+  }
   loop_.Remove(child_.pidfd.get());
   SignalGroup(child_.pid, SIGKILL);
   waitpid(child_.pid, nullptr, 0);
@@ -49,6 +53,15 @@ bool HealthCheck::Start(std::function<void(const HealthResult&)> done, std::stri
       return false;
     }
   }
+  if (spec_.host != nullptr && spec_.host->alive()) {
+    // The runner gets its own copies of the descriptors with the request.
+    host_run_ = spec_.host->Run(spec_.command, spec_.env, spec_.timeout, out ? out.get() : log.get(), log.get(),
+                                [this](const HostRunResult& r) { OnHostDone(r); }, err);
+    if (host_run_ == 0) return false;
+    running_ = true;
+    done_ = std::move(done);
+    return true;
+  }
   ChildSpec child;
   child.path = "/bin/sh";
   child.argv = {"/bin/sh", "-c", spec_.command};
@@ -67,6 +80,19 @@ bool HealthCheck::Start(std::function<void(const HealthResult&)> done, std::stri
   done_ = std::move(done);
   timeout_ = loop_.After(spec_.timeout, [this] { OnTimeout(); });
   return true;
+}
+
+void HealthCheck::OnHostDone(const HostRunResult& host) {
+  running_ = false;
+  host_run_ = 0;
+  HealthResult r;
+  r.exit_code = host.exit_code;
+  r.signal = host.signal;
+  r.timed_out = host.timed_out;
+  if (!host.timed_out) r.error = host.error;
+  r.passed = r.error.empty() && !r.timed_out && r.signal == 0 && r.exit_code == 0;
+  auto done = std::move(done_);
+  done(r);  // may destroy this object: nothing after it
 }
 
 void HealthCheck::OnTimeout() {

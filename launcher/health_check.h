@@ -14,7 +14,9 @@
 // - Everything happens on the event loop: a pidfd says the check exited, a
 //   timer enforces the timeout; `done` is called once, from the loop.
 // - The owner must not reap pid() itself; destroying a running check SIGKILLs
-//   its group and reaps it.
+//   its group and reaps it (cancels it, when it runs on the host).
+// - With Spec::host (an agent in a container image) the command runs on the
+//   node's host instead (host_runner.h): same shell, files, deadline and result.
 #pragma once
 
 #include <signal.h>
@@ -26,6 +28,7 @@
 
 #include "common/event_loop.h"
 #include "launcher/child_process.h"
+#include "launcher/host_runner.h"
 
 namespace elastic {
 
@@ -54,6 +57,10 @@ class HealthCheck {
     std::vector<int> default_signals;
     std::string label = "health check";  // the log's header line (requeue.h runs scontrol too)
     std::string stdout_path;  // "": stdout to the log too; else this file, truncated (slurm_node_state.h)
+    // Not null and alive: the command runs on the host (host_runner.h) with the
+    // same files and deadline; pid() is then -1. Else (or once the runner is
+    // gone) it runs here.
+    HostRunnerClient* host = nullptr;
   };
   HealthCheck(EventLoop& loop, Spec spec);
   ~HealthCheck();
@@ -68,12 +75,14 @@ class HealthCheck {
  private:
   void OnExit();
   void OnTimeout();
+  void OnHostDone(const HostRunResult& r);
 
   EventLoop& loop_;
   Spec spec_;
   ChildHandle child_;
   bool running_ = false;
   bool timed_out_ = false;
+  uint64_t host_run_ = 0;  // the run on the host (spec_.host), 0: none
   Timer timeout_;
   std::function<void(const HealthResult&)> done_;
 };

@@ -198,7 +198,8 @@ bool BindAsTasks(const std::vector<TaskRecord>& tasks, WorkerPlan* workers, int*
 
 }  // namespace
 
-int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<TaskRecord>& tasks) {
+int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<TaskRecord>& tasks, int host_runner_fd) {
+  UniqueFd host_runner_socket(host_runner_fd);
   std::string err;
   if (!ResolveNproc(&config, &err)) {
     Log(LogLevel::kError, "{}", err);
@@ -250,9 +251,21 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
     Log(LogLevel::kError, "{}", err);
     return kUsageExit;
   }
+  // An agent in a container image: scontrol and the health check run on the host.
+  std::unique_ptr<HostRunnerClient> host;
+  if (host_runner_socket) {
+    host = std::make_unique<HostRunnerClient>(loop, std::move(host_runner_socket));
+    if (!host->Start(&err)) {
+      Log(LogLevel::kWarning, "the host runner: {}: scontrol and health checks run here", err);
+      host.reset();
+    } else {
+      Log(LogLevel::kDebug, "scontrol and health checks run on the host (the plugin's host runner)");
+    }
+  }
   int code = 0;
   {
     ElasticAgent agent(loop, config, env, std::move(workers));
+    agent.SetHostRunner(host.get());
     code = agent.Run(std::move(rendezvous), events.get());
   }
   if (events) events->Flush();  // the end's line, when the loop stopped before its turn
@@ -309,7 +322,8 @@ void FollowerFence(const EnvMap& env, int local_id) {
 
 }  // namespace
 
-int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed) {
+int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed, int host_runner_fd) {
+  UniqueFd host_runner(host_runner_fd);
   SetLogProgram("elasticrun");
   EnvMap env = CurrentEnv();
   // `elasticrun timeline ...` draws an event record, `elasticrun status ...` asks a
@@ -384,7 +398,9 @@ int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed)
       return 1;
     }
   }
-  int code = BootstrapFromPmix(env, &config.spec.rdzv) ? RunElasticrun(std::move(config), env, tasks) : 1;
+  int code = BootstrapFromPmix(env, &config.spec.rdzv)
+                 ? RunElasticrun(std::move(config), env, tasks, host_runner.Release())
+                 : 1;
   if (group) FinishTaskGroup(group_dir, *group, code);
   return code;
 }

@@ -18,7 +18,10 @@ namespace elastic {
 
 // `tasks`: one per local Slurm task when this is task 0 of several on the node
 // (task_group.h): worker K gets task K's binding and variables. Empty otherwise.
-int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<TaskRecord>& tasks);
+// host_runner_fd: the plugin's host runner (host_runner.h, AdoptHostRunnerFd), owned
+// from here on; -1: none.
+int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<TaskRecord>& tasks,
+                  int host_runner_fd = -1);
 
 // What PMIx says overrides what the plugin could only guess: the rendezvous
 // host becomes node 0's preferred address (the port stays the plugin's), this
@@ -30,6 +33,7 @@ void MergePmixInfo(const PmixInfo& info, RendezvousOptions* rdzv);
 // `handed`: the plugin's per-step token (rendezvous/token_file.h, AdoptHandedToken);
 // when handed it is the run's token (over ELASTIC_RDZV_TOKEN; --rdzv-conf token=
 // or token_file= still win) and token mode is used, munge or not.
-int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed = {});
+// host_runner_fd: as for RunElasticrun.
+int ElasticrunMain(int argc, const char* const* argv, const HandedToken& handed = {}, int host_runner_fd = -1);
 
 }  // namespace elastic

@@ -68,6 +68,7 @@ void Scontrol::Run(const std::string& args,
   run.child_mask = spec_.child_mask;
   run.default_signals = spec_.default_signals;
   run.label = spec_.label;
+  run.host = spec_.host;
   run_ = std::make_unique<HealthCheck>(loop_, std::move(run));
   auto finish = [this, done](const HealthResult& r) {
     std::string why = DescribeScontrolResult(r, spec_.timeout, spec_.scontrol);

@@ -48,6 +48,7 @@ struct ScontrolSpec {
   std::vector<std::string> env;  // KEY=VALUE
   sigset_t child_mask{};
   std::vector<int> default_signals;
+  HostRunnerClient* host = nullptr;  // on the host for an agent in an image (health_check.h)
 };
 
 // The shell command for `scontrol ARGS` (ARGS already checked by the caller: they

@@ -120,6 +120,12 @@ int TaskInit(SpankApi& api, NodeDirectory& nodes) {
   return rc;
 }
 
+int TaskInitPrivileged(SpankApi& api) {
+  PluginState& state = State();
+  if (state.context == Context::kRemote) StepdTaskInitPrivileged(api, state);
+  return 0;
+}
+
 // srun's exit, however the step ended: the second net of --elastic-grow (the
 // step's rendezvous host cancels its helper jobs itself; an agent that was
 // SIGKILLed, or whose scancel Slurm's signals cut short, leaves them queued).

@@ -121,6 +121,13 @@ int slurm_spank_exit(spank_t sp, int, char**) {
   });
 }
 
+int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
+  return Guard("task_init_privileged", [&] {
+    elastic::spank::SlurmSpankApi api(sp);
+    return elastic::spank::TaskInitPrivileged(api);
+  });
+}
+
 int slurm_spank_task_init(spank_t sp, int, char**) {
   return Guard("task_init", [&] {
     elastic::spank::SlurmSpankApi api(sp);

@@ -38,6 +38,9 @@ struct PluginState {
   // init_post_opt as root; or why it could not be (task_init fails the step).
   std::string step_token;
   std::string step_token_error;
+  // slurmstepd, the task's process: the host runner's socket (launcher/host_runner.h)
+  // from task_init_privileged, handed to the task in task_init; -1: none.
+  int host_runner_fd = -1;
   // srun: --elastic-join's target was asked about (once per srun; join.cc).
   bool join_planned = false;
 };
@@ -62,6 +65,11 @@ int LocalUserInit(SpankApi& api);
 // ("auth_g_create: pthread_rwlock_rdlock(): Resource deadlock avoided").
 int RemoteInitPostOpt(SpankApi& api, NodeDirectory& nodes);
 int TaskInit(SpankApi& api, NodeDirectory& nodes);
+// slurmstepd's task_init_privileged: the host runner for an elastic step whose
+// task runs through the agent bundle (a container image's; docs/containers.md,
+// "Side programs on the host"). Never fails the step: without a runner the
+// agent runs scontrol and health checks where it is.
+int TaskInitPrivileged(SpankApi& api);
 // srun's exit (slurm_spank_exit, local context): --elastic-grow's helper jobs
 // (elastic-grow-JOBID) cancelled, a second net behind the rendezvous host's own scancel.
 int SrunExit(SpankApi& api);
@@ -69,6 +77,8 @@ int SrunExit(SpankApi& api);
 // Per-context handlers (one file each).
 int SrunLocalUserInit(SpankApi& api, PluginState& state);
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
+void StepdTaskInitPrivileged(SpankApi& api, PluginState& state);
+inline constexpr const char* kHostRunnerFdVar = "ELASTIC_HOST_RUNNER_FD";  // launcher/host_runner.h
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 
 // --elastic-join (join.cc). srun's init_post_opt, after InitPostOpt, before srun

@@ -520,6 +520,63 @@ TEST_F(PluginTest, TaskInitRunsTheAgentBundleThroughItsDescriptor) {
   EXPECT_EQ(api.env["ELASTIC_SPANK_ARGV0"], "python3");
 }
 
+// In a container image the node's scontrol and health checks are out of reach:
+// task_init_privileged (on the host, before pyxis's) starts the host runner from
+// the bundle, and task_init hands its socket to the task (launcher/host_runner.h).
+TEST_F(PluginTest, AnAgentBundleStepGetsTheHostRunnerAcrossExec) {
+  api.bundles["/usr/libexec/slurm-elastic/agent"] = 7;
+  api.executables.clear();
+  ASSERT_EQ(RemoteInit({"agent_bundle=/usr/libexec/slurm-elastic/agent"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(TaskInitPrivileged(api), 0);
+  EXPECT_EQ(api.host_runners, std::vector<std::string>{"/usr/libexec/slurm-elastic/agent/elasticrun"});
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.env["ELASTIC_HOST_RUNNER_FD"], "77");
+  EXPECT_EQ(api.kept_fds, (std::vector<int>{7, 77}));
+}
+
+// No runner where it is not needed or cannot reach the task, and a runner that
+// cannot start never fails the step: a table.
+TEST_F(PluginTest, TheHostRunnerOnlyForAnElasticBundleStepAndNeverAFailure) {
+  struct Case {
+    const char* what;
+    std::vector<std::string> plugstack;
+    bool elastic;
+    uint32_t step_id;
+    const char* container;
+    const char* start_error;
+    bool runner;
+  } cases[] = {
+      {"bundle step", {"agent_bundle=/opt/agent"}, true, 0, "", "", true},
+      {"launcher= (bare nodes)", {"launcher=/usr/bin/elasticrun"}, true, 0, "", "", false},
+      {"plain step", {"agent_bundle=/opt/agent"}, false, 0, "", "", false},
+      {"batch step", {"agent_bundle=/opt/agent"}, true, kBatchStep, "", "", false},
+      {"OCI container", {"agent_bundle=/opt/agent"}, true, 0, "/srv/b", "", false},
+      {"missing bundle", {"agent_bundle=/opt/missing"}, true, 0, "", "", false},
+      {"runner fails", {"agent_bundle=/opt/agent"}, true, 0, "", "fork: EAGAIN", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    SetUp();
+    api.bundles["/opt/agent"] = 7;
+    api.items[Item::kStepId] = c.step_id;
+    if (*c.container) api.env["SLURM_CONTAINER"] = c.container;
+    api.host_runner_error = c.start_error;
+    ASSERT_EQ(RemoteInit(c.plugstack), 0);
+    if (c.elastic) {
+      ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+    }
+    EXPECT_EQ(TaskInitPrivileged(api), 0);
+    EXPECT_EQ(api.host_runners.size(), c.runner || *c.start_error ? 1u : 0u);
+    EXPECT_EQ(State().host_runner_fd, c.runner ? 77 : -1);
+    if (*c.start_error) {
+      ASSERT_EQ(api.infos.size(), 1u);
+      EXPECT_NE(api.infos[0].find("no host runner (fork: EAGAIN)"), std::string::npos) << api.infos[0];
+    }
+    EXPECT_TRUE(api.errors.empty());
+  }
+}
+
 TEST_F(PluginTest, TaskInitNamesAMissingAgentBundleAndRunsNothing) {
   ASSERT_EQ(RemoteInit({"agent_bundle=/opt/missing"}), 0);
   ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);

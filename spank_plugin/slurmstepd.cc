@@ -235,6 +235,32 @@ bool HandTokenToTask(SpankApi& api, PluginState& state, bool oci, std::string* e
 
 }  // namespace
 
+// task_init_privileged: the host runner (launcher/host_runner.h) for an elastic
+// step whose task runs through the agent bundle, which is how it runs in a
+// container image: pyxis's task_init_privileged, after this plugin's (plugstack
+// order: docs/containers.md), moves the task into the image, where the node's
+// scontrol, slurm.conf and health checks are not. Not for Slurm's OCI containers:
+// the runtime passes the container only the descriptors oci.conf names.
+void StepdTaskInitPrivileged(SpankApi& api, PluginState& state) {
+  uint32_t step_id = 0;
+  if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
+      step_id == kInteractiveStep) {
+    return;
+  }
+  if (!state.config_error.empty() || !state.option_error.empty() ||
+      !ElasticActive(state.options, state.config) || state.config.agent_bundle.empty() ||
+      state.agent_bundle_fd < 0 || !GetEnvOr(api, "SLURM_CONTAINER").empty()) {
+    return;
+  }
+  std::string err;
+  int fd = api.StartHostRunner(state.config.agent_bundle + "/elasticrun", &err);
+  if (fd < 0) {
+    api.Info(fmt::format("no host runner ({}): scontrol and health checks run where the task runs", err));
+    return;
+  }
+  state.host_runner_fd = fd;
+}
+
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   uint32_t step_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
@@ -347,6 +373,12 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
   if (!HandTokenToTask(api, state, !container.empty(), &err)) {
     api.Error(err);
     return -1;
+  }
+  // The host runner's socket (task_init_privileged) to elasticrun, which adopts it.
+  if (state.host_runner_fd >= 0 &&
+      (!api.KeepAcrossExec(state.host_runner_fd) ||
+       !api.SetEnv(kHostRunnerFdVar, std::to_string(state.host_runner_fd)))) {
+    api.Info("cannot hand the host runner to the task: scontrol and health checks run where the task runs");
   }
   bool prepended = false;
   if (!api.WrapTask(launcher, &prepended, &err)) {

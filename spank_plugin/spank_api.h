@@ -96,6 +96,12 @@ class SpankApi {
   // task_init: `content` in a sealed memfd that survives the task's exec
   // (step_token.h, MakeSealedMemfd); its number, or -1 with *err.
   virtual int HandToTask(const std::string& content, std::string* err) = 0;
+  // task_init_privileged (the task's process, root, on the host: before a
+  // container plugin's task_init_privileged enters the image): starts
+  // `program host-runner --fd=3` (launcher/host_runner.h) as the job's user, in a
+  // session of its own, not a child of the task, with the node's PATH; returns
+  // this process's end of its socket (close-on-exec), or -1 with *err.
+  virtual int StartHostRunner(const std::string& program, std::string* err) = 0;
   // The process's own command line (/proc/self/cmdline); srun only.
   virtual std::vector<std::string> ProcessCmdline() = 0;
   // The calling process's parent (in task_init: the step's slurmstepd).

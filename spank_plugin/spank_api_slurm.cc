@@ -6,6 +6,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -189,6 +191,75 @@ bool SlurmSpankApi::ReadTokenKey(const std::string& path, std::string* key, std:
 
 int SlurmSpankApi::HandToTask(const std::string& content, std::string* err) {
   return MakeSealedMemfd("elastic-rdzv-token", content, err);
+}
+
+// The runner is the grandchild of the task's process (the middle process exits at
+// once): not the task's child, so neither slurmstepd's task nor elasticrun, a
+// child subreaper, ever sees it; in a session of its own, so the signals Slurm
+// sends the task's group (scancel --signal) do not reach it; in the step's cgroup,
+// so Slurm's end of the step does. It ends when its socket's other end closes.
+int SlurmSpankApi::StartHostRunner(const std::string& program, std::string* err) {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  gid_t* gids = nullptr;
+  int ngids = 0;
+  if (spank_get_item(sp_, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+      spank_get_item(sp_, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+    *err = "Slurm did not give the job's user and group";
+    return -1;
+  }
+  if (spank_get_item(sp_, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) != ESPANK_SUCCESS) {
+    gids = nullptr;
+    ngids = 0;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    *err = fmt::format("socketpair: {}", strerror(errno));
+    return -1;
+  }
+  // Everything the child uses is made before fork.
+  const char* node_path = getenv("PATH");
+  std::string path_var = std::string("PATH=") + (node_path ? node_path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  std::string fd_arg = "--fd=3";
+  const char* argv[] = {program.c_str(), "host-runner", fd_arg.c_str(), nullptr};
+  const char* envp[] = {path_var.c_str(), nullptr};
+  bool drop = geteuid() == 0 && uid != 0;
+  pid_t middle = fork();
+  if (middle < 0) {
+    *err = fmt::format("fork: {}", strerror(errno));
+    close(sv[0]);
+    close(sv[1]);
+    return -1;
+  }
+  if (middle == 0) {
+    if (fork() != 0) _exit(0);
+    setsid();
+    if (drop && (setgroups(static_cast<size_t>(ngids), gids) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
+                 getuid() != uid)) {
+      _exit(126);
+    }
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0 && null != 0) {
+      dup2(null, 0);
+      close(null);
+    }
+    if (sv[0] == 3) fcntl(3, F_SETFD, 0);
+    else if (dup2(sv[0], 3) != 3) _exit(126);
+    close_range(4, ~0U, 0);
+    execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
+    dprintf(2, "elastic: cannot start the host runner %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  close(sv[0]);
+  int status = 0;
+  while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    close(sv[1]);
+    *err = "fork of the runner failed";
+    return -1;
+  }
+  return sv[1];
 }
 
 long SlurmSpankApi::ParentPid() { return static_cast<long>(getppid()); }

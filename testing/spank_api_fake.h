@@ -98,6 +98,16 @@ class FakeSpank : public SpankApi {
     handed.push_back(content);
     return 99 + static_cast<int>(handed.size());
   }
+  std::vector<std::string> host_runners;  // StartHostRunner's programs
+  std::string host_runner_error;          // non-empty: StartHostRunner fails with it
+  int StartHostRunner(const std::string& program, std::string* err) override {
+    host_runners.push_back(program);
+    if (!host_runner_error.empty()) {
+      *err = host_runner_error;
+      return -1;
+    }
+    return 77;
+  }
   long ParentPid() override { return parent_pid; }
   SlurmRelease release = {24, 11};
   SlurmRelease Release() override { return release; }

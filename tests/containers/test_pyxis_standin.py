@@ -201,10 +201,7 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
         """Issue 23 item 4 in the image: `scancel --signal=USR1` reaches every worker and
         training goes on; then the first node (the rendezvous host and the store, its agent
         run from the bundle) is lost with --no-kill: n2's agent, in the image too, takes
-        over and n2 and n3 finish; nothing of the step is left on them. In the image no
-        agent can ask Slurm for a node's state (no slurm.conf, no munge socket: one
-        warning), so the survivors need a strict majority of the last round on their own:
-        2 of 3 here (1 of 2 waits, as a partitioned node must; docs/containers.md)."""
+        over and n2 and n3 finish; nothing of the step is left on them."""
         env = {"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1", "PET_SHUTDOWN_TIMEOUT": "10"}
         bg = Background(self.cluster, ["-N3", "--no-kill", f"--container-image={IMAGE}",
                                        f"--container-mounts={REPO}:{REPO}", f"--container-workdir={REPO}",
@@ -222,6 +219,34 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
         self.assertEqual(sorted((d["rank"], d["world"]) for d in records(text, "DONE")), [("0", "2"), ("1", "2")],
                          text)
         self.assert_nothing_left()
+
+    def test_scontrol_and_the_health_check_run_on_the_host_for_agents_in_the_image(self):
+        """The node's side programs for agents in the image (issue 23: "requeue and the
+        other side programs keep working (run them where they exist)"): the plugin's host
+        runner (launcher/host_runner.h) runs them on the host. A health check that exists
+        only on the host passes on both nodes and sees the host's Debian, not the image's;
+        the rendezvous host writes the job's live Comment with the host's scontrol and
+        slurm.conf (in the image: "SLURM_CONF names no file here")."""
+        hostdir = Path(tempfile.mkdtemp(prefix="elastic-host-only-", dir="/var/tmp"))
+        self.addCleanup(shutil.rmtree, hostdir, True)
+        check = hostdir / "check.sh"
+        check.write_text(f"#!/bin/sh\ncat /etc/debian_version > {hostdir}/seen.$(hostname)\n")
+        check.chmod(0o755)
+        self.assertFalse((IMAGE / str(hostdir).lstrip("/")).exists())
+        r = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", f"--elastic-health-check={check}",
+                       "/usr/bin/python3", WORKER])
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        self.assertEqual(sorted(p.name for p in hostdir.glob("seen.*")), ["seen.n1", "seen.n2"], text)
+        host_debian = Path("/etc/debian_version").read_text().strip()
+        self.assertNotEqual(host_debian, (IMAGE / "etc/debian_version").read_text().strip())
+        for seen in hostdir.glob("seen.*"):
+            self.assertEqual(seen.read_text().strip(), host_debian)
+        self.assertNotIn("names no file here", text)
+        self.assertNotIn("cannot write the job's live status", text)
+        jobs = self.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout.splitlines()
+        last = max(jobs, key=lambda line: int(re.search(r"JobId=(\d+)", line).group(1)))
+        self.assertRegex(last, r"Comment=elastic: ", last)
 
     def test_a_program_the_image_lacks_is_named_on_every_node_and_no_node_is_drained(self):
         """Bad input in the image (issue 23): a python the image does not have. Each

@@ -12,6 +12,7 @@ slurm_spank_init
 slurm_spank_init_post_opt
 slurm_spank_local_user_init
 slurm_spank_task_init
+slurm_spank_task_init_privileged
 spank_plugin_version"
 # Slurm >= 25.05 also reads the plugin's slurm_spank_init_failure_mode.
 version_hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER *//p' /usr/include/slurm/slurm_version.h)
