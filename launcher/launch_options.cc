@@ -39,7 +39,9 @@ constexpr const char* kFooter = R"(
 Other commands: `elasticrun status JOBID[.STEP] [--json]` (or with the job's
 --rdzv-endpoint and --rdzv-id) shows a running job's round, members, restarts
 and failures (`elasticrun status --help`); `elasticrun timeline EVENTS.jsonl -o
-job.svg` draws an event record.
+job.svg` draws an event record. (`elasticrun host-runner` is started by
+the SPANK plugin, not by users: it runs scontrol and health checks on the host
+for an agent in a container image; docs/containers.md.)
 
 The program: a first argument ending in .py (or -m/--run-path) runs as
 `PYTHON -u program args...` (--python, default python3 from PATH; it must have

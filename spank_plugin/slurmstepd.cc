@@ -237,9 +237,10 @@ bool HandTokenToTask(SpankApi& api, PluginState& state, bool oci, std::string* e
 
 // task_init_privileged: the host runner (launcher/host_runner.h) for an elastic
 // step whose task runs through the agent bundle, which is how it runs in a
-// container image: pyxis's task_init_privileged, after this plugin's (plugstack
-// order: docs/containers.md), moves the task into the image, where the node's
-// scontrol, slurm.conf and health checks are not. Not for Slurm's OCI containers:
+// container image: pyxis then moves the task into the image (0.10+: in its
+// task_init; older: in its task_init_privileged, after this plugin's in plugstack
+// order: docs/containers.md), where the node's scontrol, slurm.conf and health
+// checks are not. Not for Slurm's OCI containers:
 // the runtime passes the container only the descriptors oci.conf names.
 void StepdTaskInitPrivileged(SpankApi& api, PluginState& state) {
   uint32_t step_id = 0;

@@ -19,9 +19,12 @@
  *  is reported in task_init_privileged, as pyxis postpones user_init's errors.
  *
  *  task_init_privileged (the task's process, root, before slurmstepd resolves
- *  the program): pyxis joins the container's mount namespace there
- *  (pyxis_slurmstepd.c, slurm_spank_task_init_privileged: setns(CLONE_NEWNS)
- *  and chdir). enroot made that namespace (enroot src/runtime.sh,
+ *  the program): pyxis before 0.10.0 joined the container's mount namespace
+ *  there (pyxis_slurmstepd.c, slurm_spank_task_init_privileged: setns(CLONE_NEWNS)
+ *  and chdir); 0.10.0 and later do it in task_init (commit 05c61ae), after
+ *  every plugin's task_init_privileged. The stand-in keeps the earlier one:
+ *  what slurm-elastic must do on the host (the host runner) is then proven to
+ *  happen before either. enroot made that namespace (enroot src/runtime.sh,
  *  runtime_start; src/mount.sh): the image's rootfs writable (an overlay on a
  *  tmpfs here), /proc, /sys and /dev, a fresh tmpfs on /run (hiding the host's
  *  munge socket), /tmp bind-mounted (pyxis's static mount entry "/tmp /tmp"),

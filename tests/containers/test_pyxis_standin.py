@@ -111,7 +111,7 @@ def usr1_then_lose_the_first_node(test, bg):
 @unittest.skipIf(IMAGE is None, f"no rootfs of another Debian release in {ROOTS} or {IMAGES} "
                  "(scripts/make-root.sh)")
 class TestPyxisStandin(JobProcesses, ClusterTestCase):
-    nodes = 3  # the first node's loss leaves a majority (2 of 3): no Slurm verdict in the image
+    nodes = 3  # the first node's loss leaves a majority (2 of 3), with or without Slurm's verdict
 
     @classmethod
     def setUpClass(cls):
