@@ -1,6 +1,7 @@
 #include "launcher/host_runner.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -356,11 +359,80 @@ void HostRunnerClient::OnSocket(uint32_t events) {
   }
 }
 
+// ---------------------------------------------------------------- OCI: by name
+
+bool AbstractSocketAddress(const std::string& at_name, sockaddr_un* addr, socklen_t* len, std::string* err) {
+  std::string name = at_name.starts_with('@') ? at_name.substr(1) : "";
+  if (name.empty() || name.size() > sizeof(addr->sun_path) - 1) {
+    *err = fmt::format("'{}' is no abstract socket name ('@' and 1 to {} bytes)", EscapeForLog(at_name, 40),
+                       sizeof(addr->sun_path) - 1);
+    return false;
+  }
+  *addr = sockaddr_un{};
+  addr->sun_family = AF_UNIX;
+  memcpy(addr->sun_path + 1, name.data(), name.size());  // sun_path[0] = 0: abstract
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return true;
+}
+
+HostRunnerListener::HostRunnerListener(EventLoop& loop, UniqueFd listener, uid_t uid,
+                                       std::function<void(UniqueFd)> on_agent)
+    : loop_(loop), listener_(std::move(listener)), uid_(uid), on_agent_(std::move(on_agent)) {}
+
+HostRunnerListener::~HostRunnerListener() {
+  if (listener_ && loop_.Watching(listener_.get())) loop_.Remove(listener_.get());
+}
+
+bool HostRunnerListener::Start(std::string* err) {
+  return loop_.Add(listener_.get(), EPOLLIN, [this](uint32_t) { OnListener(); }, err);
+}
+
+void HostRunnerListener::OnListener() {
+  for (int i = 0; i < 64 && !accepted_; ++i) {  // a bounded batch per wakeup
+    UniqueFd peer(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!peer) return;  // EAGAIN, or a peer gone before we took it
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(peer.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != uid_) {
+      ++refused_;
+      Log(LogLevel::kWarning, "host runner: refused a connection from uid {} pid {} (only the job's user, uid {})",
+          static_cast<long>(cred.uid), static_cast<long>(cred.pid), static_cast<long>(uid_));
+      continue;
+    }
+    accepted_ = true;
+    loop_.Remove(listener_.get());
+    listener_.Reset();
+    on_agent_(std::move(peer));
+  }
+}
+
 // ---------------------------------------------------------------- the process
 
+namespace {
+
+int ConnectHostRunner(const std::string& name, std::string* warning) {
+  sockaddr_un addr;
+  socklen_t len = 0;
+  std::string err;
+  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!AbstractSocketAddress(name, &addr, &len, &err) || !fd ||
+      connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    *warning = fmt::format("{}: cannot reach the host runner ({}; a container with a network namespace of its "
+                           "own cannot): scontrol and health checks run here",
+                           kHostRunnerSocketEnv, err.empty() ? strerror(errno) : err);
+    return -1;
+  }
+  return fd.Release();
+}
+
+}  // namespace
+
 int AdoptHostRunnerFd(std::string* warning) {
+  const char* by_name = getenv(kHostRunnerSocketEnv);
+  std::string name = by_name ? by_name : "";
+  unsetenv(kHostRunnerSocketEnv);
   const char* value = getenv(kHostRunnerFdEnv);
-  if (value == nullptr) return -1;
+  if (value == nullptr) return name.empty() ? -1 : ConnectHostRunner(name, warning);
   std::string text = value;
   unsetenv(kHostRunnerFdEnv);
   long long fd = 0;
@@ -374,28 +446,48 @@ int AdoptHostRunnerFd(std::string* warning) {
   return static_cast<int>(fd);
 }
 
+namespace {
+
+constexpr const char* kHostRunnerUsage =
+    "usage: elasticrun host-runner --fd=N | --listen-fd=N --task-pidfd=M; the SPANK plugin starts it: "
+    "docs/containers.md";
+
+bool IsSocket(long long fd) {
+  struct stat st{};
+  return fd >= 0 && fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+}  // namespace
+
 int HostRunnerMain(const std::vector<std::string>& args) {
-  long long fd = -1;
+  long long fd = -1, listen_fd = -1, task_pidfd = -1;
   for (const std::string& a : args) {
     std::string err;
-    if (a.starts_with("--fd=")) {
-      if (!ParseIntNamed("--fd", a.substr(5), 0, 1 << 20, &fd, &err)) {
-        Log(LogLevel::kError, "host-runner: {}", err);
-        return 2;
-      }
-    } else {
-      Log(LogLevel::kError, "host-runner: unknown argument '{}' (usage: elasticrun host-runner --fd=N; "
-          "the SPANK plugin starts it: docs/containers.md)", EscapeForLog(a, 80));
+    auto number = [&](const char* name, long long* out) {
+      std::string prefix = std::string(name) + "=";
+      if (!a.starts_with(prefix)) return false;
+      if (!ParseIntNamed(name, a.substr(prefix.size()), 0, 1 << 20, out, &err)) *out = -2;
+      return true;
+    };
+    if (!number("--fd", &fd) && !number("--listen-fd", &listen_fd) && !number("--task-pidfd", &task_pidfd)) {
+      Log(LogLevel::kError, "host-runner: unknown argument '{}' ({})", EscapeForLog(a, 80), kHostRunnerUsage);
+      return 2;
+    }
+    if (!err.empty()) {
+      Log(LogLevel::kError, "host-runner: {}", err);
       return 2;
     }
   }
-  struct stat st{};
-  if (fd < 0 || fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    Log(LogLevel::kError, "host-runner: --fd=N must name a socket of this process (usage: elasticrun host-runner "
-        "--fd=N; the SPANK plugin starts it: docs/containers.md)");
+  bool listening = listen_fd >= 0 || task_pidfd >= 0;
+  if (listening ? fd >= 0 || !IsSocket(listen_fd) || task_pidfd < 0 : !IsSocket(fd)) {
+    Log(LogLevel::kError, "host-runner: {} ({})",
+        listening ? "--listen-fd=N must name a listening socket and --task-pidfd=M the task's pidfd"
+                  : "--fd=N must name a socket of this process",
+        kHostRunnerUsage);
     return 2;
   }
-  fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  for (long long d : {fd, listen_fd, task_pidfd})
+    if (d >= 0) fcntl(static_cast<int>(d), F_SETFD, FD_CLOEXEC);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGUSR1, SIG_IGN);
   signal(SIGUSR2, SIG_IGN);
@@ -406,14 +498,37 @@ int HostRunnerMain(const std::vector<std::string>& args) {
   UniqueFd sigfd(signalfd(-1, &ends, SFD_CLOEXEC | SFD_NONBLOCK));
   const char* path = getenv("PATH");
   EventLoop loop;
-  HostRunner runner(loop, UniqueFd(static_cast<int>(fd)), path ? path : "");
+  std::unique_ptr<HostRunner> runner;
+  std::unique_ptr<HostRunnerListener> listener;
+  UniqueFd task(listening ? static_cast<int>(task_pidfd) : -1);
+  auto stop = [&](const std::string& why) {
+    if (runner) runner->Stop(why);
+    else loop.Stop();
+  };
   std::string err;
-  if (!sigfd || !runner.Start(&err) ||
-      !loop.Add(sigfd.get(), EPOLLIN, [&](uint32_t) {
-        signalfd_siginfo info{};
-        if (read(sigfd.get(), &info, sizeof info) == sizeof info)
-          runner.Stop(fmt::format("{}: ending", SignalName(static_cast<int>(info.ssi_signo))));
-      }, &err)) {
+  bool ok = static_cast<bool>(sigfd);
+  if (ok && !listening) {
+    runner = std::make_unique<HostRunner>(loop, UniqueFd(static_cast<int>(fd)), path ? path : "");
+    ok = runner->Start(&err);
+  }
+  if (ok && listening) {
+    listener = std::make_unique<HostRunnerListener>(
+        loop, UniqueFd(static_cast<int>(listen_fd)), getuid(), [&](UniqueFd agent) {
+          runner = std::make_unique<HostRunner>(loop, std::move(agent), path ? path : "");
+          std::string why;
+          if (!runner->Start(&why)) stop("cannot serve the agent: " + why);
+        });
+    // The task's end (the container's, with its agent) ends the runner, also when
+    // no agent ever came (a container that did not start).
+    ok = listener->Start(&err) &&
+         loop.Add(task.get(), EPOLLIN, [&](uint32_t) { loop.Remove(task.get()); stop("the task ended"); }, &err);
+  }
+  ok = ok && loop.Add(sigfd.get(), EPOLLIN, [&](uint32_t) {
+    signalfd_siginfo info{};
+    if (read(sigfd.get(), &info, sizeof info) == sizeof info)
+      stop(fmt::format("{}: ending", SignalName(static_cast<int>(info.ssi_signo))));
+  }, &err);
+  if (!ok) {
     Log(LogLevel::kError, "host-runner: {}", err.empty() ? std::string("signalfd failed") : err);
     return 1;
   }

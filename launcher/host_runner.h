@@ -26,6 +26,10 @@
 //   ends the runner or the agent.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -43,6 +47,8 @@ namespace elastic {
 constexpr size_t kMaxHostRuns = 16;
 constexpr int64_t kHostRunnerGraceMs = 5000;
 inline constexpr const char* kHostRunnerFdEnv = "ELASTIC_HOST_RUNNER_FD";
+inline constexpr const char* kHostRunnerSocketEnv = "ELASTIC_HOST_RUNNER_SOCKET";
+constexpr int kHostRunnerBacklog = 8;
 
 // The environment of a host run: `requested` less PATH, LD_LIBRARY_PATH and
 // LD_PRELOAD, plus PATH=host_path.
@@ -122,12 +128,51 @@ class HostRunnerClient {
   std::map<uint64_t, Pending> pending_;
 };
 
-// ELASTIC_HOST_RUNNER_FD=N from the plugin: N (close-on-exec from now on, the
-// variable unset so no worker or side program sees it), or -1 when unset or not
-// a socket of this process (*warning then says why; unset: empty).
+// Slurm's OCI containers (docs/containers.md, "Side programs on the host"): the
+// runtime passes the container no descriptor of the task's, but the container
+// shares the node's network namespace (host networking), where abstract unix
+// sockets live. There the plugin starts the runner with a listening
+// SOCK_SEQPACKET socket bound to an abstract name with a random part
+// (ELASTIC_HOST_RUNNER_SOCKET=@NAME) and a pidfd of the task's process; the agent
+// connects by name. HostRunnerListener accepts on the loop: a peer whose user
+// (SO_PEERCRED) is not the runner's is closed with a warning; the first one that
+// is becomes the runner's agent (on_agent, once), and the listener closes.
+class HostRunnerListener {
+ public:
+  HostRunnerListener(EventLoop& loop, UniqueFd listener, uid_t uid, std::function<void(UniqueFd)> on_agent);
+  ~HostRunnerListener();
+  HostRunnerListener(const HostRunnerListener&) = delete;
+  HostRunnerListener& operator=(const HostRunnerListener&) = delete;
+  bool Start(std::string* err);
+  bool accepted() const { return accepted_; }
+  size_t refused() const { return refused_; }
+
+ private:
+  void OnListener();
+  EventLoop& loop_;
+  UniqueFd listener_;
+  uid_t uid_;
+  std::function<void(UniqueFd)> on_agent_;
+  bool accepted_ = false;
+  size_t refused_ = 0;
+};
+
+// "@NAME" (an abstract unix socket name, at most 107 bytes after the '@') into
+// *addr and *len; false with *err naming the value otherwise.
+bool AbstractSocketAddress(const std::string& at_name, struct sockaddr_un* addr, socklen_t* len, std::string* err);
+
+// The plugin's runner for this agent, from its environment: ELASTIC_HOST_RUNNER_FD=N
+// (pyxis: the descriptor, close-on-exec from now on) or ELASTIC_HOST_RUNNER_SOCKET=@NAME
+// (OCI: connected now, before the loop: a unix socket's connect does not wait);
+// both variables unset so no worker or side program sees them. -1 when neither is
+// set, or the descriptor is no socket of this process, or the name cannot be reached
+// (a container with a network namespace of its own): *warning says why (unset: empty).
 int AdoptHostRunnerFd(std::string* warning);
 
 // `elasticrun host-runner --fd=N`: serves descriptor N until its peer closes.
+// `elasticrun host-runner --listen-fd=N --task-pidfd=M`: accepts the agent on the
+// listening socket N (HostRunnerListener), then serves it the same way; ends when
+// the task's process (pidfd M) ends, whether or not an agent came.
 int HostRunnerMain(const std::vector<std::string>& args);
 
 }  // namespace elastic

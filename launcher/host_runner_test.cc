@@ -6,12 +6,19 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stddef.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string.h>
 
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -230,6 +237,207 @@ TEST_F(HostRunnerRawTest, TheAgentsEndClosingKillsEveryRunAndEndsTheRunner) {
   EXPECT_EQ(runner_->running(), 0u);
   unlink(pidfile.c_str());
   rmdir(dir);
+}
+
+// Slurm's OCI containers: the runner listens on an abstract name in the node's
+// network namespace and the agent connects by name (ELASTIC_HOST_RUNNER_SOCKET).
+std::string TestSocketName() {
+  unsigned char r[8];
+  EXPECT_EQ(getrandom(r, sizeof r, 0), static_cast<ssize_t>(sizeof r));
+  std::string name = "@slurm-elastic-test-host-runner.";
+  for (unsigned char c : r) name += "0123456789abcdef"[c >> 4], name += "0123456789abcdef"[c & 15];
+  return name;
+}
+
+UniqueFd ListenOn(const std::string& name) {
+  sockaddr_un addr;
+  socklen_t len = 0;
+  std::string err;
+  EXPECT_TRUE(AbstractSocketAddress(name, &addr, &len, &err)) << err;
+  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  EXPECT_EQ(bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len), 0) << strerror(errno);
+  EXPECT_EQ(listen(fd.get(), kHostRunnerBacklog), 0);
+  return fd;
+}
+
+TEST(AbstractSocketAddressTest, OnlyAnAtAndAFittingName) {
+  sockaddr_un addr;
+  socklen_t len = 0;
+  std::string err;
+  ASSERT_TRUE(AbstractSocketAddress("@ab", &addr, &len, &err)) << err;
+  EXPECT_EQ(addr.sun_path[0], '\0');
+  EXPECT_EQ(std::string(addr.sun_path + 1, 2), "ab");
+  EXPECT_EQ(len, offsetof(sockaddr_un, sun_path) + 3);
+  EXPECT_TRUE(AbstractSocketAddress("@" + std::string(107, 'x'), &addr, &len, &err)) << err;
+  for (const std::string& bad : {std::string(""), std::string("ab"), std::string("@"), std::string("/run/x.sock"),
+                                "@" + std::string(108, 'x')}) {
+    SCOPED_TRACE(bad);
+    err.clear();
+    EXPECT_FALSE(AbstractSocketAddress(bad, &addr, &len, &err));
+    EXPECT_NE(err.find("is no abstract socket name ('@' and 1 to 107 bytes)"), std::string::npos) << err;
+  }
+}
+
+TEST(HostRunnerByNameTest, TheAgentConnectsByNameAndItsChecksRunOnTheRunner) {
+  EventLoop loop;
+  std::string name = TestSocketName();
+  std::unique_ptr<HostRunner> runner;
+  HostRunnerListener listener(loop, ListenOn(name), getuid(), [&](UniqueFd agent) {
+    runner = std::make_unique<HostRunner>(loop, std::move(agent), "/usr/bin:/bin");
+    std::string err;
+    EXPECT_TRUE(runner->Start(&err)) << err;
+  });
+  std::string err;
+  ASSERT_TRUE(listener.Start(&err)) << err;
+  ASSERT_EQ(setenv(kHostRunnerSocketEnv, name.c_str(), 1), 0);
+  std::string warning;
+  int fd = AdoptHostRunnerFd(&warning);
+  ASSERT_GE(fd, 0) << warning;
+  EXPECT_EQ(getenv(kHostRunnerSocketEnv), nullptr);  // no worker sees it
+  EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  HostRunnerClient client(loop, UniqueFd(fd));
+  ASSERT_TRUE(client.Start(&err)) << err;
+  for (int i = 0; i < 2000 && !runner; ++i) loop.RunOnce(Millis(10));
+  ASSERT_TRUE(runner);
+  EXPECT_TRUE(listener.accepted());
+  HealthCheck::Spec spec;
+  spec.command = "echo \"$PATH\" >&2; exit 5";
+  spec.timeout = Millis(10000);
+  char dir[] = "/tmp/host-runner-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  spec.log_path = std::string(dir) + "/check.log";
+  spec.env = {"PATH=/image/bin"};
+  sigemptyset(&spec.child_mask);
+  spec.host = &client;
+  HealthCheck check(loop, spec);
+  std::optional<HealthResult> result;
+  ASSERT_TRUE(check.Start([&](const HealthResult& r) { result = r; }, &err)) << err;
+  EXPECT_EQ(check.pid(), -1);
+  for (int i = 0; i < 2000 && !result; ++i) loop.RunOnce(Millis(10));
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->exit_code, 5);
+  EXPECT_NE(ReadFile(spec.log_path).find("/usr/bin:/bin\n"), std::string::npos) << ReadFile(spec.log_path);
+  unlink(spec.log_path.c_str());
+  rmdir(dir);
+}
+
+// Another user on the node sees the name (/proc/net/unix) but gets nothing: the
+// runner closes its connection and goes on listening for the job's user.
+TEST(HostRunnerByNameTest, AnotherUsersConnectionIsRefusedAndTheJobsUserStillGetsIn) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+  EventLoop loop;
+  std::string name = TestSocketName();
+  int agents = 0;
+  HostRunnerListener listener(loop, ListenOn(name), 0, [&](UniqueFd) { ++agents; });
+  std::string err;
+  ASSERT_TRUE(listener.Start(&err)) << err;
+  pid_t other = fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+    sockaddr_un addr;
+    socklen_t len = 0;
+    std::string e;
+    if (!AbstractSocketAddress(name, &addr, &len, &e)) _exit(11);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (connect(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0) _exit(12);
+    char b;
+    _exit(recv(s, &b, 1, 0) == 0 ? 0 : 13);  // 0: closed by the runner, nothing sent
+  }
+  int status = -1;
+  for (int i = 0; i < 2000 && waitpid(other, &status, WNOHANG) == 0; ++i) loop.RunOnce(Millis(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(listener.refused(), 1u);
+  EXPECT_EQ(agents, 0);
+  ASSERT_EQ(setenv(kHostRunnerSocketEnv, name.c_str(), 1), 0);
+  std::string warning;
+  UniqueFd mine(AdoptHostRunnerFd(&warning));
+  ASSERT_TRUE(mine) << warning;
+  for (int i = 0; i < 2000 && agents == 0; ++i) loop.RunOnce(Millis(10));
+  EXPECT_EQ(agents, 1);
+}
+
+TEST(HostRunnerByNameTest, ANameNobodyListensOnIsAWarningAndLocalRuns) {
+  std::string name = TestSocketName();
+  ASSERT_EQ(setenv(kHostRunnerSocketEnv, name.c_str(), 1), 0);
+  std::string warning;
+  EXPECT_EQ(AdoptHostRunnerFd(&warning), -1);
+  EXPECT_NE(warning.find("ELASTIC_HOST_RUNNER_SOCKET: cannot reach the host runner (Connection refused; a "
+                         "container with a network namespace of its own cannot): scontrol and health checks "
+                         "run here"), std::string::npos) << warning;
+  ASSERT_EQ(setenv(kHostRunnerSocketEnv, "no-at-sign", 1), 0);
+  EXPECT_EQ(AdoptHostRunnerFd(&warning), -1);
+  EXPECT_NE(warning.find("'no-at-sign' is no abstract socket name"), std::string::npos) << warning;
+  EXPECT_EQ(getenv(kHostRunnerSocketEnv), nullptr);
+}
+
+// `elasticrun host-runner --listen-fd=N --task-pidfd=M` (HostRunnerMain, in a
+// child) serves the agent that connects, and ends when the task ends; so it does
+// when no agent ever came (a container that did not start). Bad arguments: exit 2.
+struct ListeningRunner {
+  pid_t task = -1, runner = -1;
+  std::string name = TestSocketName();
+  void Start() {
+    task = fork();
+    ASSERT_GE(task, 0);
+    if (task == 0) {
+      pause();
+      _exit(0);
+    }
+    int task_pidfd = static_cast<int>(syscall(SYS_pidfd_open, task, 0));
+    ASSERT_GE(task_pidfd, 0);
+    UniqueFd listener = ListenOn(name);
+    int listen_fd = listener.get();
+    runner = fork();
+    ASSERT_GE(runner, 0);
+    if (runner == 0) {
+      _exit(HostRunnerMain({"--listen-fd=" + std::to_string(listen_fd), "--task-pidfd=" + std::to_string(task_pidfd)}));
+    }
+    close(task_pidfd);
+  }
+  // The task ends; the runner's exit status.
+  int EndTheTask() {
+    kill(task, SIGKILL);
+    waitpid(task, nullptr, 0);
+    int status = -1;
+    EXPECT_EQ(waitpid(runner, &status, 0), runner);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+};
+
+TEST(HostRunnerByNameTest, TheListeningRunnerServesItsAgentAndEndsWithTheTask) {
+  ListeningRunner r;
+  ASSERT_NO_FATAL_FAILURE(r.Start());
+  ASSERT_EQ(setenv(kHostRunnerSocketEnv, r.name.c_str(), 1), 0);
+  std::string warning, err;
+  int fd = AdoptHostRunnerFd(&warning);
+  ASSERT_GE(fd, 0) << warning;
+  EventLoop loop;
+  HostRunnerClient client(loop, UniqueFd(fd));
+  ASSERT_TRUE(client.Start(&err)) << err;
+  UniqueFd out(open("/dev/null", O_WRONLY | O_CLOEXEC));
+  std::optional<HostRunResult> result;
+  ASSERT_NE(client.Run("exit 6", {}, Millis(10000), out.get(), out.get(),
+                       [&](const HostRunResult& res) { result = res; }, &err), 0u) << err;
+  for (int i = 0; i < 2000 && !result; ++i) loop.RunOnce(Millis(10));
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->exit_code, 6) << result->error;
+  EXPECT_EQ(r.EndTheTask(), 0);
+  for (int i = 0; i < 2000 && client.alive(); ++i) loop.RunOnce(Millis(10));
+  EXPECT_FALSE(client.alive());  // the runner's end closed with it
+}
+
+TEST(HostRunnerByNameTest, WithoutAnAgentTheRunnerEndsWithTheTaskAndBadArgumentsAreRefused) {
+  ListeningRunner r;
+  ASSERT_NO_FATAL_FAILURE(r.Start());
+  EXPECT_EQ(r.EndTheTask(), 0);
+  UniqueFd listener = ListenOn(TestSocketName());
+  std::string l = "--listen-fd=" + std::to_string(listener.get());
+  EXPECT_EQ(HostRunnerMain({l}), 2);  // no task pidfd
+  EXPECT_EQ(HostRunnerMain({"--fd=0", l, "--task-pidfd=1"}), 2);
+  EXPECT_EQ(HostRunnerMain({"--task-pidfd=x"}), 2);
+  EXPECT_EQ(HostRunnerMain({"--bogus"}), 2);
 }
 
 TEST(HostRunEnvTest, TheImagesPathAndLoaderVariablesGiveWayToTheHosts) {

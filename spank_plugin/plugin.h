@@ -41,6 +41,8 @@ struct PluginState {
   // slurmstepd, the task's process: the host runner's socket (launcher/host_runner.h)
   // from task_init_privileged, handed to the task in task_init; -1: none.
   int host_runner_fd = -1;
+  // The same for Slurm's OCI containers: the runner's abstract socket name ("@..."); "": none.
+  std::string host_runner_socket;
   // srun: --elastic-join's target was asked about (once per srun; join.cc).
   bool join_planned = false;
 };
@@ -79,6 +81,7 @@ int SrunLocalUserInit(SpankApi& api, PluginState& state);
 int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 void StepdTaskInitPrivileged(SpankApi& api, PluginState& state);
 inline constexpr const char* kHostRunnerFdVar = "ELASTIC_HOST_RUNNER_FD";  // launcher/host_runner.h
+inline constexpr const char* kHostRunnerSocketVar = "ELASTIC_HOST_RUNNER_SOCKET";  // launcher/host_runner.h
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state);
 
 // --elastic-join (join.cc). srun's init_post_opt, after InitPostOpt, before srun

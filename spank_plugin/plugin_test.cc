@@ -535,6 +535,24 @@ TEST_F(PluginTest, AnAgentBundleStepGetsTheHostRunnerAcrossExec) {
   EXPECT_EQ(api.kept_fds, (std::vector<int>{7, 77}));
 }
 
+// Slurm's OCI containers (23.02+): the runtime passes no descriptor of the task's,
+// so the runner listens on an abstract socket and task_init names it to the task.
+TEST_F(PluginTest, AnOciStepGetsAListeningHostRunnerByName) {
+  api.bundles["/usr/libexec/slurm-elastic/agent"] = 7;
+  api.executables.clear();
+  api.env["SLURM_CONTAINER"] = "/srv/bundle";
+  api.items[Item::kJobId] = 41;
+  ASSERT_EQ(RemoteInit({"agent_bundle=/usr/libexec/slurm-elastic/agent"}), 0);
+  ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
+  ASSERT_EQ(TaskInitPrivileged(api), 0);
+  EXPECT_TRUE(api.host_runners.empty());
+  EXPECT_EQ(api.listening_runners, std::vector<std::string>{"/usr/libexec/slurm-elastic/agent/elasticrun"});
+  ASSERT_EQ(TaskInit(api, nodes), 0) << (api.errors.empty() ? "" : api.errors[0]);
+  EXPECT_EQ(api.env["ELASTIC_HOST_RUNNER_SOCKET"], "@slurm-elastic-host-runner.41.0.0123");
+  EXPECT_EQ(api.env.count("ELASTIC_HOST_RUNNER_FD"), 0u);
+  EXPECT_EQ(api.argv[0], "/proc/self/fd/3/elasticrun");
+}
+
 // No runner where it is not needed or cannot reach the task, and a runner that
 // cannot start never fails the step: a table.
 TEST_F(PluginTest, TheHostRunnerOnlyForAnElasticBundleStepAndNeverAFailure) {
@@ -544,22 +562,29 @@ TEST_F(PluginTest, TheHostRunnerOnlyForAnElasticBundleStepAndNeverAFailure) {
     bool elastic;
     uint32_t step_id;
     const char* container;
+    SlurmRelease release;
     const char* start_error;
-    bool runner;
+    bool runner;     // by descriptor
+    bool listening;  // by name (OCI)
   } cases[] = {
-      {"bundle step", {"agent_bundle=/opt/agent"}, true, 0, "", "", true},
-      {"launcher= (bare nodes)", {"launcher=/usr/bin/elasticrun"}, true, 0, "", "", false},
-      {"plain step", {"agent_bundle=/opt/agent"}, false, 0, "", "", false},
-      {"batch step", {"agent_bundle=/opt/agent"}, true, kBatchStep, "", "", false},
-      {"OCI container", {"agent_bundle=/opt/agent"}, true, 0, "/srv/b", "", false},
-      {"missing bundle", {"agent_bundle=/opt/missing"}, true, 0, "", "", false},
-      {"runner fails", {"agent_bundle=/opt/agent"}, true, 0, "", "fork: EAGAIN", false},
+      {"bundle step", {"agent_bundle=/opt/agent"}, true, 0, "", {24, 11}, "", true, false},
+      {"launcher= (bare nodes)", {"launcher=/usr/bin/elasticrun"}, true, 0, "", {24, 11}, "", false, false},
+      {"plain step", {"agent_bundle=/opt/agent"}, false, 0, "", {24, 11}, "", false, false},
+      {"batch step", {"agent_bundle=/opt/agent"}, true, kBatchStep, "", {24, 11}, "", false, false},
+      {"OCI container", {"agent_bundle=/opt/agent"}, true, 0, "/srv/b", {24, 11}, "", false, true},
+      {"OCI container, 23.02", {"agent_bundle=/opt/agent"}, true, 0, "/srv/b", {23, 2}, "", false, true},
+      {"OCI container, 22.05 (refused)", {"agent_bundle=/opt/agent"}, true, 0, "/srv/b", {22, 5}, "", false, false},
+      {"OCI batch step", {"agent_bundle=/opt/agent"}, true, kBatchStep, "/srv/b", {24, 11}, "", false, false},
+      {"missing bundle", {"agent_bundle=/opt/missing"}, true, 0, "", {24, 11}, "", false, false},
+      {"runner fails", {"agent_bundle=/opt/agent"}, true, 0, "", {24, 11}, "fork: EAGAIN", false, false},
+      {"OCI runner fails", {"agent_bundle=/opt/agent"}, true, 0, "/srv/b", {24, 11}, "fork: EAGAIN", false, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     SetUp();
     api.bundles["/opt/agent"] = 7;
     api.items[Item::kStepId] = c.step_id;
+    api.release = c.release;
     if (*c.container) api.env["SLURM_CONTAINER"] = c.container;
     api.host_runner_error = c.start_error;
     ASSERT_EQ(RemoteInit(c.plugstack), 0);
@@ -567,8 +592,12 @@ TEST_F(PluginTest, TheHostRunnerOnlyForAnElasticBundleStepAndNeverAFailure) {
       ASSERT_EQ(OptionCallback(OptionId::kElastic, nullptr, true), 0);
     }
     EXPECT_EQ(TaskInitPrivileged(api), 0);
-    EXPECT_EQ(api.host_runners.size(), c.runner || *c.start_error ? 1u : 0u);
+    bool tried_fd = c.runner || (*c.start_error && !*c.container);
+    bool tried_name = c.listening || (*c.start_error && *c.container);
+    EXPECT_EQ(api.host_runners.size(), tried_fd ? 1u : 0u);
+    EXPECT_EQ(api.listening_runners.size(), tried_name ? 1u : 0u);
     EXPECT_EQ(State().host_runner_fd, c.runner ? 77 : -1);
+    EXPECT_EQ(State().host_runner_socket.empty(), !c.listening);
     if (*c.start_error) {
       ASSERT_EQ(api.infos.size(), 1u);
       EXPECT_NE(api.infos[0].find("no host runner (fork: EAGAIN)"), std::string::npos) << api.infos[0];

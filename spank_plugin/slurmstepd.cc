@@ -240,26 +240,35 @@ bool HandTokenToTask(SpankApi& api, PluginState& state, bool oci, std::string* e
 // container image: pyxis then moves the task into the image (0.10+: in its
 // task_init; older: in its task_init_privileged, after this plugin's in plugstack
 // order: docs/containers.md), where the node's scontrol, slurm.conf and health
-// checks are not. Not for Slurm's OCI containers:
-// the runtime passes the container only the descriptors oci.conf names.
+// checks are not. Slurm's OCI containers (23.02+; 22.05 refuses the step in
+// task_init): the runtime passes the container only the descriptors oci.conf
+// names, so there the runner listens on an abstract socket in the node's network
+// namespace, which a container with host networking shares.
 void StepdTaskInitPrivileged(SpankApi& api, PluginState& state) {
-  uint32_t step_id = 0;
+  uint32_t step_id = 0, job_id = 0;
   if (!api.GetItem(Item::kStepId, &step_id) || step_id == kBatchStep || step_id == kExternStep ||
       step_id == kInteractiveStep) {
     return;
   }
   if (!state.config_error.empty() || !state.option_error.empty() ||
       !ElasticActive(state.options, state.config) || state.config.agent_bundle.empty() ||
-      state.agent_bundle_fd < 0 || !GetEnvOr(api, "SLURM_CONTAINER").empty()) {
+      state.agent_bundle_fd < 0) {
     return;
   }
-  std::string err;
-  int fd = api.StartHostRunner(state.config.agent_bundle + "/elasticrun", &err);
-  if (fd < 0) {
+  std::string err, program = state.config.agent_bundle + "/elasticrun";
+  if (GetEnvOr(api, "SLURM_CONTAINER").empty()) {
+    int fd = api.StartHostRunner(program, &err);
+    if (fd >= 0) state.host_runner_fd = fd;
+  } else if (!(api.Release() < kOciFinalArgvSince)) {
+    api.GetItem(Item::kJobId, &job_id);
+    std::string name;
+    if (api.StartListeningHostRunner(program, fmt::format("slurm-elastic-host-runner.{}.{}", job_id, step_id),
+                                     &name, &err)) {
+      state.host_runner_socket = name;
+    }
+  }
+  if (!err.empty())
     api.Info(fmt::format("no host runner ({}): scontrol and health checks run where the task runs", err));
-    return;
-  }
-  state.host_runner_fd = fd;
 }
 
 void StepdPostOpt(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
@@ -381,6 +390,8 @@ int StepdTaskInit(SpankApi& api, NodeDirectory& nodes, PluginState& state) {
        !api.SetEnv(kHostRunnerFdVar, std::to_string(state.host_runner_fd)))) {
     api.Info("cannot hand the host runner to the task: scontrol and health checks run where the task runs");
   }
+  if (!state.host_runner_socket.empty() && !api.SetEnv(kHostRunnerSocketVar, state.host_runner_socket))
+    api.Info("cannot name the host runner to the task: scontrol and health checks run where the task runs");
   bool prepended = false;
   if (!api.WrapTask(launcher, &prepended, &err)) {
     api.Error(err);

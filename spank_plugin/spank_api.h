@@ -102,6 +102,13 @@ class SpankApi {
   // session of its own, not a child of the task, with the node's PATH; returns
   // this process's end of its socket (close-on-exec), or -1 with *err.
   virtual int StartHostRunner(const std::string& program, std::string* err) = 0;
+  // The same for Slurm's OCI containers, whose runtime passes no descriptor of the
+  // task's: `program host-runner --listen-fd=3 --task-pidfd=4`, listening on the
+  // abstract unix socket `@PREFIX.RANDOM` (host networking: the container shares
+  // the node's network namespace) and ending with this task's process; *name is
+  // that "@..." name for the agent, or false with *err.
+  virtual bool StartListeningHostRunner(const std::string& program, const std::string& prefix, std::string* name,
+                                        std::string* err) = 0;
   // The process's own command line (/proc/self/cmdline); srun only.
   virtual std::vector<std::string> ProcessCmdline() = 0;
   // The calling process's parent (in task_init: the step's slurmstepd).

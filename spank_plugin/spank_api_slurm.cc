@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stddef.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -193,43 +198,40 @@ int SlurmSpankApi::HandToTask(const std::string& content, std::string* err) {
   return MakeSealedMemfd("elastic-rdzv-token", content, err);
 }
 
+namespace {
+
 // The runner is the grandchild of the task's process (the middle process exits at
 // once): not the task's child, so neither slurmstepd's task nor elasticrun, a
 // child subreaper, ever sees it; in a session of its own, so the signals Slurm
 // sends the task's group (scancel --signal) do not reach it; in the step's cgroup,
-// so Slurm's end of the step does. It ends when its socket's other end closes.
-int SlurmSpankApi::StartHostRunner(const std::string& program, std::string* err) {
+// so Slurm's end of the step does. As the job's user and groups, with the node's
+// PATH; fds[i] becomes its descriptor 3 + i, nothing else stays open but stdio.
+bool ForkRunnerAsUser(spank_t sp, const std::vector<std::string>& args, const std::vector<int>& fds,
+                      std::string* err) {
   uid_t uid = 0;
   gid_t gid = 0;
   gid_t* gids = nullptr;
   int ngids = 0;
-  if (spank_get_item(sp_, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-      spank_get_item(sp_, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
     *err = "Slurm did not give the job's user and group";
-    return -1;
+    return false;
   }
-  if (spank_get_item(sp_, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) != ESPANK_SUCCESS) {
+  if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) != ESPANK_SUCCESS) {
     gids = nullptr;
     ngids = 0;
-  }
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    *err = fmt::format("socketpair: {}", strerror(errno));
-    return -1;
   }
   // Everything the child uses is made before fork.
   const char* node_path = getenv("PATH");
   std::string path_var = std::string("PATH=") + (node_path ? node_path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  std::string fd_arg = "--fd=3";
-  const char* argv[] = {program.c_str(), "host-runner", fd_arg.c_str(), nullptr};
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
   const char* envp[] = {path_var.c_str(), nullptr};
   bool drop = geteuid() == 0 && uid != 0;
   pid_t middle = fork();
   if (middle < 0) {
     *err = fmt::format("fork: {}", strerror(errno));
-    close(sv[0]);
-    close(sv[1]);
-    return -1;
+    return false;
   }
   if (middle == 0) {
     if (fork() != 0) _exit(0);
@@ -243,23 +245,83 @@ int SlurmSpankApi::StartHostRunner(const std::string& program, std::string* err)
       dup2(null, 0);
       close(null);
     }
-    if (sv[0] == 3) fcntl(3, F_SETFD, 0);
-    else if (dup2(sv[0], 3) != 3) _exit(126);
-    close_range(4, ~0U, 0);
-    execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
+    // Out of the way first (a descriptor may sit where another one goes), then in place.
+    std::vector<int> high;
+    for (int fd : fds) {
+      int h = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+      if (h < 0) _exit(126);
+      high.push_back(h);
+    }
+    for (size_t i = 0; i < high.size(); ++i)
+      if (dup2(high[i], 3 + static_cast<int>(i)) < 0) _exit(126);  // dup2 clears close-on-exec
+    close_range(3 + static_cast<unsigned>(high.size()), ~0U, 0);
+    execve(argv[0], const_cast<char* const*>(argv.data()), const_cast<char* const*>(envp));
     dprintf(2, "elastic: cannot start the host runner %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
-  close(sv[0]);
   int status = 0;
   while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    close(sv[1]);
     *err = "fork of the runner failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int SlurmSpankApi::StartHostRunner(const std::string& program, std::string* err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    *err = fmt::format("socketpair: {}", strerror(errno));
+    return -1;
+  }
+  bool started = ForkRunnerAsUser(sp_, {program, "host-runner", "--fd=3"}, {sv[0]}, err);
+  close(sv[0]);
+  if (!started) {
+    close(sv[1]);
     return -1;
   }
   return sv[1];
+}
+
+bool SlurmSpankApi::StartListeningHostRunner(const std::string& program, const std::string& prefix,
+                                             std::string* name, std::string* err) {
+  unsigned char random[8];
+  if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    *err = fmt::format("getrandom: {}", strerror(errno));
+    return false;
+  }
+  std::string at = "@" + prefix + ".";
+  for (unsigned char c : random) at += fmt::format("{:02x}", c);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string abstract = at.substr(1);
+  if (abstract.size() > sizeof(addr.sun_path) - 1) {
+    *err = fmt::format("the socket name '{}' is too long", at);
+    return false;
+  }
+  memcpy(addr.sun_path + 1, abstract.data(), abstract.size());
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract.size());
+  int listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listener < 0 || bind(listener, reinterpret_cast<const sockaddr*>(&addr), len) != 0 || listen(listener, 8) != 0) {
+    *err = fmt::format("a listening socket '{}': {}", at, strerror(errno));
+    if (listener >= 0) close(listener);
+    return false;
+  }
+  int task = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (task < 0) {
+    *err = fmt::format("pidfd_open: {}", strerror(errno));
+    close(listener);
+    return false;
+  }
+  bool started = ForkRunnerAsUser(sp_, {program, "host-runner", "--listen-fd=3", "--task-pidfd=4"},
+                                  {listener, task}, err);
+  close(listener);
+  close(task);
+  if (started) *name = at;
+  return started;
 }
 
 long SlurmSpankApi::ParentPid() { return static_cast<long>(getppid()); }

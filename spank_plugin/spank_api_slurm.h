@@ -27,6 +27,8 @@ class SlurmSpankApi final : public SpankApi {
   bool ReadTokenKey(const std::string& path, std::string* key, std::string* err) override;
   int HandToTask(const std::string& content, std::string* err) override;
   int StartHostRunner(const std::string& program, std::string* err) override;
+  bool StartListeningHostRunner(const std::string& program, const std::string& prefix, std::string* name,
+                                std::string* err) override;
   long ParentPid() override;
   bool JobEndTime(uint32_t job_id, int64_t* end_time) override;
   SlurmRelease Release() override;

@@ -108,6 +108,17 @@ class FakeSpank : public SpankApi {
     }
     return 77;
   }
+  std::vector<std::string> listening_runners;  // StartListeningHostRunner's programs
+  bool StartListeningHostRunner(const std::string& program, const std::string& prefix, std::string* name,
+                                std::string* err) override {
+    listening_runners.push_back(program);
+    if (!host_runner_error.empty()) {
+      *err = host_runner_error;
+      return false;
+    }
+    *name = "@" + prefix + ".0123";
+    return true;
+  }
   long ParentPid() override { return parent_pid; }
   SlurmRelease release = {24, 11};
   SlurmRelease Release() override { return release; }
