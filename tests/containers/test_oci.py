@@ -31,7 +31,8 @@ sys.path.insert(0, str(HERE.parent / "cluster"))
 sys.path.insert(0, str(HERE.parent / "spank"))
 from cluster import ClusterTestCase, main as cluster_main  # noqa: E402
 from test_pyxis_standin import IMAGE as ROOT_IMAGE, ROOTS, assert_contract_after_one_restart  # noqa: E402
-from test_pyxis_standin import image_without_torch, usr1_then_lose_the_first_node  # noqa: E402
+from test_pyxis_standin import image_without_torch, side_programs_run_on_the_host  # noqa: E402
+from test_pyxis_standin import usr1_then_lose_the_first_node  # noqa: E402
 import test_spank_e2e  # noqa: E402
 from test_spank_e2e import Background, records, sigterm_ranks  # noqa: E402
 
@@ -229,27 +230,7 @@ class TestOciContainer(ClusterTestCase):
         that exists only on the host passes on both nodes and sees the host's Debian, not the
         image's; the rendezvous host writes the job's live Comment with the host's scontrol
         and slurm.conf; the runners end with their tasks."""
-        hostdir = Path(tempfile.mkdtemp(prefix="elastic-host-only-", dir="/var/tmp"))
-        self.addCleanup(shutil.rmtree, hostdir, True)
-        check = hostdir / "check.sh"
-        check.write_text(f"#!/bin/sh\ncat /etc/debian_version > {hostdir}/seen.$(hostname)\n")
-        check.chmod(0o755)
-        self.assertFalse((IMAGE / str(hostdir).lstrip("/")).exists())
-        r = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", f"--elastic-health-check={check}",
-                       "/usr/bin/python3", WORKER])
-        text = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 0, text)
-        self.assertEqual(sorted(p.name for p in hostdir.glob("seen.*")), ["seen.n1", "seen.n2"], text)
-        host_debian = Path("/etc/debian_version").read_text().strip()
-        self.assertNotEqual(host_debian, (IMAGE / "etc/debian_version").read_text().strip())
-        for seen in hostdir.glob("seen.*"):
-            self.assertEqual(seen.read_text().strip(), host_debian)
-        self.assertNotIn("names no file here", text)
-        self.assertNotIn("cannot write the job's live status", text)
-        self.assertNotIn("host runner", text)
-        jobs = self.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout.splitlines()
-        last = max(jobs, key=lambda line: int(re.search(r"JobId=(\d+)", line).group(1)))
-        self.assertRegex(last, r"Comment=elastic: ended \(done\), round 0, 2/2 nodes, 2 workers", last)
+        side_programs_run_on_the_host(self, IMAGE, WORKER, self.srun)
         self.assert_nothing_left()
 
     @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")

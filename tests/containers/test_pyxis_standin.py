@@ -88,6 +88,36 @@ def assert_contract_after_one_restart(test, r):
     return text
 
 
+def side_programs_run_on_the_host(test, image, worker, srun):
+    """Issue 23: "requeue and the other side programs keep working (run them where they
+    exist)", for an agent in `image` running `worker` (srun(args): a 2-node step in it). A health check that
+    exists only on the host (/var/tmp, absent from the image) passes on both nodes and sees
+    the host's Debian, not the image's; the rendezvous host writes the job's live Comment
+    with the host's scontrol and slurm.conf (in the image: "SLURM_CONF names no file here");
+    no agent warns about the host runner."""
+    hostdir = Path(tempfile.mkdtemp(prefix="elastic-host-only-", dir="/var/tmp"))
+    test.addCleanup(shutil.rmtree, hostdir, True)
+    check = hostdir / "check.sh"
+    check.write_text(f"#!/bin/sh\ncat /etc/debian_version > {hostdir}/seen.$(hostname)\n")
+    check.chmod(0o755)
+    test.assertFalse((image / str(hostdir).lstrip("/")).exists())
+    r = srun(["--elastic=2", "--elastic-nproc-per-node=1", f"--elastic-health-check={check}",
+              "/usr/bin/python3", worker])
+    text = r.stdout + r.stderr
+    test.assertEqual(r.returncode, 0, text)
+    test.assertEqual(sorted(p.name for p in hostdir.glob("seen.*")), ["seen.n1", "seen.n2"], text)
+    host_debian = Path("/etc/debian_version").read_text().strip()
+    test.assertNotEqual(host_debian, (image / "etc/debian_version").read_text().strip())
+    for seen in hostdir.glob("seen.*"):
+        test.assertEqual(seen.read_text().strip(), host_debian)
+    test.assertNotIn("names no file here", text)
+    test.assertNotIn("cannot write the job's live status", text)
+    test.assertNotIn("host runner", text)
+    jobs = test.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout.splitlines()
+    last = max(jobs, key=lambda line: int(re.search(r"JobId=(\d+)", line).group(1)))
+    test.assertRegex(last, r"Comment=elastic: ended \(done\), round 0, 2/2 nodes, 2 workers", last)
+
+
 def usr1_then_lose_the_first_node(test, bg):
     """The 3-node step `bg` (1 worker per node) trains: `scancel --signal=USR1` must reach
     every worker, then n1 (the rendezvous host and the store) is killed and n2 and n3 must
@@ -221,32 +251,9 @@ class TestPyxisStandin(JobProcesses, ClusterTestCase):
         self.assert_nothing_left()
 
     def test_scontrol_and_the_health_check_run_on_the_host_for_agents_in_the_image(self):
-        """The node's side programs for agents in the image (issue 23: "requeue and the
-        other side programs keep working (run them where they exist)"): the plugin's host
-        runner (launcher/host_runner.h) runs them on the host. A health check that exists
-        only on the host passes on both nodes and sees the host's Debian, not the image's;
-        the rendezvous host writes the job's live Comment with the host's scontrol and
-        slurm.conf (in the image: "SLURM_CONF names no file here")."""
-        hostdir = Path(tempfile.mkdtemp(prefix="elastic-host-only-", dir="/var/tmp"))
-        self.addCleanup(shutil.rmtree, hostdir, True)
-        check = hostdir / "check.sh"
-        check.write_text(f"#!/bin/sh\ncat /etc/debian_version > {hostdir}/seen.$(hostname)\n")
-        check.chmod(0o755)
-        self.assertFalse((IMAGE / str(hostdir).lstrip("/")).exists())
-        r = self.srun(["--elastic=2", "--elastic-nproc-per-node=1", f"--elastic-health-check={check}",
-                       "/usr/bin/python3", WORKER])
-        text = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 0, text)
-        self.assertEqual(sorted(p.name for p in hostdir.glob("seen.*")), ["seen.n1", "seen.n2"], text)
-        host_debian = Path("/etc/debian_version").read_text().strip()
-        self.assertNotEqual(host_debian, (IMAGE / "etc/debian_version").read_text().strip())
-        for seen in hostdir.glob("seen.*"):
-            self.assertEqual(seen.read_text().strip(), host_debian)
-        self.assertNotIn("names no file here", text)
-        self.assertNotIn("cannot write the job's live status", text)
-        jobs = self.cluster.run(["scontrol", "-o", "show", "job"], timeout=30).stdout.splitlines()
-        last = max(jobs, key=lambda line: int(re.search(r"JobId=(\d+)", line).group(1)))
-        self.assertRegex(last, r"Comment=elastic: ", last)
+        """The plugin's host runner (launcher/host_runner.h) runs the node's side programs
+        for agents in the image: side_programs_run_on_the_host."""
+        side_programs_run_on_the_host(self, IMAGE, WORKER, self.srun)
 
     def test_a_program_the_image_lacks_is_named_on_every_node_and_no_node_is_drained(self):
         """Bad input in the image (issue 23): a python the image does not have. Each
