@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Configures and builds one build tree.
-#   scripts/build.sh            -> build/       (RelWithDebInfo, -Werror)
+#   scripts/build.sh            -> build/       (Release, -Werror)
 #   scripts/build.sh asan       -> build-asan/  (ASan + UBSan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-release}
 case "$kind" in
-  release) dir=build; flags=() ;;
+  release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan) dir=build-asan; flags=(-DELASTIC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "usage: $0 [release|asan]" >&2; exit 2 ;;
 esac
 # ccache (scripts/install-deps.sh installs it) keyed on paths relative to the
-# checkout, so a fresh clone (CI) reuses what an earlier build compiled.
-export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+# checkout, so a fresh clone (CI) reuses what an earlier build compiled; -Werror
+# left out of the key, so that the packager's build (ship.packager_build_without_tests,
+# the same flags without it) reuses the release tree's objects.
+# Release, not RelWithDebInfo: the packager's flags, and no debug information to
+# compile and link (a fresh machine's matrix builds four trees; issue 21).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true CCACHE_IGNOREOPTIONS=-Werror
 cmake -S . -B "$dir" -DELASTIC_WERROR=ON "${flags[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)"
