@@ -14,6 +14,7 @@
 #include "launcher/agent.h"
 #include "launcher/event_writer.h"
 #include "launcher/interpreter_check.h"
+#include "launcher/network_reach.h"
 #include "launcher/zygote.h"
 #include "launcher/make_rendezvous.h"
 #include "launcher/srun_names.h"
@@ -229,6 +230,12 @@ int RunElasticrun(LaunchConfig config, const EnvMap& env, const std::vector<Task
       !CheckInterpreterHasTorch(python_command.target, workers.path, workers.argv[0] != config.spec.program,
                                 config.agent.interpreter_check_timeout_ms, &err)) {
     Log(LogLevel::kError, "{}", err);
+    return kUsageExit;
+  }
+  // A container with a network of its own: no other node can reach this one
+  // (network_reach.h); said at once instead of after join_timeout.
+  if (std::string why = CheckNetworkReach(config.spec.rdzv); !why.empty()) {
+    Log(LogLevel::kError, "{}", why);
     return kUsageExit;
   }
   if (config.spec.nproc > 1 && !env.count("OMP_NUM_THREADS") && workers.cores.empty()) {

@@ -330,6 +330,32 @@ class TestOciContainer(ClusterTestCase):
         self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
         self.assert_nothing_left()
 
+    @unittest.skipUnless(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} writes config.json before any plugin")
+    def test_a_bundle_with_a_network_of_its_own_is_named_on_every_node(self):
+        """Bad input (issue 23: "a container that cannot reach the rendezvous"): the bundle's
+        config.json asks for a network namespace, so each container has loopback only. Each
+        node's agent says so at once, naming the rendezvous host and the remedy, exit 2; no
+        worker starts (with a minimum of one node, the agents used to train alone, each in a
+        world of its own: the others after taking over as the host), no node is drained,
+        nothing is left."""
+        top = self.work / "own-network"
+        top.mkdir()
+        config = bundle_config()
+        config["linux"]["namespaces"].append({"type": "network"})
+        (top / "config.json").write_text(json.dumps(config, indent=1))
+        r = self.cluster.srun(["-N2", f"--container={top}", "--elastic=1:2", "--elastic-max-restarts=3",
+                               "/usr/bin/python3", WORKER], timeout=TIMEOUT,
+                              env={"GLOO_SOCKET_IFNAME": "eth0", "ELASTIC_TORCH_NO_LIBUV": "1"})
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 2, text)
+        self.assertEqual(text.count("this node has no network but loopback (a container with a network "
+                                    "namespace of its own?)"), 2, text)
+        self.assertEqual(text.count("run the container with the host's network"), 2, text)
+        self.assertNotIn("START", r.stdout)  # the worker's first line
+        self.assertNotIn("round 0", text)
+        self.assertEqual(set(self.cluster.node_states().values()), {"idle"}, "no node drained")
+        self.assert_nothing_left()
+
     @unittest.skipIf(RUNS, f"Slurm {RELEASE[0]}.{RELEASE[1]:02} runs --elastic in OCI containers")
     def test_refused_naming_the_slurm_release(self):
         r = self.srun(["--elastic=2", "/usr/bin/python3", "-c", "print('RAN')"])

@@ -1,5 +1,6 @@
 """elasticrun with real worker processes (no torch): restarts, failures,
 signals, output. Every test checks that no process of the run is left."""
+import ctypes
 import glob
 import json
 import os
@@ -288,6 +289,9 @@ class SignalTest(LauncherTestCase):
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0, err)
         self.assert_nothing_left()
+
+
+CLONE_NEWNET = 0x40000000
 
 
 def process_state(pid):
@@ -747,6 +751,27 @@ class UsageTest(LauncherTestCase):
         rc, out, err = self.run_agent(["--python", python, script])
         self.assertEqual(rc, 0, err)
         self.assertTrue(os.path.exists(self.path("ran")))
+
+    @unittest.skipUnless(os.geteuid() == 0, "a network namespace of its own needs root")
+    def test_a_node_with_loopback_only_names_the_cause_at_once(self):
+        # As in a container with a network namespace of its own (an OCI bundle whose
+        # config.json has one): the agent of a run of up to 2 nodes whose rendezvous host
+        # is outside cannot reach it, nor be reached. Exit 2 at once naming the cause, no
+        # worker started, instead of waiting join_timeout for the host. (Agents on
+        # loopback in such a namespace, as every multi-node test of these suites runs in
+        # CI, are not refused: launcher/network_reach_test.cc has the whole table.)
+        libc = ctypes.CDLL(None, use_errno=True)
+        marker = self.path("ran")
+        # join_timeout (600 s) is past run_agent's deadline: a wait for it fails the test.
+        rc, out, err = self.run_agent(["--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                                       "--rdzv-endpoint=10.200.99.1:29500", "--rdzv-conf=join_timeout=600",
+                                       "/bin/touch", marker],
+                                      preexec_fn=lambda: libc.unshare(CLONE_NEWNET))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("this node has no network but loopback (a container with a network namespace of its "
+                      "own?): the rendezvous host 10.200.99.1 cannot be reached from here, nor this node from "
+                      "the others of a run of up to 2 nodes; run the container with the host's network", err)
+        self.assertFalse(os.path.exists(marker), "a worker was started")
 
     def test_under_srun_messages_name_the_srun_options(self):
         # The plugin hands --elastic-python over as PET_PYTHON: the srun user never
