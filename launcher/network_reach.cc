@@ -1,13 +1,14 @@
 #include "launcher/network_reach.h"
 
-#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
-#include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <fmt/format.h>
+
+#include "common/net.h"
 
 namespace elastic {
 namespace {
@@ -25,6 +26,7 @@ bool HasOutsideNetwork() {
   return found;
 }
 
+// Every address `host` resolves to, as numeric text.
 std::vector<std::string> Resolve(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -33,31 +35,32 @@ std::vector<std::string> Resolve(const std::string& host) {
   std::vector<std::string> out;
   if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0) return out;
   for (addrinfo* a = result; a; a = a->ai_next) {
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw = a->ai_family == AF_INET
-                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
-                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
-    if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) && inet_ntop(a->ai_family, raw, text, sizeof text))
-      out.emplace_back(text);
+    sockaddr_storage addr{};
+    if (a->ai_addrlen > sizeof addr) continue;
+    memcpy(&addr, a->ai_addr, a->ai_addrlen);
+    if (std::string text = AddressText(addr); !text.empty()) out.push_back(std::move(text));
   }
   freeaddrinfo(result);
   return out;
 }
 
+// Only a run that may span nodes, with an endpoint to reach, is concerned.
+bool SpansNodes(const RendezvousOptions& rdzv) {
+  return !rdzv.standalone && rdzv.max_nodes > 1 && rdzv.endpoint;
+}
+
 }  // namespace
 
 bool IsLoopbackAddress(const std::string& numeric) {
-  in_addr v4{};
-  if (inet_pton(AF_INET, numeric.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  if (inet_pton(AF_INET6, numeric.c_str(), &v6) != 1) return false;
-  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
-  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  SocketAddress addr;
+  std::string err;
+  // IsNumericAddress first: strict inet_pton ("127.0.0" is no address), as AddressText writes them.
+  return IsNumericAddress(numeric) && ResolveNumericAddress(numeric, 0, &addr, &err) && IsLoopback(addr.storage);
 }
 
 std::string IsolatedNetworkError(const RendezvousOptions& rdzv, bool outside_network,
                                  const std::vector<std::string>& endpoint_addresses) {
-  if (outside_network || rdzv.standalone || rdzv.max_nodes <= 1 || !rdzv.endpoint) return "";
+  if (outside_network || !SpansNodes(rdzv)) return "";
   for (const std::string& address : endpoint_addresses) {
     if (IsLoopbackAddress(address)) return "";
   }
@@ -75,8 +78,7 @@ std::string IsolatedNetworkError(const RendezvousOptions& rdzv, bool outside_net
 }
 
 std::string CheckNetworkReach(const RendezvousOptions& rdzv) {
-  if (rdzv.standalone || rdzv.max_nodes <= 1 || !rdzv.endpoint) return "";
-  if (HasOutsideNetwork()) return "";
+  if (!SpansNodes(rdzv) || HasOutsideNetwork()) return "";
   return IsolatedNetworkError(rdzv, false, Resolve(rdzv.endpoint->host));
 }
 

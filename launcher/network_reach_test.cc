@@ -21,7 +21,7 @@ RendezvousOptions RunOfUpTo(int max_nodes, const char* host) {
   return rdzv;
 }
 
-TEST(IsolatedNetworkError, OnlyARunOfUpToToAnOutsideHostFromLoopbackAlone) {
+TEST(IsolatedNetworkError, OnlyAMultiNodeRunToAnOutsideHostFromLoopbackAlone) {
   struct Row {
     const char* what;
     RendezvousOptions rdzv;
