@@ -428,6 +428,7 @@ void FailoverRendezvous::TakeOver() {
   carried.last_members = members + static_cast<size_t>(r.spares);
   carried.awaited = members - excluded_.size() + static_cast<size_t>(r.spares);
   carried.host_lost_at = host_lost_at_;
+  for (const Successor& member : r.successors) carried.known_members.insert(member.name);
   config.carried = carried;
   config.local_member_of = static_cast<int64_t>(r.round);
   config.regime = r.regime;

@@ -176,6 +176,7 @@ void CompleteRound(Ctx& c) {
   c.s.quorum_round = static_cast<int64_t>(c.s.round);
   c.s.quorum_size = c.s.quorum.size();
   c.s.quorum_awaited = 0;
+  c.s.quorum_names.clear();
 }
 
 // Closes the round being formed if a rule says so.
@@ -261,7 +262,7 @@ size_t VotersAlive(const Ctx& c) {
   const RendezvousState& s = c.s;
   size_t n = 0;
   for (const auto& [id, rec] : s.nodes) {
-    bool voter = s.quorum.count(id) || (s.quorum_round >= 0 && rec.member_of == s.quorum_round);
+    bool voter = VotesFor(s, id, rec);
     bool silent = !rec.desc.local && c.now - rec.last_heard >= Millis(c.settings.heartbeat_timeout_ms);
     if (voter && !silent) ++n;
   }
@@ -306,7 +307,7 @@ void BelowMinCheck(Ctx& c, const std::string& why) {
 void DropVoter(RendezvousState& s, NodeId id, const NodeRecord& rec) {
   if (s.quorum_round < 0) return;
   bool by_id = s.quorum.erase(id) > 0;
-  bool by_round = !by_id && rec.member_of == s.quorum_round;
+  bool by_round = !by_id && VotesFor(s, id, rec);
   if (!by_id && !by_round) return;
   if (s.quorum_size > 0) --s.quorum_size;
   if (by_round && s.quorum_awaited > 0) --s.quorum_awaited;
@@ -552,14 +553,21 @@ RendezvousState TakeoverState(const RendezvousSettings& settings, TimePoint now,
   s.quorum_round = static_cast<int64_t>(carried.last_round);
   s.quorum_size = carried.last_members;
   s.quorum_awaited = carried.awaited;
+  s.quorum_names = carried.known_members;
   return s;
+}
+
+bool VotesFor(const RendezvousState& s, NodeId id, const NodeRecord& rec) {
+  if (s.quorum.count(id)) return true;
+  if (s.quorum_round < 0) return false;
+  if (rec.member_of == s.quorum_round) return true;
+  return rec.member_of >= 0 && rec.member_of < s.quorum_round && s.quorum_names.count(rec.desc.name) > 0;
 }
 
 size_t QuorumRejoined(const RendezvousState& s) {
   size_t n = 0;
   for (const auto& [id, rec] : s.nodes)
-    if (rec.joined && (s.quorum.count(id) || (s.quorum_round >= 0 && rec.member_of == s.quorum_round)))
-      ++n;
+    if (rec.joined && VotesFor(s, id, rec)) ++n;
   return n;
 }
 

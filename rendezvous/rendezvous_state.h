@@ -98,6 +98,10 @@ struct RendezvousState {
   int64_t quorum_round = -1;          // its number (-1: no round yet, no rule)
   size_t quorum_size = 0;             // its voter count
   size_t quorum_awaited = 0;          // after a takeover: members expected back (no ids known)
+  // After a takeover: the lost round's first members by name (RoundInfo::successors). A
+  // joiner listed here votes for quorum_round even when it says an earlier round: the
+  // host died after telling only some members that the round had completed (VotesFor).
+  std::set<std::string> quorum_names;
   // Nodes that left since the last round completed because a signal stopped their agent:
   // when the job falls below MIN only through them, Slurm is ending it (kStopped, no requeue).
   size_t left_by_signal = 0;
@@ -110,6 +114,7 @@ struct CarriedRound {
   uint64_t last_round = 0;    // the round that was lost: its members form the quorum
   size_t last_members = 0;    // its voters: members and spares (RoundInfo::spares)
   size_t awaited = 0;         // of them, the ones not known to be gone (itself included)
+  std::set<std::string> known_members = {};  // its first members' names (RoundInfo::successors)
   // When this node saw the host's loss (the event record's recovery starts there); unset: now.
   std::optional<TimePoint> host_lost_at = std::nullopt;
 };
@@ -169,6 +174,15 @@ RendezvousState TakeoverState(const RendezvousSettings& settings, TimePoint now,
                               const CarriedRound& carried);
 // Previous-round members among the participants of the round being formed.
 size_t QuorumRejoined(const RendezvousState& state);
+// Whether a node votes for the last completed round (quorum_round): known as its voter
+// (this host completed it), or it says it ran it, or, after a takeover, it is one of the
+// round's members by name and says an earlier round. The last: a host can die after
+// telling only some members that the round completed; those that missed it say the
+// round before, and the new host, which heard of the round, would never count them
+// (its round then waited out join_timeout: CI, Debian 13, 2026-12-06). Counting them
+// counts real members of the round only, each where it joined, so no two hosts can
+// both hold a majority of its voters.
+bool VotesFor(const RendezvousState& state, NodeId id, const NodeRecord& rec);
 
 // What one event does: the next state and the actions for the shell
 // (rendezvous_host.cc) to carry out, in order.
