@@ -114,9 +114,9 @@ struct CarriedRound {
   uint64_t last_round = 0;    // the round that was lost: its members form the quorum
   size_t last_members = 0;    // its voters: members and spares (RoundInfo::spares)
   size_t awaited = 0;         // of them, the ones not known to be gone (itself included)
-  std::set<std::string> known_members = {};  // its first members' names (RoundInfo::successors)
   // When this node saw the host's loss (the event record's recovery starts there); unset: now.
   std::optional<TimePoint> host_lost_at = std::nullopt;
+  std::set<std::string> known_members = {};  // its first members' names (RoundInfo::successors)
 };
 
 // Events (from the network, the local agent, or the clock).
