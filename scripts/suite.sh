@@ -80,7 +80,7 @@ run_suite() {
 # The sanitizer tree is built and its suite run beside the release tree's suites
 # (each tree has its own ctest state; its report is printed after ship's): on a
 # fresh machine its build was the longest of the matrix, and Debian 12's first
-# release test waited for it (48 minutes into a fresh run; issue 21); warm, its
+# release test waited for it (73 minutes into a fresh run; issue 21); warm, its
 # build is ccache's and its suite mostly waits for child processes as the
 # cluster suite waits for Slurm.
 asan_pid=
