@@ -2,6 +2,7 @@
 """One suite's summary from ctest's JUnit file (`ctest --output-junit FILE`).
 
   junit_summary.py --system S --suite NAME --junit FILE [--ctest-rc N] [--build DIR]
+                   [--all-log FILE]
 
 Prints, as scripts/suite.sh shows it:
   S: NAME: P passed, F failed, K skipped          (the line scripts/test.sh adds up)
@@ -14,6 +15,9 @@ Prints, as scripts/suite.sh shows it:
 Exit status 1 when a test failed, the file is missing or unreadable, or ctest's
 own exit status (--ctest-rc) says it failed although every test passed.
 With --build, a failed test that ran up to its TIMEOUT says so.
+With --all-log, every test's whole output (passed ones too, as the JUnit file
+keeps it) is written to FILE, test by test: scripts/suite.sh runs two ctest
+runs in one build tree at once, so ctest's own LastTest.log is not one suite's.
 """
 
 from __future__ import annotations
@@ -145,6 +149,14 @@ def report(system: str, name: str, suite: Suite, ctest_rc: int,
     return lines, 1 if failed or unexplained else 0
 
 
+def write_all_log(path: str, suite: Suite) -> None:
+    """Every test's output, in the JUnit file's order, each under a header line."""
+    with open(path, "w", encoding="utf-8", errors="replace") as f:
+        for c in suite.cases:
+            f.write(f"===== {c.name}: {c.status} ({c.time:.1f} s)\n")
+            f.write(c.output if c.output.endswith("\n") or not c.output else c.output + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--system", required=True)
@@ -152,6 +164,7 @@ def main() -> int:
     ap.add_argument("--junit", required=True)
     ap.add_argument("--ctest-rc", type=int, default=0)
     ap.add_argument("--build", help="the build tree, to tell timeouts from other failures")
+    ap.add_argument("--all-log", help="write every test's whole output here")
     args = ap.parse_args()
     try:
         with open(args.junit, encoding="utf-8", errors="replace") as f:
@@ -160,6 +173,8 @@ def main() -> int:
         print(f"{args.system}: {args.suite}: 0 passed, 1 failed, 0 skipped")
         print(f"   no JUnit report from ctest ({args.junit}: {e}); ctest exited {args.ctest_rc}")
         return 1
+    if args.all_log:
+        write_all_log(args.all_log, suite)
     limits = timeouts(args.build) if args.build and suite.count("failed") else {}
     lines, status = report(args.system, args.suite, suite, args.ctest_rc, limits)
     print("\n".join(lines))

@@ -5,6 +5,9 @@
 # appended to out/matrix-summary.txt. Exit status 1 if any suite failed.
 # The sanitizer build (ASan+UBSan: unit and process) runs on Debian 12 only, and
 # there it is the process suite's only run.
+# The cluster suite runs from the build on, beside unit, process and torch (it
+# mostly waits for Slurm's timing; the others mostly compute), then ship (its
+# test installs the package on a cluster of its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 system=${ELASTIC_SYSTEM:-bookworm}
@@ -65,10 +68,10 @@ run_suite() {
   # reasons of Python tests skipped inside a passing ctest test).
   "${own_network[@]}" ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-$(nproc)}" --output-junit "$junit" \
     --test-output-size-passed 4194304 --test-output-size-failed 4194304 "$@" >"$log" 2>&1 || rc=$?
-  # Every test's whole output, passed ones included.
-  cp "$dir/Testing/Temporary/LastTest.log" "$logdir/$name.all.log" 2>/dev/null || true
+  # Every test's whole output, passed ones included, from the JUnit file (two ctest
+  # runs share a build tree at once, so its Testing/Temporary/LastTest.log is not one suite's).
   report=$(/usr/bin/python3 scripts/junit_summary.py --system "$system" --suite "$name" --junit "$junit" \
-             --ctest-rc "$rc" --build "$dir") || status=1
+             --ctest-rc "$rc" --build "$dir" --all-log "$logdir/$name.all.log") || status=1
   head -n 1 <<<"$report" >>"$summary"
   echo "$report"
   children_cpu cpu1
@@ -99,7 +102,25 @@ if [ "$system" = bookworm ]; then
     exit $status ) >"$logdir/asan.report" 2>&1 &
   asan_pid=$!
 fi
+# The cluster suite from the start, in the background (its report printed after
+# torch's): its scenarios mostly wait for Slurm (node failure, requeue, time
+# limits; 1,400-1,700 s a system, 90 CPU-s of its own), and run one after the
+# other on one test cluster, so it was every system's longest stretch, and in
+# it the machine's second core was mostly idle (2026-12-06: 58% of both cores,
+# the two roots' cluster suites alone). It runs in a network namespace of its
+# own as every suite does; its Slurm and munged are its own (their /run is this
+# system's), and the process and torch tests' agents turn munge off (munge=0)
+# or authenticate with the same munged, as they do beside the sanitizer suite
+# on Debian 12.
+# ctest lists the tests first, once: gtest_discover_tests (PRE_TEST) writes each
+# test program's list into the tree when the program is newer than it, and two
+# ctest runs starting at once could read a list the other is writing.
+ctest --test-dir build -N >"$logdir/ctest-list.log" 2>&1 || { cat "$logdir/ctest-list.log"; status=1; }
 # Suites by label; ship (packaging, the .deb on the cluster) by name.
+( status=0
+  run_suite cluster build -L '^cluster$' -E '^ship\.'
+  exit $status ) >"$logdir/cluster.report" 2>&1 &
+cluster_pid=$!
 run_suite unit build -L '^unit$' -E '^ship\.'
 # The process tests mostly wait (signals, timeouts, child processes): twice as
 # many at once as there are cores (3.5 -> 2.6 min here, on a loaded machine).
@@ -108,7 +129,9 @@ run_suite unit build -L '^unit$' -E '^ship\.'
 # cluster and ship suites there, and the release process suite on the other systems.
 [ "$system" = bookworm ] || JOBS=$((2 * $(nproc))) run_suite process build -L '^process$' -E '^ship\.'
 run_suite torch build -L '^torch$' -E '^ship\.'
-run_suite cluster build -L '^cluster$' -E '^ship\.'
+wait "$cluster_pid" || status=1
+cat "$logdir/cluster.report"
+# After the cluster suite: ship.deb_on_cluster brings up a test cluster of its own.
 run_suite ship build -R '^ship\.'
 if [ -n "$asan_pid" ]; then
   wait "$asan_pid" || status=1

@@ -148,6 +148,25 @@ class ProgramTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout.splitlines()[0], "sid: unit: 1 passed, 0 failed, 0 skipped")
 
+    def test_all_log_has_every_tests_output_under_its_name(self):
+        with tempfile.TemporaryDirectory() as d:
+            junit, log = Path(d) / "unit.junit.xml", Path(d) / "unit.all.log"
+            junit.write_text(REPORT)
+            r = subprocess.run([sys.executable, "-B", str(ROOT / "scripts" / "junit_summary.py"),
+                                "--system", "sid", "--suite", "unit", "--junit", str(junit),
+                                "--all-log", str(log)], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # the report has failures
+            text = log.read_text()
+        headers = [line for line in text.splitlines() if line.startswith("===== ")]
+        self.assertEqual(headers, ["===== unit_a: passed (0.5 s)", "===== py_fail: failed (12.2 s)",
+                                   "===== gtest_fail: failed (0.1 s)", "===== hung: failed (300.0 s)",
+                                   "===== skipped_one: skipped (0.0 s)", "===== off: skipped (0.0 s)",
+                                   "===== cluster.smoke: passed (48.5 s)"])
+        self.assertIn("===== unit_a: passed (0.5 s)\nok\ntest_x (m.C.test_x) ... skipped 'needs root'\n"
+                      "===== py_fail", text)
+        self.assertIn("AssertionError: 1 != 2 : rank 3 missing\n", text)
+        self.assertIn("[test_z: 30.0 s]\n", text)
+
 
 if __name__ == "__main__":
     unittest.main()
