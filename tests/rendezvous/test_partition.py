@@ -6,6 +6,7 @@ alike). Two hosts never both complete a round: the side with a strict majority
 of the last round goes on, the other never trains a group of its own and exits
 non-zero after join_timeout. Needs root (ip netns)."""
 import os
+import signal
 import subprocess
 import time
 import unittest
@@ -58,11 +59,8 @@ class NetnsTestCase(RendezvousTestCase):
         for k in ks:
             ip("-n", self.hub, "link", "set", "%s%dp" % (self.tag, k), "master", self.tag + "b1")
 
-
-@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
-class PartitionTest(NetnsTestCase):
     def start_netns_agents(self, count, nnodes, hold_rounds=1, nproc=1, conf=CONF, env_extra=None,
-                           args_extra=()):
+                           args_extra=(), program=(WORKER,)):
         agents = []
         # Every node's namespace first, then the agents: made between the starts, the
         # namespaces spread the joins past last_call_timeout on a loaded machine (CI:
@@ -78,7 +76,7 @@ class PartitionTest(NetnsTestCase):
                     "--nproc-per-node=%d" % nproc, "--rdzv-backend=c10d",
                     "--rdzv-endpoint=10.231.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
                     "--python=" + PYTHON, "--max-restarts=3", "--node-rank=%d" % k,
-                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), *args_extra, WORKER]
+                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), *args_extra, *program]
             with open(log, "wb") as out:
                 proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
@@ -91,6 +89,9 @@ class PartitionTest(NetnsTestCase):
             self.wait_workers(agent, 0, nproc)
         return agents
 
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class PartitionTest(NetnsTestCase):
     def assert_went_on(self, agents, round_, world):
         for agent in agents:
             self.assertEqual(self.wait_exit(agent), 0, self.dump())
@@ -175,6 +176,81 @@ class PartitionTest(NetnsTestCase):
         self.cut_off([2])
         self.assert_went_on(agents[:2], 1, 2)
         self.assert_stopped_alone(agents[2:])  # "no strict majority", not "timed out"
+        self.assert_nothing_left()
+
+
+# A shell worker (no torch): its line as elastic_worker.py prints it; it holds its
+# round until the agent stops it, and ends at once from round 2 on.
+HOLD_UNTIL_ROUND_2 = (
+    'echo "worker rank=$RANK world=$WORLD_SIZE round=$TORCHELASTIC_RESTART_COUNT '
+    'group_rank=$GROUP_RANK local_rank=$LOCAL_RANK agent_store=- all_reduce=-"; '
+    '[ "$TORCHELASTIC_RESTART_COUNT" -ge 2 ] && exit 0; exec sleep 300')
+# IP packets of 256 bytes or more (total length, at offset 2), as u32 matches.
+BIG_PACKETS = ["0x0100 0xff00", "0x0200 0xfe00", "0x0400 0xfc00", "0x0800 0xf800", "0x1000 0xf000",
+               "0x2000 0xe000", "0x4000 0xc000", "0x8000 0x8000"]
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class LostRoundCompletionTest(NetnsTestCase):
+    """The race of the fresh run (2026-12-06, docs/design.md "Failover"): the host forms a
+    round, its first successor hears of it, the other members do not, and the host dies.
+    The successor takes over with that round as its quorum round; the others join it
+    saying the round before. They are members of the lost round, listed by name in it,
+    and count: the successor forms the next round with them (it used to wait out
+    join_timeout, counting 1 of 4). Made to happen here, not left to a loaded machine:
+    the host's round message to the others is held in its network namespace (shell
+    workers: label process)."""
+
+    def hold_big_packets(self, node, to):
+        """From now on, every IP packet of 256 bytes or more that `node` sends to the nodes
+        `to` waits in a traffic class of 1 byte/s (htb: this kernel has neither netem nor a
+        drop action): a round message (its member list) is held, the smaller restart notice
+        and heartbeats pass, and TCP hands nothing after the held segment to the receiver.
+        Downing the node's link drops what is held."""
+        ns = dev = "%s%d" % (self.tag, node)
+
+        def tc(*args):
+            subprocess.run(["ip", "netns", "exec", ns, "tc", *args], check=True, capture_output=True,
+                           timeout=30)
+        tc("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10")
+        tc("class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit")
+        tc("class", "add", "dev", dev, "parent", "1:", "classid", "1:20", "htb", "rate", "8bit",
+           "ceil", "8bit", "burst", "1", "cburst", "1")
+        for k in to:
+            for match in BIG_PACKETS:
+                tc("filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                   "match", "ip", "dst", "10.231.0.%d/32" % (k + 1), "match", "u16", *match.split(),
+                   "at", "2", "flowid", "1:20")
+        # htb sends a class's first packet while it has any tokens left: one big datagram
+        # spends them (1,400 s of debt at 1 byte/s) before a round message can pass.
+        subprocess.run(["ip", "netns", "exec", ns, PYTHON, "-c",
+                        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto("
+                        "b'x' * 1400, ('10.231.0.%d', 9))" % (to[0] + 1)], check=True, timeout=60)
+
+    def test_members_that_missed_the_lost_round_count_for_the_successor(self):
+        conf = "munge=0,heartbeat_interval=0.5,heartbeat_timeout=6,join_timeout=30,last_call_timeout=2"
+        agents = self.start_netns_agents(5, "2:5", conf=conf, args_extra=["--no-python", "--max-restarts=5"],
+                                         program=["/bin/sh", "-c", HOLD_UNTIL_ROUND_2])
+        self.hold_big_packets(0, [2, 3])
+        os.kill(agents[4].agent_pid(), signal.SIGKILL)  # round 1: nodes 0-3, told to node 1 only
+        self.wait_workers(agents[1], 1, 1)
+        ip("-n", "%s0" % self.tag, "link", "set", "dev", "%s0" % self.tag, "down")
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.wait_exit(agents[0])
+        self.wait_exit(agents[4])
+        round1 = [w for w in agents[1].workers() if w[2] == "1"]
+        self.assertEqual([w[1] for w in round1], ["4"], self.dump())  # the round nodes 2 and 3 joined
+        for agent in agents[2:4]:
+            self.assertFalse([w for w in agent.workers() if w[2] == "1"], self.dump())  # never told
+        for agent in agents[1:4]:
+            self.assertEqual(self.wait_exit(agent), 0, self.dump())
+            self.assertEqual([w[1] for w in agent.workers() if w[2] == "2"], ["3"], self.dump())
+        self.assertIn("taking over as the host", agents[1].output())
+        worlds = {}
+        for agent in self.agents:
+            for w in agent.workers():
+                worlds.setdefault(w[2], set()).add(w[1])
+        self.assertEqual(worlds, {"0": {"5"}, "1": {"4"}, "2": {"3"}}, self.dump())
         self.assert_nothing_left()
 
 
