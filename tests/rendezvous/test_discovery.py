@@ -35,7 +35,7 @@ class DiscoveryTest(NetnsTestCase):
                 "--rdzv-endpoint=10.231.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
                 "--python=" + PYTHON, "--max-restarts=10", "--node-rank=%d" % k,
                 "--rdzv-conf=%s,expected_nodes=%d,state_dir=%s" % (CONF, expected, state),
-                WORKER]
+                *(["--preload=torch"] if self.preload_torch else []), WORKER]
         return self.spawn(args, env)
 
     def assert_in_the_regime(self, agent, world):

@@ -66,6 +66,8 @@ class NetnsTestCase(RendezvousTestCase):
         # namespaces spread the joins past last_call_timeout on a loaded machine (CI:
         # round 0 closed with 4 of 5 nodes and the fifth grew the job into round 1).
         nodes = [self.add_node(k) for k in range(count)]
+        # Python workers forked from a preloaded torch, as RendezvousTestCase.start_agent's.
+        preload = ["--preload=torch"] if self.preload_torch and program[0].endswith(".py") else []
         for k in range(count):
             ns, dev = nodes[k]
             log = os.path.join(self.dir, "agent%d.log" % k)
@@ -76,7 +78,7 @@ class NetnsTestCase(RendezvousTestCase):
                     "--nproc-per-node=%d" % nproc, "--rdzv-backend=c10d",
                     "--rdzv-endpoint=10.231.0.1:%d" % self.port, "--rdzv-id=" + self.run_id,
                     "--python=" + PYTHON, "--max-restarts=3", "--node-rank=%d" % k,
-                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), *args_extra, *program]
+                    "--rdzv-conf=%s,expected_nodes=%d" % (conf, count), *args_extra, *preload, *program]
             with open(log, "wb") as out:
                 proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
