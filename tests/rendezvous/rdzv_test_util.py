@@ -95,6 +95,21 @@ class RendezvousTestCase(unittest.TestCase):
     # imports were most of the matrix's CPU time. TrainingTest keeps the plain
     # start (one interpreter per worker) across agents.
     preload_torch = True
+    # Workers without torch (elastic_worker.py's ELASTIC_TEST_LIGHT_WORKER: the ranks'
+    # sum through the agent's store): the classes whose subject is the rendezvous's
+    # membership under faults (label process), each file keeping real PyTorch workers
+    # in a class of its own (label torch). An `import torch` is 1.5-3 CPU-s; these
+    # classes started hundreds of them per system (issue 21).
+    light_workers = False
+
+    def worker_env(self):
+        """What the agents' environment adds for this class's workers."""
+        return {"ELASTIC_TEST_LIGHT_WORKER": "1"} if self.light_workers else {}
+
+    def preload_args(self, program):
+        """--preload=torch for Python workers that import torch, as the agents' flag."""
+        return (["--preload=torch"] if self.preload_torch and not self.light_workers
+                and program.endswith(".py") else [])
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="elastic-rdzv-test-")
@@ -121,6 +136,7 @@ class RendezvousTestCase(unittest.TestCase):
         full_env = dict(os.environ)
         full_env.pop("OMP_NUM_THREADS", None)
         full_env["ELASTIC_RDZV_TEST_MARKER"] = self.marker
+        full_env.update(self.worker_env())
         full_env.update(env or {})
         args = [ELASTICRUN, "--nnodes=%s" % nnodes, "--nproc-per-node=%d" % nproc,
                 "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:%d" % self.port,
@@ -133,8 +149,8 @@ class RendezvousTestCase(unittest.TestCase):
             # Each test's regime records (rendezvous/regime_record.h) in its own directory.
             conf = ",".join(filter(None, ["state_dir=" + os.path.join(self.dir, "state"), conf]))
         args.append("--rdzv-conf=" + conf)
-        if self.preload_torch and program.endswith(".py") and "--no-python" not in extra:
-            args.append("--preload=torch")
+        if "--no-python" not in extra:
+            args += self.preload_args(program)
         args += list(extra) + [program] + list(worker_args)
         return self.spawn(args, full_env)
 

@@ -1,9 +1,10 @@
 """The job survives the loss of its rendezvous host (docs/design.md "Failover"):
-real elasticrun agents on loopback with real PyTorch workers. The host agent is
+real elasticrun agents on loopback, with real PyTorch workers (FailoverTorchTest)
+or workers that sum their ranks through the agent's store (FailoverTest). The host agent is
 SIGKILLed, its whole process group killed, or SIGSTOPped (silent); it is lost
 during a restart round; two hosts are lost one after the other or at once. Each
 time the first surviving node of the last round takes over, the survivors train
-again at the smaller world size with a correct all_reduce, a former host never
+again at the smaller world size with a correct sum of their ranks, a former host never
 trains a round of its own, and nothing is left behind."""
 import os
 import re
@@ -15,7 +16,8 @@ import unittest
 from rdzv_test_util import RendezvousTestCase
 
 
-class FailoverTest(RendezvousTestCase):
+class FailoverCase(RendezvousTestCase):
+    """How the failover tests start agents and what they check (no tests of its own)."""
     def start_agents(self, count, nnodes, conf="", env=None, nproc=2, max_restarts=3,
                      host_env=None, extra=()):
         """`count` agents with node ranks 0..count-1 (0 hosts): the successor order."""
@@ -69,6 +71,11 @@ class FailoverTest(RendezvousTestCase):
         print("failover (%s): %.2f s from the loss to every survivor's workers of round %d "
               "trained" % (what, time.monotonic() - started, round_), file=sys.stderr)
 
+
+
+class FailoverTorchTest(FailoverCase):
+    """Real PyTorch workers (label torch): after the takeover the survivors' gloo group
+    forms through the new host's store and all_reduces at the smaller world size."""
     def test_sigkill_of_the_host_agent_fails_over_to_the_next_node(self):
         agents = self.start_agents(3, "2:3", env={"HOLD_ROUNDS": "1"})
         for agent in agents:
@@ -82,6 +89,12 @@ class FailoverTest(RendezvousTestCase):
         self.assertNotIn("taking over as the host", agents[2].output())
         self.assertEqual(self.wait_exit(agents[0]), 128 + signal.SIGKILL)
         self.assert_nothing_left()
+
+
+class FailoverTest(FailoverCase):
+    """Every other failover, with workers that sum their ranks through the agent's store
+    instead of importing torch (label process; FailoverTorchTest: real PyTorch)."""
+    light_workers = True
 
     def test_host_loss_with_a_spare_the_spare_follows_and_the_world_size_stays(self):
         # 2:2 on 3 agents: node 2 stands by (a voter of round 0); the host is lost, node 1

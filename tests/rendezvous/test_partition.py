@@ -1,5 +1,6 @@
 """Partitions without split brain (docs/design.md "Failover"): real elasticrun
-agents and real PyTorch workers, each agent in a network namespace of its own,
+agents with real PyTorch workers (PartitionTorchTest) or workers that sum their
+ranks through the agent's store (the others), each agent in a network namespace of its own,
 all on one bridge; a partition moves nodes' links to a second bridge, which
 truly cuts every packet between the two sides (rendezvous, store and gloo
 alike). Two hosts never both complete a round: the side with a strict majority
@@ -67,12 +68,12 @@ class NetnsTestCase(RendezvousTestCase):
         # round 0 closed with 4 of 5 nodes and the fifth grew the job into round 1).
         nodes = [self.add_node(k) for k in range(count)]
         # Python workers forked from a preloaded torch, as RendezvousTestCase.start_agent's.
-        preload = ["--preload=torch"] if self.preload_torch and program[0].endswith(".py") else []
+        preload = self.preload_args(program[0])
         for k in range(count):
             ns, dev = nodes[k]
             log = os.path.join(self.dir, "agent%d.log" % k)
             env = dict(os.environ, ELASTIC_RDZV_TEST_MARKER=self.marker, HOLD_ROUNDS=str(hold_rounds),
-                       GLOO_SOCKET_IFNAME=dev, **(env_extra or {}))
+                       GLOO_SOCKET_IFNAME=dev, **self.worker_env(), **(env_extra or {}))
             env.pop("OMP_NUM_THREADS", None)
             args = ["ip", "netns", "exec", ns, ELASTICRUN, "--nnodes=%s" % nnodes,
                     "--nproc-per-node=%d" % nproc, "--rdzv-backend=c10d",
@@ -92,8 +93,8 @@ class NetnsTestCase(RendezvousTestCase):
         return agents
 
 
-@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
-class PartitionTest(NetnsTestCase):
+class PartitionCase(NetnsTestCase):
+    """What the partition tests check (no tests of its own)."""
     def assert_went_on(self, agents, round_, world):
         for agent in agents:
             self.assertEqual(self.wait_exit(agent), 0, self.dump())
@@ -107,6 +108,11 @@ class PartitionTest(NetnsTestCase):
             self.assertFalse([w for w in agent.workers() if int(w[2]) >= 1], self.dump())
             self.assertIn("no strict majority", agent.output(), self.dump())
 
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class PartitionTorchTest(PartitionCase):
+    """Real PyTorch workers (label torch): the cut stops gloo's traffic as it stops the
+    rendezvous's, and the side that goes on all_reduces in a group of its own size."""
     def test_partitioned_host_never_trains_alone_and_the_others_go_on(self):
         agents = self.start_netns_agents(3, "1:3")
         self.cut_off([0])
@@ -114,6 +120,13 @@ class PartitionTest(NetnsTestCase):
         self.assertIn("taking over as the host", agents[1].output())
         self.assert_stopped_alone(agents[:1])
         self.assert_nothing_left()
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class PartitionTest(PartitionCase):
+    """Who goes on and who stops, with workers that sum their ranks through the agent's
+    store instead of importing torch (label process; PartitionTorchTest: real PyTorch)."""
+    light_workers = True
 
     def test_partitioned_non_host_never_trains_alone_and_the_others_go_on(self):
         agents = self.start_netns_agents(3, "1:3")
