@@ -53,8 +53,9 @@ PRESENT = ["MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_US
 
 
 def torch_version():
-    out = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                         text=True, timeout=DEADLINE_S)
+    # The installed package's version (its metadata), without an `import torch` (1.5-3 CPU-s).
+    out = subprocess.run([PYTHON, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                         capture_output=True, text=True, timeout=DEADLINE_S)
     return tuple(int(part) for part in out.stdout.strip().split("+")[0].split(".")[:2])
 
 
