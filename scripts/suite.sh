@@ -48,11 +48,15 @@ status=0
 # into the variable named $1. `times` runs in this shell (in $(...) it would report
 # a subshell's, which are none).
 children_cpu() {
-  times >"$logdir/.times"
+  # A file per shell: the cluster and sanitizer suites run in subshells of their own
+  # at the same time (one shared file gave the unit suite the cluster's figure).
+  local file=$logdir/.times.$BASHPID
+  times >"$file"
   printf -v "$1" '%s' "$(awk 'NR == 2 {
     n = split($0, f, " "); total = 0
     for (i = 1; i <= n; i++) { split(f[i], ms, /[ms]/); total += ms[1] * 60 + ms[2] }
-    printf "%d\n", total }' "$logdir/.times")"
+    printf "%d\n", total }' "$file")"
+  rm -f "$file"
 }
 
 # run_suite NAME BUILD_DIR CTEST_SELECTION...: one ctest run; its summary comes
