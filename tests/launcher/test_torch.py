@@ -254,11 +254,18 @@ class CheckpointExampleTest(LauncherTestCase):
         text = "".join(out)
         self.assertEqual(proc.returncode, 0, err[0])
         self.assertIn("[rank0]: world 2 restart 0: resuming at step 0", text)
-        resumed = int(re.search(r"\[rank0\]: world 2 restart 1: resuming at step (\d+)", text).group(1))
+        resume = re.search(r"\[rank0\]: world 2 restart 1: resuming at step (\d+)", text)
+        self.assertIsNotNone(resume, text)
+        resumed = int(resume.group(1))
+        # The last step rank 0 reached before the restart: under load it goes on for a few
+        # steps between the kill and the agent stopping it (Debian 12 beside the matrix's
+        # other suites: killed at 13, a checkpoint at 15 written, resumed at 15).
+        last_before = max(int(s) for s in re.findall(r"\[rank0\]: step (\d+) loss", text[:resume.start()]))
         # Back to the last checkpoint: never more than --checkpoint-every steps lost.
         self.assertEqual(resumed % 5, 0, text)
         self.assertGreaterEqual(resumed, killed_at - 5, text)
-        self.assertLessEqual(resumed, killed_at + 1, text)
+        self.assertGreaterEqual(resumed, last_before - 5, text)
+        self.assertLessEqual(resumed, last_before + 1, text)
         self.assertEqual(self.weights(text)[0], 40)
         self.assertEqual([f for f in os.listdir(ckpt) if ".tmp." in f], [])
         self.assert_nothing_left()
