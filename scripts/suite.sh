@@ -121,8 +121,8 @@ run_suite torch build -L '^torch$' -E '^ship\.'
 # and torch (4fef1e8, 2026-12-07) its spank.e2e took 1,790-1,970 s instead of
 # 890-960, since its workers' imports waited for the CPU as the others' did; two
 # timing-bound scenarios failed (a checkpoint run on Debian 13 twice, Debian 12's
-# checkpoint test), and the matrix gained only a few minutes: every core is busy
-# either way (README, "CI's budget").
+# checkpoint test), and the matrix took 51 minutes, as this order does: every core
+# is busy either way (README, "CI's budget").
 run_suite cluster build -L '^cluster$' -E '^ship\.'
 run_suite ship build -R '^ship\.'
 if [ -n "$asan_pid" ]; then
