@@ -16,8 +16,8 @@ Exit status 1 when a test failed, the file is missing or unreadable, or ctest's
 own exit status (--ctest-rc) says it failed although every test passed.
 With --build, a failed test that ran up to its TIMEOUT says so.
 With --all-log, every test's whole output (passed ones too, as the JUnit file
-keeps it) is written to FILE, test by test: scripts/suite.sh runs two ctest
-runs in one build tree at once, so ctest's own LastTest.log is not one suite's.
+keeps it) is written to FILE, test by test (ctest's own LastTest.log holds only
+the last ctest run of its tree).
 """
 
 from __future__ import annotations

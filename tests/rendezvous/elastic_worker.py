@@ -49,7 +49,6 @@ if restart == 0 and rank == int(env.get("FAIL_ONCE_RANK", "-1")):
     sys.exit(1)
 
 
-
 class StoreClient:
     """The few TCPStore queries of PyTorch 1.13's protocol this worker needs."""
     SET, ADD, WAIT = 0, 3, 5

@@ -106,6 +106,14 @@ class RendezvousTestCase(unittest.TestCase):
         """What the agents' environment adds for this class's workers."""
         return {"ELASTIC_TEST_LIGHT_WORKER": "1"} if self.light_workers else {}
 
+    def worlds_by_round(self):
+        """{round: {world sizes its workers saw}} over every agent of the test."""
+        worlds = {}
+        for agent in self.agents:
+            for w in agent.workers():
+                worlds.setdefault(w[2], set()).add(w[1])
+        return worlds
+
     def preload_args(self, program):
         """--preload=torch for Python workers that import torch, as the agents' flag."""
         return (["--preload=torch"] if self.preload_torch and not self.light_workers

@@ -96,5 +96,6 @@ class DiscoveryTest(DiscoveryCase):
             self.assertIsNone(agent.proc.poll(), self.dump())
         self.stop_all()
 
+
 if __name__ == "__main__":
     unittest.main()

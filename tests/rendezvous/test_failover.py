@@ -48,10 +48,7 @@ class FailoverCase(RendezvousTestCase):
 
     def assert_one_group_per_round(self):
         """No two groups of the run at once: every round's workers agree on its world size."""
-        worlds = {}
-        for agent in self.agents:
-            for w in agent.workers():
-                worlds.setdefault(w[2], set()).add(w[1])
+        worlds = self.worlds_by_round()
         self.assertTrue(all(len(v) == 1 for v in worlds.values()), (worlds, self.dump()))
 
     def assert_trained(self, agents, round_, world, nproc=2):
@@ -70,7 +67,6 @@ class FailoverCase(RendezvousTestCase):
             self.wait_workers(agent, round_, count)
         print("failover (%s): %.2f s from the loss to every survivor's workers of round %d "
               "trained" % (what, time.monotonic() - started, round_), file=sys.stderr)
-
 
 
 class FailoverTorchTest(FailoverCase):

@@ -261,11 +261,7 @@ class LostRoundCompletionTest(NetnsTestCase):
             self.assertEqual(self.wait_exit(agent), 0, self.dump())
             self.assertEqual([w[1] for w in agent.workers() if w[2] == "2"], ["3"], self.dump())
         self.assertIn("taking over as the host", agents[1].output())
-        worlds = {}
-        for agent in self.agents:
-            for w in agent.workers():
-                worlds.setdefault(w[2], set()).add(w[1])
-        self.assertEqual(worlds, {"0": {"5"}, "1": {"4"}, "2": {"3"}}, self.dump())
+        self.assertEqual(self.worlds_by_round(), {"0": {"5"}, "1": {"4"}, "2": {"3"}}, self.dump())
         self.assert_nothing_left()
 
 
