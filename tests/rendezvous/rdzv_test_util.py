@@ -202,6 +202,25 @@ class RendezvousTestCase(unittest.TestCase):
         self.wait_for(lambda: len([w for w in agent.workers() if int(w[2]) == round_]) >= count,
                       "%d worker(s) of round %d on agent %d" % (count, round_, agent.proc.pid))
 
+    def wait_first_round(self, agents, nproc):
+        """The first round all `agents` trained together (`nproc` workers each, world
+        len(agents) * nproc). Round 0, unless a node joined past a short last_call_timeout
+        (a loaded machine, an ASan build): round 0 then closed without it and its join grew
+        the job into round 1 (Debian 12 under ASan, the stop's CI of 2026-12-07)."""
+        world = str(len(agents) * nproc)
+
+        def together():
+            counts = [{} for _ in agents]
+            for count, agent in zip(counts, agents):
+                for w in agent.workers():
+                    if w[1] == world:
+                        count[int(w[2])] = count.get(int(w[2]), 0) + 1
+            common = [r for r in counts[0] if all(c.get(r, 0) >= nproc for c in counts)]
+            return min(common) if common else None
+        self.wait_for(lambda: together() is not None,
+                      "a round of all %d agents' workers (world %s)" % (len(agents), world))
+        return together()
+
     def assert_nothing_left(self):
         self.wait_for(lambda: not marked_pids(self.marker), "every process of the test to end")
 

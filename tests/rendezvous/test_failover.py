@@ -184,8 +184,10 @@ class FailoverTest(FailoverCase):
         self.assert_nothing_left()
 
     def test_host_and_its_successor_lost_at_once_the_third_node_takes_over(self):
-        conf = "last_call_timeout=2"
-        agents = self.start_agents(5, "2:5", conf=conf, env={"HOLD_ROUNDS": "1"}, nproc=1)
+        # Round 0 waits for all five (expected_nodes, the default last call of 30 s): its
+        # workers are the ones held (HOLD_ROUNDS=1), so a node that joined late must not
+        # grow the job into a round 1 that trains and ends before the kills.
+        agents = self.start_agents(5, "2:5", env={"HOLD_ROUNDS": "1"}, nproc=1)
         for agent in agents:
             self.wait_workers(agent, 0, 1)
         os.kill(agents[1].agent_pid(), signal.SIGKILL)
@@ -221,11 +223,10 @@ class FailoverTest(FailoverCase):
         conf = "last_call_timeout=2"
         agents = self.start_agents(4, "2:4", conf=conf, env={"HOLD_ROUNDS": "100"}, nproc=1,
                                    max_restarts=10)
-        for agent in agents:
-            self.wait_workers(agent, 0, 1)
+        first = self.wait_first_round(agents, 1)
         os.kill(agents[0].agent_pid(), signal.SIGKILL)
         for agent in agents[1:]:
-            self.wait_workers(agent, 1, 1)
+            self.wait_workers(agent, first + 1, 1)
         self.wait_exit(agents[0])
         node0 = self.restart_agent(0, 4, "2:4", conf, 1, 10, env={"HOLD_ROUNDS": "100"})
         # In the regime (it trains), or (the defect) hosting a fresh one at the endpoint.
@@ -240,9 +241,10 @@ class FailoverTest(FailoverCase):
             self.assertIsNone(agent.proc.poll(), self.dump())
             self.assertIn("joining it as a latecomer", agent.output())
             self.assertNotIn("hosting:", agent.output())
-            # Never a round 0 of their own: they trained in node 1's regime (round >= 2).
+            # Never a round 0 of their own: they trained in node 1's regime (its rounds
+            # after the takeover's).
             self.assertTrue(agent.workers(), self.dump())
-            self.assertTrue(all(int(w[2]) >= 2 and w[6] == "OK" for w in agent.workers()),
+            self.assertTrue(all(int(w[2]) >= first + 2 and w[6] == "OK" for w in agent.workers()),
                             self.dump())
         self.assertEqual(node3.workers()[0][1], "4", self.dump())  # all four again
         self.assert_one_group_per_round()
@@ -280,14 +282,13 @@ class FailoverTest(FailoverCase):
         conf = "heartbeat_interval=0.5,heartbeat_timeout=3,last_call_timeout=2"
         agents = self.start_agents(3, "1:3", conf=conf, env={"HOLD_ROUNDS": "100"}, nproc=1,
                                    max_restarts=10)
-        for agent in agents:
-            self.wait_workers(agent, 0, 1)
+        first = self.wait_first_round(agents, 1)
         os.kill(agents[1].agent_pid(), signal.SIGSTOP)
-        self.wait_workers(agents[2], 1, 1)  # node 0 and 2 went on
+        self.wait_workers(agents[2], first + 1, 1)  # node 0 and 2 went on
         time.sleep(2)  # frozen past heartbeat_timeout (3 s) in all
         os.kill(agents[1].agent_pid(), signal.SIGCONT)
         self.wait_for(lambda: "stops hosting" in agents[1].output(), "node 1 to give way")
-        self.wait_for(lambda: any(w[1] == "3" and int(w[2]) >= 2 for w in agents[1].workers()),
+        self.wait_for(lambda: any(w[1] == "3" and int(w[2]) >= first + 2 for w in agents[1].workers()),
                       "node 1 back in a round of three")
         # Node 2's workers of that round too, before `last` is read: read earlier, it was the
         # round before, and node 2's own line of that round then passed for the next one
