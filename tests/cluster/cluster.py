@@ -343,10 +343,32 @@ class ClusterTestCase(unittest.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
+        self.addCleanup(self.cancel_jobs_left)
         started = time.monotonic()
         # Where the suite's time goes (CI keeps the whole output: scripts/suite.sh).
         self.addCleanup(lambda: print(f"[{self.id().split('.')[-1]}: {time.monotonic() - started:.1f} s]",
                                       file=sys.stderr, flush=True))
+
+    def cancel_jobs_left(self, timeout: float = 60) -> None:
+        """Jobs a scenario left in the queue (one that failed half-way: its srun killed, the
+        job and its --elastic-grow helpers still holding nodes) are cancelled, and the next
+        scenario starts with an empty queue: it would otherwise wait behind them and fail
+        too (a failed --elastic-grow scenario, 2026-12-07)."""
+        def jobs() -> list[str]:
+            r = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30)
+            return r.stdout.split() if r.returncode == 0 else []
+        try:
+            left = jobs()
+            if not left:
+                return
+            print(f"[{self.id().split('.')[-1]}: jobs left in the queue, cancelled: {' '.join(left)}]",
+                  file=sys.stderr, flush=True)
+            self.cluster.run(["scancel", *left], timeout=30)
+            deadline = time.monotonic() + timeout
+            while jobs() and time.monotonic() < deadline:
+                time.sleep(0.5)
+        except (subprocess.TimeoutExpired, OSError) as e:  # a cluster the test took down
+            print(f"[{self.id().split('.')[-1]}: the queue could not be read: {e}]", file=sys.stderr, flush=True)
 
 
 def main() -> None:

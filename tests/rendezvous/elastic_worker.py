@@ -8,21 +8,17 @@ FAIL_PLAN="R:K,...": in round R rank K exits 1 at once (failures on chosen nodes
 PRINTED_DIR, only once every rank of the round has printed its worker-env line (each
 rank leaves a file there), so that no rank is stopped before it said what it saw.
 IGNORE_TERM=1: SIGTERM is ignored (the agent's stop then takes its shutdown timeout).
-ELASTIC_TEST_LIGHT_WORKER=1: no torch (the tests whose subject is the rendezvous's
-membership: label process); the all_reduce of the ranks is a sum through the agent's
-store (MASTER_ADDR/MASTER_PORT, PyTorch 1.13's TCPStore frames, which the agent's store
-speaks on every system) after a barrier of the round's WORLD_SIZE workers there, as
-gloo's group forms through that store: OK only if every rank of the round added its
-rank to the same store."""
+LIGHT_TEST_WORKER=1: no torch (the tests whose subject is the rendezvous's
+membership: label process); the group and the all_reduce of the ranks go through the
+agent's store (tests/light_group.py): OK only if every rank of the round added its rank
+to the same store."""
 import os
 import signal
-import socket
-import struct
 import sys
 import time
 
 env = os.environ
-LIGHT = env.get("ELASTIC_TEST_LIGHT_WORKER") == "1"
+LIGHT = env.get("LIGHT_TEST_WORKER") == "1"
 if not LIGHT:
     import torch
     import torch.distributed as dist
@@ -49,52 +45,11 @@ if restart == 0 and rank == int(env.get("FAIL_ONCE_RANK", "-1")):
     sys.exit(1)
 
 
-class StoreClient:
-    """The few TCPStore queries of PyTorch 1.13's protocol this worker needs."""
-    SET, ADD, WAIT = 0, 3, 5
-
-    def __init__(self, addr, port):
-        self.sock = socket.create_connection((addr, port), timeout=120)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    @staticmethod
-    def text(b):
-        return struct.pack("<Q", len(b)) + b
-
-    def recv(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("the agent's store closed the connection")
-            buf += chunk
-        return buf
-
-    def add(self, key, value):
-        self.sock.sendall(bytes([self.ADD]) + self.text(key) + struct.pack("<q", value))
-        return struct.unpack("<q", self.recv(8))[0]
-
-    def set(self, key, value):
-        self.sock.sendall(bytes([self.SET]) + self.text(key) + self.text(value))
-
-    def wait(self, key):
-        self.sock.sendall(bytes([self.WAIT]) + struct.pack("<Q", 1) + self.text(key))
-        if self.recv(1) != b"\x00":  # STOP_WAITING
-            raise EOFError("unexpected answer to WAIT")
-
-
-def store_all_reduce():
-    """The sum of every rank of the round through the agent's store, after all arrived."""
-    store = StoreClient(env["MASTER_ADDR"], int(env["MASTER_PORT"]))
-    store.add(b"light/sum", rank)
-    if store.add(b"light/arrived", 1) == world:
-        store.set(b"light/all", b"1")
-    store.wait(b"light/all")
-    return store.add(b"light/sum", 0)
-
-
 if LIGHT:
-    ok = store_all_reduce() == world * (world - 1) // 2
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from light_group import LightGroup  # noqa: E402
+    group = LightGroup()
+    ok = group.all_reduce_sum(rank) == world * (world - 1) // 2
 else:
     dist.init_process_group("gloo")
     total = torch.tensor([float(rank)])
@@ -106,7 +61,10 @@ print(f"worker rank={rank} world={world} round={restart} group_rank={env['GROUP_
 if restart < hold_rounds:
     while True:  # held until the agent stops us (a restart, or the test)
         time.sleep(0.5)
-if not LIGHT:
+if LIGHT:
+    group.barrier()
+    group.close()
+else:
     dist.barrier()
     dist.destroy_process_group()
 sys.exit(0 if ok else 3)

@@ -95,7 +95,7 @@ class RendezvousTestCase(unittest.TestCase):
     # imports were most of the matrix's CPU time. TrainingTest keeps the plain
     # start (one interpreter per worker) across agents.
     preload_torch = True
-    # Workers without torch (elastic_worker.py's ELASTIC_TEST_LIGHT_WORKER: the ranks'
+    # Workers without torch (elastic_worker.py's LIGHT_TEST_WORKER: the ranks'
     # sum through the agent's store): the classes whose subject is the rendezvous's
     # membership under faults (label process), each file keeping real PyTorch workers
     # in a class of its own (label torch). An `import torch` is 1.5-3 CPU-s; these
@@ -104,7 +104,7 @@ class RendezvousTestCase(unittest.TestCase):
 
     def worker_env(self):
         """What the agents' environment adds for this class's workers."""
-        return {"ELASTIC_TEST_LIGHT_WORKER": "1"} if self.light_workers else {}
+        return {"LIGHT_TEST_WORKER": "1"} if self.light_workers else {}
 
     def worlds_by_round(self):
         """{round: {world sizes its workers saw}} over every agent of the test."""

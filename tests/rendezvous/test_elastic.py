@@ -263,7 +263,8 @@ class EndTest(RendezvousTestCase):
 
 
 class TrainingTest(RendezvousTestCase):
-    preload_torch = False  # the plain start of Python workers, across agents
+    preload_torch = False  # the plain start of Python workers, across agents (the first test)
+
     def test_three_agents_two_workers_each_all_reduce_with_contiguous_ranks(self):
         agents = [self.start_agent(3, program=TRAIN) for _ in range(3)]
         for agent in agents:
@@ -282,6 +283,7 @@ class TrainingTest(RendezvousTestCase):
 
     def test_workers_use_the_agent_store_and_ranks_follow_node_rank(self):
         # --node-rank in reverse start order: group ranks follow it, not join order.
+        self.preload_torch = True  # forked from one `import torch` per agent: 3 imports, not 6
         agents = [self.start_agent(3, extra=["--node-rank=%d" % (2 - i)]) for i in range(3)]
         for agent in agents:
             self.assertEqual(self.wait_exit(agent), 0, self.dump())
@@ -295,6 +297,7 @@ class TrainingTest(RendezvousTestCase):
         self.assert_nothing_left()
 
     def test_worker_failure_on_one_node_restarts_every_node_in_the_same_round(self):
+        self.preload_torch = True  # 2 imports of torch, not 8 (2 agents, 2 workers, 2 rounds)
         agents = [self.start_agent(2, extra=["--max-restarts=1"], program=TRAIN,
                                    worker_args=["--fail-once-rank=3"]) for _ in range(2)]
         for agent in agents:

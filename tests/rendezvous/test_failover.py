@@ -7,7 +7,6 @@ time the first surviving node of the last round takes over, the survivors train
 again at the smaller world size with a correct sum of their ranks, a former host never
 trains a round of its own, and nothing is left behind."""
 import os
-import re
 import signal
 import sys
 import time

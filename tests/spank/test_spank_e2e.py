@@ -128,10 +128,21 @@ def preloaded(test):
     """The scenario's workers fork from one interpreter per node that imported torch, as
     an admin's plugstack `preload=torch` makes them (docs/elasticrun.md, "Preloading"): the
     same contract, signals and restarts, without every worker importing torch again at each
-    round (1.3-1.9 s of CPU each; 12 workers a round). The scenarios without it start their
-    workers as a user's plain command does (the contract, the README's examples, scancel,
-    the interpreter checks, and the workers that do not import torch)."""
+    round (1.3-1.9 s of CPU each; 12 workers a round). The other scenarios with PyTorch
+    workers start them as a user's plain command does (the contract, the README's examples,
+    the interpreter checks); the @light ones import no torch at all."""
     test.preload = "torch"
+    return test
+
+
+def light(test):
+    """The scenario's workers run without torch (worker.py's LIGHT_TEST_WORKER: the
+    group, all_reduce and barriers through the agent's store, the same lines and options)
+    and without a preload: its subject is Slurm, the plugin or the rendezvous, not PyTorch's
+    client. An `import torch` is 1.5-3 s of CPU; these scenarios were a third of a warm
+    matrix's CPU (issue 21). Real PyTorch workers stay where PyTorch is the subject: the
+    contract, the README's and docs' commands, the examples, the containers."""
+    test.light = True
     return test
 
 
@@ -149,15 +160,23 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         preload = getattr(method, "preload", None)
         args = list(self.plugin_args) + ([f"preload={preload}"] if preload else [])
         self.cluster.set_plugin_args(SPANK_SO, args)
+        # What srun and sbatch pass on to every task (Slurm exports the environment). Not an
+        # ELASTIC_ name: --elastic-grow's helper jobs get the user's environment, not the
+        # launcher's own ELASTIC_ settings (GrowEnv, launcher/grow_keeper.cc).
+        self.env = dict(ENV, **({"LIGHT_TEST_WORKER": "1"} if getattr(method, "light", False) else {}))
 
     def srun(self, args, timeout=RUN_TIMEOUT):
-        return self.cluster.srun(args, timeout=timeout, env=ENV)
+        return self.cluster.srun(args, timeout=timeout, env=self.env)
+
+    def background(self, args, env=None, cwd=None):
+        """Background(srun ARGS) with the scenario's environment (or `env`)."""
+        return Background(self.cluster, args, env=env or self.env, cwd=cwd)
 
     def lose_node_during(self, args, ready, node):
         """srun ARGS in the background; once `ready(output)` holds, every process of
         `node` is killed; returns the srun (finished) and the output up to the kill.
         The node is back in service afterwards, whatever happened."""
-        bg = Background(self.cluster, args)
+        bg = self.background(args)
         try:
             self.assertTrue(bg.wait_for(ready, RUN_TIMEOUT), bg.text())
             before = bg.text()
@@ -221,14 +240,14 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertLessEqual(r.stderr.count("binding: note:"), 1, r.stderr)
         self.assertLess(elapsed, RUN_TIMEOUT)
 
-    @preloaded
+    @light
     def test_one_task_per_gpu_with_restarts_and_a_hostname_prefix(self):
         # Slurm's habit: -N2 --ntasks-per-node=2 --gpus-per-task=1. Task 0 of each node
         # runs the agent and a worker per task, each with its task's GPU and ids; a
         # worker fails once and the restart runs every worker again; the other tasks
         # exit with the agent's code (0). TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE with
         # ${hostname} goes through srun like any exported variable.
-        prefix_env = dict(ENV, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="<${hostname}:${rank}> ")
+        prefix_env = dict(self.env, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="<${hostname}:${rank}> ")
         r = self.cluster.srun(["-N2", "--ntasks-per-node=2", "--gpus-per-task=1", "--elastic",
                                "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
                                "--fail-once-rank=3"], timeout=RUN_TIMEOUT, env=prefix_env)
@@ -253,13 +272,13 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in records(stdout, "DONE")), [0, 1, 2, 3], text)
         self.assert_nothing_left()
 
-    @preloaded
+    @light
     def test_uneven_tasks_per_node_one_worker_per_task(self):
         # srun -N2 -n3: Slurm puts tasks 0 and 1 on n1, task 2 on n2 (block). Each
         # node's agent runs one worker per task it got: local world sizes 2 and 1,
         # RANK is SLURM_PROCID and LOCAL_RANK SLURM_LOCALID, as with one task per GPU.
         r = self.cluster.srun(["-N2", "-n3", "--gpus-per-task=1", "--elastic", "/usr/bin/python3", WORKER],
-                              timeout=RUN_TIMEOUT, env=ENV)
+                              timeout=RUN_TIMEOUT, env=self.env)
         text = r.stdout + r.stderr
         self.assertEqual(r.returncode, 0, text)
         env = records(r.stdout, "ENV")
@@ -275,12 +294,12 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     @unittest.skipUnless(Path(ELASTICRUN).exists() and b"ELASTIC_SPANK_PMIX_ENDPOINT" in Path(ELASTICRUN).read_bytes(),
                          "elasticrun is built without the PMIx bootstrap (launcher/pmix_bootstrap.h)")
     @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
-    @preloaded
+    @light
     def test_one_task_per_gpu_under_pmix(self):
         # --mpi=pmix with two tasks per node: Slurm's PMIx server serves every task,
         # and the node's agent still runs one worker per task with torchrun's contract.
         r = self.cluster.srun(["-N2", "--ntasks-per-node=2", "--gpus-per-task=1", "--mpi=pmix", "--elastic",
-                               "/usr/bin/python3", WORKER], timeout=RUN_TIMEOUT, env=ENV)
+                               "/usr/bin/python3", WORKER], timeout=RUN_TIMEOUT, env=self.env)
         text = r.stdout + r.stderr
         self.assertEqual(r.returncode, 0, text)
         env = records(r.stdout, "ENV")
@@ -291,12 +310,12 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertEqual(e["local_rank"], e["localid"], e)
         self.assert_nothing_left()
 
-    @preloaded
+    @light
     def test_log_line_prefix_template_flag_names_each_lines_host(self):
         # srun --elastic-log-line-prefix-template (issue 22): expanded by each node's
         # agent, so ${hostname} is the node that printed the line; the flag wins over
         # an exported TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE.
-        env = dict(ENV, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="LOST ")
+        env = dict(self.env, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="LOST ")
         r = self.cluster.srun(["-N2", "--elastic", "--gpus-per-node=2",
                                "--elastic-log-line-prefix-template=<${hostname}|${role_name}|${rank}|${local_rank}> ",
                                "/usr/bin/python3", WORKER], timeout=RUN_TIMEOUT, env=env)
@@ -316,24 +335,24 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(re.findall(r"all_reduce sum of ranks = 66 \(expected 66\) OK", r.stdout)), 12,
                          r.stdout)
 
-    @preloaded
+    @light
     def test_sbatch_elastic_and_plain_srun(self):
         script = ("#!/bin/sh\n#SBATCH -N3\n#SBATCH --gpus-per-node=4\n#SBATCH --elastic=2:3\n"
                   f"export GLOO_SOCKET_IFNAME=eth0\nsrun /usr/bin/python3 {WORKER}\n")
-        rc, job, out = self.cluster.sbatch(script, env=ENV, timeout=RUN_TIMEOUT)
+        rc, job, out = self.cluster.sbatch(script, env=self.env, timeout=RUN_TIMEOUT)
         self.assertEqual(rc, 0, out)
         self.check_contract(out)
 
     @unittest.skipUnless(Path(ELASTICRUN).exists() and b"ELASTIC_SPANK_PMIX_ENDPOINT" in Path(ELASTICRUN).read_bytes(),
                          "elasticrun is built without the PMIx bootstrap (launcher/pmix_bootstrap.h)")
     @unittest.skipIf(slurm_pmix_missing(), slurm_pmix_missing())
-    @preloaded
+    @light
     def test_mpi_pmix(self):
         r = self.srun(["-N3", "--mpi=pmix", "--elastic=2:3", "--gpus-per-node=4", "/usr/bin/python3", WORKER])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_contract(r.stdout)
 
-    @preloaded
+    @light
     def test_worker_fails_once_and_is_restarted_everywhere(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-once-rank=3"])
@@ -342,7 +361,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(sorted(int(d["rank"]) for d in done), list(range(6)), r.stdout)
         self.assertEqual({d["restart"] for d in done}, {"1"}, done)
 
-    @preloaded
+    @light
     def test_one_restart_budget_for_the_job_across_failures_on_n2_and_n3(self):
         # --elastic-max-restarts=2 is the job's: a worker fails on n2 (round 0), on n3
         # (round 1), on n2 again (round 2). No node failed 3 times; the job ends anyway,
@@ -365,7 +384,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(len(re.findall(r"the rendezvous asks for a restart", text)), 2, text)
         self.assert_nothing_left()
 
-    @preloaded
+    @light
     def test_crash_loop_ends_the_job_early_with_exit_2(self):
         # Rank 1 (n2) fails at once in every round: after 3 quick failures in a row
         # (--crash-loop-count 3, --crash-loop-window 60 s) every node ends the job
@@ -402,7 +421,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                   f"srun /usr/bin/python3 {LAUNCHER_WORKER} progress {progress} 5 3\n"
                   "echo \"SRUN_EXIT=$? RESTARTS=${SLURM_RESTART_COUNT:-0}\"\n")
         try:
-            rc, job, out = self.cluster.sbatch(script, env=ENV, args=["--requeue"], timeout=RUN_TIMEOUT)
+            rc, job, out = self.cluster.sbatch(script, env=self.env, args=["--requeue"], timeout=RUN_TIMEOUT)
         finally:
             progress.unlink(missing_ok=True)
         self.assertIn("SRUN_EXIT=5 RESTARTS=0", out)
@@ -503,13 +522,13 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                   "srun --elastic-rdzv-id=nobody-joins --elastic-rdzv-conf=join_timeout=3 "
                   "--elastic-no-python /bin/echo NEVER_RAN\n"
                   "echo \"SRUN_EXIT=$? RESTARTS=${SLURM_RESTART_COUNT:-0}\"\n")
-        rc, job, out = self.cluster.sbatch(script, env=ENV, timeout=RUN_TIMEOUT)
+        rc, job, out = self.cluster.sbatch(script, env=self.env, timeout=RUN_TIMEOUT)
         self.assertIn("SRUN_EXIT=2 RESTARTS=0", out)
         self.assertIn("round 0 never formed: start at least 2 node(s)", out)
         self.assertNotIn("NEVER_RAN", out)
         self.assertNotIn("requeue", out.lower())
 
-    @preloaded
+    @light
     def test_lost_node_with_no_restart_left_says_so(self):
         # The summary used to read "first failure: rank -1 (local rank -1) on n2: exit
         # code 0, time: 1970-01-01...".
@@ -529,11 +548,11 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         (jobs / "train.sh").write_text("#!/bin/sh\necho \"TRAIN_SH rank=$RANK\"\n")
         (jobs / "train.sh").chmod(0o755)
         # Plain srun runs ./train.sh from the working directory; so does --elastic.
-        r = self.cluster.srun(["-N2", "--elastic", "train.sh"], cwd=jobs, env=ENV, timeout=RUN_TIMEOUT)
+        r = self.cluster.srun(["-N2", "--elastic", "train.sh"], cwd=jobs, env=self.env, timeout=RUN_TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(sorted(re.findall(r"TRAIN_SH rank=(\d)", r.stdout)), ["0", "1"], r.stdout)
         # A missing script: exit 2 before the rendezvous, not every worker failing.
-        r = self.cluster.srun(["-N2", "--elastic", "nosuch.py"], cwd=jobs, env=ENV, timeout=RUN_TIMEOUT)
+        r = self.cluster.srun(["-N2", "--elastic", "nosuch.py"], cwd=jobs, env=self.env, timeout=RUN_TIMEOUT)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn(f"cannot run 'nosuch.py': No such file or directory (in {jobs})", r.stderr)
         self.assertNotIn("round 0", r.stderr)
@@ -545,7 +564,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         python.chmod(0o755)
         (jobs / "train.py").write_text("import torch.distributed as dist\n")
         r = self.cluster.srun(["-N2", "--elastic", "--elastic-max-restarts=3", f"--elastic-python={python}",
-                               "train.py"], cwd=jobs, env=ENV, timeout=RUN_TIMEOUT)
+                               "train.py"], cwd=jobs, env=self.env, timeout=RUN_TIMEOUT)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn(f"the interpreter '{python}' cannot import torch", r.stderr)
         self.assertIn("--elastic-python=PATH", r.stderr)
@@ -653,7 +672,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                           "echo \"NESTED $(srun --overlap -N1 -n1 -w \"$(hostname)\" sh -c 'echo \"x$0\"')\"\n")
         nested.chmod(0o755)
         script = f"#!/bin/sh\n#SBATCH -N2\n#SBATCH --elastic=2:2\nsrun --elastic-no-python {nested}\n"
-        rc, job, out = self.cluster.sbatch(script, env=ENV, timeout=RUN_TIMEOUT)
+        rc, job, out = self.cluster.sbatch(script, env=self.env, timeout=RUN_TIMEOUT)
         self.assertEqual(rc, 0, out)
         # slurmstepd ran sh itself (it resolves argv[0] to a path); elasticrun would
         # have run it as "sh" (ELASTIC_SPANK_ARGV0).
@@ -662,7 +681,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         for argv0 in nested_argv0:
             self.assertRegex(argv0, r"^/.*/sh$", out)
 
-    @preloaded
+    @light
     def test_restarts_exhausted_names_rank_and_host(self):
         r = self.srun(["-N3", "--elastic=2:3", "--gpus-per-node=2", "--elastic-max-restarts=1",
                        "/usr/bin/python3", WORKER, "--fail-always-rank=3"])
@@ -670,7 +689,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertRegex(r.stderr, r"rank 3\b")
         self.assertIn("n2", r.stderr)  # rank 3 = node 1 (n2), local rank 1
 
-    @preloaded
+    @light
     def test_sbatch_requeue_after_too_many_nodes_lost_requeues_once(self):
         # --elastic=3:3 and one node's agent lost: fewer than MIN nodes, so the job cannot
         # go on in-job. The host asks Slurm to requeue it (--elastic-requeue=1); in the
@@ -687,7 +706,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         start = time.monotonic()
         hurry = threading.Thread(target=self.start_requeued_job_now, daemon=True)
         hurry.start()
-        rc, job, out = self.cluster.sbatch(script, env=ENV, args=["--requeue", "--open-mode=append"],
+        rc, job, out = self.cluster.sbatch(script, env=self.env, args=["--requeue", "--open-mode=append"],
                                            timeout=RUN_TIMEOUT)
         # sbatch --wait returns at the requeue with Slurm 24.11+ (at the job's end with
         # 22.05): wait for the second run's end, then read the whole output.
@@ -768,7 +787,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                         pass
             time.sleep(0.5)
 
-    @preloaded
+    @light
     def test_health_check_failing_on_one_node_keeps_it_out(self):
         # n3's check fails: n1 and n2 form the round once the last call for n3 is over,
         # and train on 2 nodes. n3 stays connected to the rendezvous as an observer
@@ -792,15 +811,15 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual({e["world"] for e in env}, {"4"}, env)
         self.assert_nothing_left()
 
-    @preloaded
+    @light
     def test_a_node_slurm_drains_stands_by_at_the_next_round(self):
         # An admin drains n2 while the job trains on n1-n3 (MIN 2); a worker's failure
         # makes the next round: n2's agent asks Slurm first, joins with the verdict,
         # and the host keeps it out as a spare: n1 and n3 train at world size 4.
         trigger = Path(self.cluster.dir) / "drain-test-fail"
         trigger.unlink(missing_ok=True)
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=2",
-                                       "/usr/bin/python3", WORKER, "--seconds=1", f"--fail-on-file={trigger}:0"])
+        bg = self.background(["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=2",
+                              "/usr/bin/python3", WORKER, "--seconds=1", f"--fail-on-file={trigger}:0"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 6, RUN_TIMEOUT), bg.text())
             self.cluster.run(["scontrol", "update", "nodename=n2", "state=drain", "reason=test drain"],
@@ -826,7 +845,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertIn("the job finished while this node stood by", text)
         self.assert_nothing_left()
 
-    @preloaded
+    @light
     def test_node_loss_with_no_kill(self):
         bg, _ = self.lose_node_during(
             ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4", "--elastic-max-restarts=3",
@@ -839,7 +858,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertRegex(text, r"(?i)n3.*(lost|left|gone|died|dead)|(lost|left|gone|died|dead).*n3")
         # Slurm's srun status is not asserted (it differs by version); the report above is elasticrun's.
 
-    @preloaded
+    @light
     def test_a_spare_takes_the_place_of_a_lost_node_at_the_same_world_size(self):
         # -N4 --elastic=3:3: n4 stands by; n2 is lost, n1, n3 and n4 train on at world size 3.
         bg, _ = self.lose_node_during(
@@ -859,7 +878,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual({(d["world"], d["restart"]) for d in done}, {("3", "1")}, text)
         self.assert_nothing_left()
 
-    @preloaded
+    @light
     def test_node_multiple_2_of_3_nodes_trains_on_2_and_keeps_a_spare(self):
         r = self.srun(["-N3", "--elastic=2:3", "--elastic-node-multiple=2", "--gpus-per-node=2",
                        "/usr/bin/python3", WORKER])
@@ -872,12 +891,12 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                                         r"\(2 node\(s\), a multiple of 2\)", r.stderr)), 1, r.stderr)
         self.assertEqual(len(records(r.stdout, "SUM")), 4, r.stdout)
 
-    @preloaded
+    @light
     def test_loss_of_the_first_node_fails_over_and_the_job_finishes_on_two(self):
         # n1 hosts the rendezvous and the workers' store: its loss used to end the job.
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
-                                       "--elastic-max-restarts=3", "/usr/bin/python3", WORKER,
-                                       "--seconds=12"])
+        bg = self.background(["-N3", "--no-kill", "--elastic=2:3", "--gpus-per-node=4",
+                              "--elastic-max-restarts=3", "/usr/bin/python3", WORKER,
+                              "--seconds=12"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
             started = time.monotonic()
@@ -903,6 +922,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertTrue(any(r["sum"] == "28" and r["expected"] == "28" for r in sums), text)
         self.assertIn("taking over as the host", text)
 
+    @light
     def test_scale_up_step_after_a_failover_finds_the_new_host(self):
         # Issue 19 item 17, through docs/user.md's scale-up recipe: the first step runs on
         # n2-n4 (endpoint n2's address, so the batch script on n1 lives on), n2 is killed
@@ -933,7 +953,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                   "wait\n")
         result = {}
         batch = threading.Thread(target=lambda: result.update(
-            out=self.cluster.sbatch(script, env=ENV, args=[f"--chdir={work}"], timeout=RUN_TIMEOUT * 2)))
+            out=self.cluster.sbatch(script, env=self.env, args=[f"--chdir={work}"], timeout=RUN_TIMEOUT * 2)))
         batch.start()
         first = work / "first.out"
 
@@ -1012,7 +1032,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     def job_ids(self):
         return self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
 
-    @preloaded
+    @light
     def test_a_job_joins_a_running_job_with_elastic_join_and_leaves_with_notice(self):
         # Issue 24 item 1: job A runs -N2 --elastic=2:4 on n1-n2; job B `srun -N2
         # --elastic-join=A` finds A's rendezvous through Slurm (no endpoint, port or id
@@ -1026,17 +1046,17 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         (work / "b-records").mkdir(mode=0o700)
         # -w: the test cluster's nodes are shared; B on nodes of its own, as in a real cluster.
         events = work / "a-events.jsonl"  # A's event record (issue 25): the join and the departure
-        a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
-                                      "--elastic-max-restarts=3", f"--elastic-events={events}",
-                                      "/usr/bin/python3", WORKER, "--seconds=40"])
+        a = self.background(["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
+                             "--elastic-max-restarts=3", f"--elastic-events={events}",
+                             "/usr/bin/python3", WORKER, "--seconds=40"])
         b = None
         try:
             self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
             (job_a,) = self.job_ids()
             started = time.monotonic()
-            b = Background(self.cluster, ["-N2", "-w", "n3,n4", "--gpus-per-node=1", f"--elastic-join={job_a}",
-                                          f"--elastic-rdzv-conf=state_dir={work}/b-records",
-                                          "/usr/bin/python3", WORKER, "--seconds=600"])
+            b = self.background(["-N2", "-w", "n3,n4", "--gpus-per-node=1", f"--elastic-join={job_a}",
+                                 f"--elastic-rdzv-conf=state_dir={work}/b-records",
+                                 "/usr/bin/python3", WORKER, "--seconds=600"])
 
             def grown(t):
                 return len([r for r in records(t, "READY") if r["world"] == "4"]) == 2
@@ -1078,6 +1098,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                       "no training to join", r.stderr)
         self.assertEqual(self.job_ids(), [])
 
+    @light
     def test_a_preempted_joined_job_leaves_with_notice_after_its_workers_got_sigterm(self):
         # Issue 24: job B (partition scavenge: preemptible, GraceTime=10; tests/cluster)
         # joins job A; job C (partition main) takes B's node. Slurm preempts B: SIGTERM
@@ -1086,15 +1107,15 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         work = self.cluster.dir / "jobs" / "preempted-join"
         shutil.rmtree(work, ignore_errors=True)
         (work / "b-records").mkdir(parents=True, mode=0o700)
-        a = Background(self.cluster, ["-N1", "-w", "n1", "--elastic=1:2", "--gpus-per-node=1",
-                                      "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=15"])
+        a = self.background(["-N1", "-w", "n1", "--elastic=1:2", "--gpus-per-node=1",
+                             "--elastic-max-restarts=3", "/usr/bin/python3", WORKER, "--seconds=15"])
         b = c = None
         try:
             self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 1, RUN_TIMEOUT), a.text())
             (job_a,) = self.job_ids()
-            b = Background(self.cluster, ["-p", "scavenge", "-N1", "-w", "n2", "--gpus-per-node=1",
-                                          f"--elastic-join={job_a}", f"--elastic-rdzv-conf=state_dir={work}/b-records",
-                                          "/usr/bin/python3", WORKER, "--seconds=600"])
+            b = self.background(["-p", "scavenge", "-N1", "-w", "n2", "--gpus-per-node=1",
+                                 f"--elastic-join={job_a}", f"--elastic-rdzv-conf=state_dir={work}/b-records",
+                                 "/usr/bin/python3", WORKER, "--seconds=600"])
 
             def grown(t):
                 return len([r for r in records(t, "READY") if r["world"] == "2"]) == 1
@@ -1102,7 +1123,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             self.assertTrue(b.wait_for(grown, RUN_TIMEOUT), b.text())
             (job_b,) = [j for j in self.job_ids() if j != job_a]
             # --exclusive: C needs the whole node (else it shares n2's free cores with B).
-            c = Background(self.cluster, ["-p", "main", "-N1", "-w", "n2", "--exclusive", "/bin/echo", "C ran"])
+            c = self.background(["-p", "main", "-N1", "-w", "n2", "--exclusive", "/bin/echo", "C ran"])
             self.assertEqual(c.finish(RUN_TIMEOUT), 0, c.text())
             b.finish(60)
 
@@ -1137,8 +1158,8 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         shutil.rmtree(work, ignore_errors=True)
         for d in ("a", "b", "b-records"):
             (work / d).mkdir(parents=True, mode=0o700)
-        a = Background(self.cluster, ["-N1", "-w", "n1", "--elastic=1:2", "--gpus-per-node=1",
-                                      "/usr/bin/python3", LAUNCHER_WORKER, "wait", str(work / "a")])
+        a = self.background(["-N1", "-w", "n1", "--elastic=1:2", "--gpus-per-node=1",
+                             "/usr/bin/python3", LAUNCHER_WORKER, "wait", str(work / "a")])
         job_a, result = None, {}
         try:
             self.assertTrue(a.wait_for(lambda t: any((work / "a").glob("ready.*")), RUN_TIMEOUT), a.text())
@@ -1147,7 +1168,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                       f"srun --elastic-rdzv-conf=state_dir={work}/b-records /usr/bin/python3 "
                       f"{LAUNCHER_WORKER} wait {work}/b\n")
             batch = threading.Thread(target=lambda: result.update(
-                out=self.cluster.sbatch(script, env=ENV, timeout=RUN_TIMEOUT)))
+                out=self.cluster.sbatch(script, env=self.env, timeout=RUN_TIMEOUT)))
             batch.start()
             self.assertTrue(a.wait_for(lambda t: "joined; growing the job" in t, RUN_TIMEOUT), a.text())
             self.assertTrue(a.wait_for(lambda t: any((work / "b").glob("ready.*")), RUN_TIMEOUT), a.text())
@@ -1178,14 +1199,14 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     def block_nodes(self, nodes):
         """A plain job holding `nodes` whole; returns (its srun, its job id)."""
         before = set(self.job_ids())
-        blocker = Background(self.cluster, ["-N2", "-w", nodes, "--exclusive", "sleep", "600"])
+        blocker = self.background(["-N2", "-w", nodes, "--exclusive", "sleep", "600"])
         self.wait_until(lambda: set(self.job_ids()) - before, 60, "the blocker's job")
         (job,) = set(self.job_ids()) - before
         self.wait_until(lambda: "R" in self.cluster.run(["squeue", "-h", "-j", job, "-o", "%t"], timeout=30).stdout,
                         60, "the blocker running")
         return blocker, job
 
-    @preloaded
+    @light
     def test_elastic_grow_fills_nodes_that_free_up_and_leaves_nothing_queued(self):
         # Issue 24 item 5: n3 and n4 are busy (another job); `srun -N2 --elastic=2:4
         # --elastic-grow` trains on n1-n2 and keeps two helper jobs queued, never more
@@ -1198,9 +1219,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         a = None
         try:
             # --exclusive: the helper jobs cannot share n1-n2 (the test cluster's nodes are shared).
-            a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--exclusive", "--gpus-per-node=1", "--elastic=2:4",
-                                          "--elastic-grow=interval=1", "--elastic-max-restarts=3",
-                                          "/usr/bin/python3", WORKER, "--seconds=15"], cwd=work)
+            a = self.background(["-N2", "-w", "n1,n2", "--exclusive", "--gpus-per-node=1", "--elastic=2:4",
+                                 "--elastic-grow=interval=1", "--elastic-max-restarts=3",
+                                 "/usr/bin/python3", WORKER, "--seconds=15"], cwd=work)
             self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
             job_a = min(set(self.job_ids()) - {blocker_job}, key=int)  # its helper jobs come after it
             self.wait_until(lambda: list(self.helper_jobs(job_a).values()) == ["PD", "PD"], 60,
@@ -1235,9 +1256,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         blocker, blocker_job = self.block_nodes("n3,n4")
         a = None
         try:
-            a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--exclusive", "--gpus-per-node=1", "--elastic=2:4",
-                                          "--elastic-grow=interval=1", "/usr/bin/python3", LAUNCHER_WORKER,
-                                          "wait", str(work / "a")], cwd=work)
+            a = self.background(["-N2", "-w", "n1,n2", "--exclusive", "--gpus-per-node=1", "--elastic=2:4",
+                                 "--elastic-grow=interval=1", "/usr/bin/python3", LAUNCHER_WORKER,
+                                 "wait", str(work / "a")], cwd=work)
             self.wait_until(lambda: set(self.job_ids()) - {blocker_job}, 60, "the growing job")
             job_a = min(set(self.job_ids()) - {blocker_job}, key=int)  # its helper jobs come after it
             self.wait_until(lambda: list(self.helper_jobs(job_a).values()) == ["PD", "PD"], 60,
@@ -1263,8 +1284,8 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         work = self.cluster.dir / "jobs" / "elastic-join-refused"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        a = Background(self.cluster, ["-N1", "--elastic=1:2", "--gpus-per-node=1", "/usr/bin/python3",
-                                      LAUNCHER_WORKER, "wait", str(work)])
+        a = self.background(["-N1", "--elastic=1:2", "--gpus-per-node=1", "/usr/bin/python3",
+                             LAUNCHER_WORKER, "wait", str(work)])
         job_a = None
         try:
             self.assertTrue(a.wait_for(lambda t: any(work.glob("ready.*")), RUN_TIMEOUT), a.text())
@@ -1284,7 +1305,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                       "may join it", other.stderr)
         self.assertEqual(states, [job_a, "RUNNING"])  # A unaffected, nothing else allocated
 
-    @preloaded
+    @light
     def test_cut_off_first_node_never_trains_alone_and_the_others_go_on(self):
         # --elastic=1:3: MIN alone would let n1 (the host) go on by itself; the majority
         # rule does not. n2 and n3 fail over and finish at world size 8. The workers
@@ -1292,9 +1313,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # would otherwise take --shutdown-timeout (30 s) to stop, longer than the new
         # host's join_timeout.
         conf = "--elastic-rdzv-conf=heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=20"
-        bg = Background(self.cluster, ["-N3", "--no-kill", "--elastic=1:3", "--gpus-per-node=4",
-                                       "--elastic-max-restarts=3", conf, "/usr/bin/python3", WORKER,
-                                       "--seconds=10", "--default-signals"])
+        bg = self.background(["-N3", "--no-kill", "--elastic=1:3", "--gpus-per-node=4",
+                              "--elastic-max-restarts=3", conf, "/usr/bin/python3", WORKER,
+                              "--seconds=10", "--default-signals"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 12, RUN_TIMEOUT), bg.text())
             self.cluster.cut_node("n1")
@@ -1339,8 +1360,8 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
     def start_training(self, seconds):
         """`srun -N3 --elastic` of 3 training workers in the background, once every
         worker is in the group; returns it and the job's id (the only job)."""
-        bg = Background(self.cluster, ["-N3", "--elastic", "--gpus-per-node=1", "/usr/bin/python3", WORKER,
-                                       f"--seconds={seconds}"])
+        bg = self.background(["-N3", "--elastic", "--gpus-per-node=1", "/usr/bin/python3", WORKER,
+                              f"--seconds={seconds}"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, RUN_TIMEOUT), bg.text())
             jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
@@ -1350,7 +1371,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             raise
         return bg, jobs[0]
 
-    @preloaded
+    @light
     def test_squeue_shows_the_live_comment_and_the_time_limit_stops_every_worker(self):
         # One job for two checks (the cluster suite's time: a time limit takes a minute).
         # Issue 25 item 2: the host writes the job's live state to its Comment (here at
@@ -1358,10 +1379,10 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         # and scontrol show while the step runs; at the time limit Slurm is ending the
         # job, so the host writes no end state (agent_comment.cc): the last live one stays.
         # The time limit: every worker gets SIGTERM, the agent says "time limit" once.
-        env = dict(ENV, PET_SLURM_COMMENT_INTERVAL="1")
-        bg = Background(self.cluster, ["-N3", "--time=1", "--elastic", "--gpus-per-node=1",
-                                       "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
-                                       "--fail-once-rank=1", "--seconds=600"], env)
+        env = dict(self.env, PET_SLURM_COMMENT_INTERVAL="1")
+        bg = self.background(["-N3", "--time=1", "--elastic", "--gpus-per-node=1",
+                              "--elastic-max-restarts=1", "/usr/bin/python3", WORKER,
+                              "--fail-once-rank=1", "--seconds=600"], env)
         want = (r"elastic: round 1, 3/3 nodes, 3 workers, restarts 1/1, "
                 r"last: rank 1 failed on n2 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
         try:
@@ -1409,7 +1430,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]  # a uid: 65534
         return self.cluster.run(cmd, timeout=60)
 
-    @preloaded
+    @light
     def test_a_join_a_failure_and_the_hosts_loss_in_one_record_with_status_and_the_host_kept_home(self):
         # One job meets what a long training meets, and everything lands in one record:
         # job A (n1, n2) is joined by job B (n3, --elastic-join), a worker fails in the
@@ -1425,15 +1446,15 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         events = work / "events.jsonl"
         # Restart 1 is the round B's node joined: there rank 0 (on n1) fails at its start.
         worker = ["/usr/bin/python3", WORKER, "--seconds=20", "--fail-plan=1:0"]
-        a = Background(self.cluster, ["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
-                                      "--elastic-max-restarts=3", f"--elastic-events={events}", *worker])
+        a = self.background(["-N2", "-w", "n1,n2", "--no-kill", "--elastic=2:4", "--gpus-per-node=1",
+                             "--elastic-max-restarts=3", f"--elastic-events={events}", *worker])
         b = None
         try:
             self.assertTrue(a.wait_for(lambda t: len(records(t, "READY")) == 2, RUN_TIMEOUT), a.text())
             (job,) = self.job_ids()
-            b = Background(self.cluster, ["-N1", "-w", "n3", "--no-kill", "--gpus-per-node=1",
-                                          f"--elastic-join={job}",
-                                          f"--elastic-rdzv-conf=state_dir={work}/b-records", *worker])
+            b = self.background(["-N1", "-w", "n3", "--no-kill", "--gpus-per-node=1",
+                                 f"--elastic-join={job}",
+                                 f"--elastic-rdzv-conf=state_dir={work}/b-records", *worker])
 
             def both(world, restart):
                 def ready(_):
@@ -1529,6 +1550,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(record[-1]["host"].split(":")[0], "n2", record)
         self.assert_timeline_marks_every_event(events, record)
 
+    @light
     def test_scancel_terminates_every_worker(self):
         bg, job = self.start_training(seconds=600)
         try:
@@ -1548,7 +1570,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertNotIn("SIGCONT", text)
         self.assertNotIn("elasticrun: warning: got SIGTERM", text)
 
-    @preloaded
+    @light
     def test_scancel_usr1_reaches_workers_and_training_goes_on(self):
         bg, job = self.start_training(seconds=15)
         try:

@@ -3,6 +3,10 @@
 does a real gloo all_reduce, then optionally keeps training (a barrier every
 0.2 s) for --seconds, reporting the signals it gets.
 
+LIGHT_TEST_WORKER=1 (the scenarios whose subject is Slurm, the plugin or the
+rendezvous): no torch; the group, the all_reduce and the barriers go through the
+agent's store (tests/light_group.py), with the same lines and options.
+
 Lines (each flushed): START (before import torch), ENV ..., READY ..., SUM ..., SIGNAL ..., DONE ...
 """
 import argparse
@@ -23,8 +27,32 @@ def say(*words):
 # Before importing torch: when the launcher started this worker (benchmarks).
 say("START", f"rank={os.environ.get('RANK')} restart={os.environ.get('TORCHELASTIC_RESTART_COUNT')}")
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+LIGHT = os.environ.get("LIGHT_TEST_WORKER") == "1"
+if LIGHT:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from light_group import LightGroup  # noqa: E402
+else:
+    import torch  # noqa: E402
+    import torch.distributed as dist  # noqa: E402
+
+
+class GlooGroup:
+    """torch.distributed's gloo group, as LightGroup's calls."""
+
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.world = dist.get_world_size()
+
+    def all_reduce_sum(self, value):
+        total = torch.tensor([float(value)])
+        dist.all_reduce(total)
+        return int(total.item())
+
+    def barrier(self):
+        dist.barrier()
+
+    def close(self):
+        dist.destroy_process_group()
 
 
 def main():
@@ -67,12 +95,11 @@ def main():
             or (restart, rank) in plan):
         say("FAILING", f"rank={rank} restart={restart}")
         sys.exit(1)
-    dist.init_process_group("gloo")
-    world = dist.get_world_size()
+    group = LightGroup() if LIGHT else GlooGroup()
+    world = group.world
     say("READY", f"rank={rank} world={world} restart={restart}")
-    total = torch.tensor([float(rank)])
-    dist.all_reduce(total)
-    say("SUM", f"rank={rank} sum={total.item():g} expected={world * (world - 1) / 2:g}")
+    total = group.all_reduce_sum(rank)
+    say("SUM", f"rank={rank} sum={total:g} expected={world * (world - 1) / 2:g}")
     if rank == args.kill_agent_rank:
         say("KILLING-AGENT", f"rank={rank} agent={os.getppid()} slurm_restart={e.get('SLURM_RESTART_COUNT', '0')}")
         os.kill(os.getppid(), signal.SIGKILL)
@@ -88,16 +115,16 @@ def main():
         deadline = time.monotonic() + 120
         while not os.path.exists(path) and time.monotonic() < deadline:
             time.sleep(0.2)
-            dist.barrier()
+            group.barrier()
         if rank == int(fail_rank):
             say("FAILING", f"rank={rank} restart={restart}")
             os._exit(1)
     for _ in range(int(args.seconds / 0.2)):
         time.sleep(0.2)
-        dist.barrier()
-    dist.barrier()
+        group.barrier()
+    group.barrier()
     say("DONE", f"rank={rank} world={world} restart={restart}")
-    dist.destroy_process_group()
+    group.close()
 
 
 if __name__ == "__main__":
