@@ -58,6 +58,9 @@ class GlooGroup:
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=0)
+    p.add_argument("--later-seconds", type=float, default=None,
+                   help="--seconds of the restarts after the first (default: --seconds): a first "
+                        "round that lasts until the test changes the world, then a short one")
     p.add_argument("--fail-once-rank", type=int, default=-1)
     p.add_argument("--fail-always-rank", type=int, default=-1)
     p.add_argument("--fail-plan", default="",
@@ -119,7 +122,8 @@ def main():
         if rank == int(fail_rank):
             say("FAILING", f"rank={rank} restart={restart}")
             os._exit(1)
-    for _ in range(int(args.seconds / 0.2)):
+    seconds = args.seconds if restart == 0 or args.later_seconds is None else args.later_seconds
+    for _ in range(int(seconds / 0.2)):
         time.sleep(0.2)
         group.barrier()
     group.barrier()
