@@ -230,6 +230,10 @@ class Cluster:
         """The per-step token's key (plugstack.conf token_key=@TOKEN_KEY@)."""
         return self.dir / "etc" / "token.key"
 
+    def job_ids(self) -> list[str]:
+        """The ids of the jobs in the queue (squeue; none when it cannot be read)."""
+        return self.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+
     def node_names(self) -> list[str]:
         return [f"n{i}" for i in range(1, self.nodes + 1)]
 
@@ -354,18 +358,15 @@ class ClusterTestCase(unittest.TestCase):
         job and its --elastic-grow helpers still holding nodes) are cancelled, and the next
         scenario starts with an empty queue: it would otherwise wait behind them and fail
         too (a failed --elastic-grow scenario, 2026-12-07)."""
-        def jobs() -> list[str]:
-            r = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30)
-            return r.stdout.split() if r.returncode == 0 else []
         try:
-            left = jobs()
+            left = self.cluster.job_ids()
             if not left:
                 return
             print(f"[{self.id().split('.')[-1]}: jobs left in the queue, cancelled: {' '.join(left)}]",
                   file=sys.stderr, flush=True)
             self.cluster.run(["scancel", *left], timeout=30)
             deadline = time.monotonic() + timeout
-            while jobs() and time.monotonic() < deadline:
+            while self.cluster.job_ids() and time.monotonic() < deadline:
                 time.sleep(0.5)
         except (subprocess.TimeoutExpired, OSError) as e:  # a cluster the test took down
             print(f"[{self.id().split('.')[-1]}: the queue could not be read: {e}]", file=sys.stderr, flush=True)

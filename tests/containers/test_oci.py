@@ -261,7 +261,7 @@ class TestOciContainer(ClusterTestCase):
                                        "/usr/bin/python3", WORKER, "--seconds=600"], env)
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 4, TIMEOUT), bg.text())
-            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+            jobs = self.cluster.job_ids()
             self.assertEqual(len(jobs), 1, jobs)
             self.cluster.run(["scancel", jobs[0]], timeout=30, check=True)
             bg.finish(90)

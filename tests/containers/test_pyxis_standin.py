@@ -127,7 +127,7 @@ def usr1_then_lose_the_first_node(test, bg):
     train again with world size 2; waits for the step's end (its status: 24.11+ report
     n1's failure, 22.05 not)."""
     test.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, TIMEOUT), bg.text())
-    jobs = test.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+    jobs = test.cluster.job_ids()
     test.assertEqual(len(jobs), 1, jobs)
     test.cluster.run(["scancel", "--signal=USR1", jobs[0]], timeout=30, check=True)
     test.assertTrue(bg.wait_for(

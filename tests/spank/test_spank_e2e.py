@@ -1032,7 +1032,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertEqual(markers, [e["event"] for e in record])
 
     def job_ids(self):
-        return self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+        return self.cluster.job_ids()
 
     @light
     def test_a_job_joins_a_running_job_with_elastic_join_and_leaves_with_notice(self):
@@ -1368,7 +1368,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                               f"--seconds={seconds}"])
         try:
             self.assertTrue(bg.wait_for(lambda t: len(records(t, "READY")) == 3, RUN_TIMEOUT), bg.text())
-            jobs = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()
+            jobs = self.cluster.job_ids()
             self.assertEqual(len(jobs), 1, jobs)
         except BaseException:
             bg.proc.kill()
@@ -1392,7 +1392,7 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         try:
             self.assertTrue(bg.wait_for(lambda t: len([r for r in records(t, "READY") if r["restart"] == "1"]) == 3,
                                         RUN_TIMEOUT), bg.text())
-            job = self.cluster.run(["squeue", "-h", "-o", "%i"], timeout=30).stdout.split()[0]
+            job = self.cluster.job_ids()[0]
             deadline = time.monotonic() + 20
             line = ""
             while time.monotonic() < deadline and not re.search(want, line):
