@@ -14,7 +14,12 @@ import unittest
 
 from rdzv_test_util import ELASTICRUN, PYTHON, WORKER, Agent, RendezvousTestCase
 
-CONF = "munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=15,last_call_timeout=3"
+# Round 0 closes when all the test's nodes joined (expected_nodes): last_call_timeout only
+# bounds how late one may be. At 3 s a node whose agent started slowly (ASan, a loaded
+# machine: the stop's CI of 2026-12-07, Debian 12) missed round 0 and grew the job into a
+# round 1 that ended before the cut. After a cut the rounds close on the survivors' return
+# (or end without a majority at join_timeout), never on the last call.
+CONF = "munge=0,heartbeat_interval=0.5,heartbeat_timeout=3,join_timeout=15,last_call_timeout=20"
 
 
 def ip(*args):

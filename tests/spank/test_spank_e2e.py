@@ -468,12 +468,20 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
         self.assertLessEqual(resumed, last_of_three + 1, text)
         self.assertRegex(text, r"\[rank0\]: done at step 100: weights")
         self.assertEqual([f for f in os.listdir(ckpt) if ".tmp." in f], [], text)
-        # The event record: exactly the start, n3's loss, the round of 2 that followed, the end.
+        # The event record: exactly the start, what stopped the round of 3, the round of 2
+        # that followed, the end. What stopped it is whichever the host heard first: n3's
+        # loss, or a survivor's worker that failed when gloo lost n3 (2026-12-07, under
+        # load; n3 then left while the round formed, which is no event of its own).
         record = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+        cause = record[2]["event"] if len(record) > 2 else None
+        self.assertIn(cause, ("node_lost", "worker_failure"), record)
         self.assertEqual([(e["event"], e.get("reason"), e.get("nodes"), e.get("world_size")) for e in record],
-                         [("job_start", None, None, None), ("round", "start", 3, 3), ("node_lost", mock.ANY, None, None),
-                          ("round", "node_lost", 2, 2), ("end", "done", None, None)], record)
-        self.assertTrue(record[2]["node"].startswith("n3"), record[2])
+                         [("job_start", None, None, None), ("round", "start", 3, 3), (cause, mock.ANY, None, None),
+                          ("round", cause, 2, 2), ("end", "done", None, None)], record)
+        if cause == "node_lost":
+            self.assertTrue(record[2]["node"].startswith("n3"), record[2])
+        else:
+            self.assertRegex(record[2]["failure"]["node"], r"^n[12]", record[2])
         self.assertEqual([m.split(":")[0] for m in record[3]["members"]], ["n1", "n2"], record[3])
         self.assertEqual((record[3]["restarts_used"], record[3]["restarts_left"]), (1, 0), record[3])
         self.assertGreater(record[3]["recovery_ms"], 0, record[3])
