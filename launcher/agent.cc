@@ -774,6 +774,12 @@ void ElasticAgent::Finish(int exit_code) {
                              RestartsFlag());
     // Told by group rank 0; after the host's loss by every survivor (rank 0 may be gone).
     LogLevel level = status_.failure.host_lost ? LogLevel::kError : JobEvent(LogLevel::kError);
+    // A node (the host) lost past the job's time limit: Slurm stops every node of the
+    // step, in no set order, and this one's SIGTERM may come after the host's end; the
+    // time limit's own line tells it (2026-12-07: "the rendezvous host was lost").
+    if (status_.failure.global_rank < 0 &&
+        AtJobEnd(config_.agent.job_end_time, static_cast<int64_t>(std::time(nullptr))))
+      level = LogLevel::kDebug;
     Log(level, "{}", summary.substr(0, summary.size() - 1));
   } else if (status_.after_stop == AfterStop::kFatal) {
     Log(LogLevel::kError, "{}", status_.fatal_message);

@@ -1,14 +1,14 @@
 // The job's live Comment under Slurm (comment_updater.h): the agent owns the
 // updater (its scontrol is a process below the agent: spared, reaped through its
 // pidfd) and hands it the record's events while it hosts the rendezvous.
+#include <ctime>
+
 #include <fmt/format.h>
 
 #include "launcher/agent.h"
+#include "launcher/slurm_stop.h"
 
 namespace elastic {
-
-namespace {
-}  // namespace
 
 void ElasticAgent::StartComment(EventWriter* events) {
   if (!events || config_.agent.slurm_comment_interval_ms <= 0) return;
@@ -23,8 +23,9 @@ void ElasticAgent::StartComment(EventWriter* events) {
   spec.child_mask = original_mask_;
   spec.default_signals = handled_list_;
   spec.host = host_;
-  comment_ = std::make_unique<CommentUpdater>(loop_, job.job_id, Millis(config_.agent.slurm_comment_interval_ms),
-                                              std::move(spec));
+  comment_ = std::make_unique<CommentUpdater>(
+      loop_, job.job_id, Millis(config_.agent.slurm_comment_interval_ms), std::move(spec),
+      [end = config_.agent.job_end_time] { return AtJobEnd(end, static_cast<int64_t>(std::time(nullptr))); });
 }
 
 // The record's events, while this agent hosts, to the live Comment and --grow.

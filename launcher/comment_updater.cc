@@ -6,8 +6,13 @@
 
 namespace elastic {
 
-CommentUpdater::CommentUpdater(EventLoop& loop, std::string job_id, Millis interval, ScontrolSpec spec)
-    : loop_(loop), job_id_(std::move(job_id)), scontrol_(loop, std::move(spec)), limiter_(interval) {}
+CommentUpdater::CommentUpdater(EventLoop& loop, std::string job_id, Millis interval, ScontrolSpec spec,
+                               std::function<bool()> job_ended)
+    : loop_(loop),
+      job_id_(std::move(job_id)),
+      scontrol_(loop, std::move(spec)),
+      limiter_(interval),
+      job_ended_(std::move(job_ended)) {}
 
 void CommentUpdater::OnEvent(const JobEvent& event) {
   if (event.kind == JobEventKind::kJobStart) active_ = true;
@@ -43,12 +48,13 @@ void CommentUpdater::Pump() {
     scontrol_.Run(fmt::format("update JobId={} Comment='{}'", job_id_, next.text),
                   [this](bool ok, const std::string&, const std::string& why) {
                     limiter_.Sent(ok);
-                    if (!ok && !done_ && !stopping_)
+                    if (!ok && !done_ && !stopping_ && !(job_ended_ && job_ended_()))
                       Log(LogLevel::kWarning, "cannot write the job's live status to Slurm's Comment "
                           "(scontrol update JobId={}): {} (output in {}): not updating it again",
                           job_id_, why, scontrol_.spec().log_path);
                     else if (!ok)
-                      Log(LogLevel::kDebug, "the job's final Comment: scontrol update failed: {}", why);
+                      Log(LogLevel::kDebug, "the job's Comment: scontrol update failed while the job "
+                          "ends: {}", why);
                     Pump();
                   });
     return;

@@ -6,7 +6,10 @@
 // state at the agent's end.
 //
 // Where an update fails (not permitted, no scontrol, no answer): one warning, and
-// no more updates; nothing else changes. An agent that never hosts never runs it.
+// no more updates; nothing else changes. Not warned: a failure while Slurm ends the
+// job (Stopping(), or job_ended(): the time limit passed, and the controller says
+// "Job has already finished" before this node's SIGTERM came). An agent that never
+// hosts never runs it.
 #pragma once
 
 #include <sys/types.h>
@@ -22,8 +25,10 @@ namespace elastic {
 
 class CommentUpdater {
  public:
-  // `job_id`: SLURM_JOB_ID; `interval`: --slurm-comment-interval.
-  CommentUpdater(EventLoop& loop, std::string job_id, Millis interval, ScontrolSpec spec);
+  // `job_id`: SLURM_JOB_ID; `interval`: --slurm-comment-interval; `job_ended`: whether
+  // the job is at its time limit now (slurm_stop.h AtJobEnd; may be empty).
+  CommentUpdater(EventLoop& loop, std::string job_id, Millis interval, ScontrolSpec spec,
+                 std::function<bool()> job_ended = {});
 
   void OnEvent(const JobEvent& event);
   // The agent ends with `exit_code`: the final line (the end's, or this agent's
@@ -44,6 +49,7 @@ class CommentUpdater {
   std::string job_id_;
   Scontrol scontrol_;
   CommentLimiter limiter_;
+  std::function<bool()> job_ended_;
   JobCommentState state_;
   bool active_ = false;   // this agent hosts (it saw a host start)
   bool stopping_ = false; // Stopping()

@@ -25,8 +25,12 @@ std::optional<int64_t> ParseJobEndTime(const std::string& text) {
   return value;
 }
 
+bool AtJobEnd(std::optional<int64_t> job_end_time, int64_t now) {
+  return job_end_time && now + kClockSkewSeconds >= *job_end_time;
+}
+
 std::string SlurmStopLine(std::optional<int64_t> job_end_time, int64_t now) {
-  if (job_end_time && now + kClockSkewSeconds >= *job_end_time)
+  if (AtJobEnd(job_end_time, now))
     return fmt::format("time limit: the job reached its time limit (--time, it ended at {}) and "
                        "Slurm stops the step (SIGTERM): stopping the workers",
                        UtcClock(*job_end_time));

@@ -17,6 +17,13 @@ inline constexpr const char* kJobEndTimeVar = "ELASTIC_JOB_END_TIME";
 // (Slurm writes 0 or nothing when it has no end time).
 std::optional<int64_t> ParseJobEndTime(const std::string& text);
 
+// The job is at (or past) its time limit: `now` (unix seconds, this node's wall
+// clock) within a few seconds of clock skew of its end time, or later. Slurm is then
+// ending every step of the job, in no set order between the nodes: a peer that is
+// gone, or a controller that refuses an update ("Job has already finished"), is that
+// end reaching this node first, not news (the time limit's own line tells it).
+bool AtJobEnd(std::optional<int64_t> job_end_time, int64_t now);
+
 // The one console line for Slurm's SIGTERM, given the job's end time (if known)
 // and the wall clock now (unix seconds). Slurm's controller enforces time limits
 // on a timer, so its SIGTERM comes at or after the end time; a few seconds of

@@ -28,7 +28,10 @@ TEST(SlurmStopLineTest, Table) {
       {"OverTimeLimit: minutes after it", kEnd, kEnd + 600, kTimeLimit},
       {"this node's clock a little ahead", kEnd, kEnd - 5, kTimeLimit},
   };
-  for (const Row& row : rows) EXPECT_EQ(SlurmStopLine(row.end, row.now), row.line) << row.what;
+  for (const Row& row : rows) {
+    EXPECT_EQ(SlurmStopLine(row.end, row.now), row.line) << row.what;
+    EXPECT_EQ(AtJobEnd(row.end, row.now), &row.line == &kTimeLimit) << row.what;
+  }
 }
 
 TEST(SlurmStopLineTest, ParsesOnlyPositiveUnixSeconds) {

@@ -214,6 +214,19 @@ class FailoverTest(FailoverCase):
             self.assert_never_trained_after(agent, 0)
         self.assert_nothing_left()
 
+    def test_the_hosts_loss_at_the_jobs_time_limit_is_no_failure_of_the_job(self):
+        # At the time limit Slurm stops every node of the step, in no set order: a node
+        # whose SIGTERM came after the host's end said "job failed: the rendezvous host
+        # ... was lost and no restart was left" (2026-12-07). Past the job's end time
+        # (SLURM_JOB_END_TIME, as Slurm 24.11+ sets it) that loss is the time limit's.
+        env = {"HOLD_ROUNDS": "100", "SLURM_JOB_END_TIME": str(int(time.time()) - 1)}
+        agents = self.start_agents(2, "2:2", env=env, nproc=1, max_restarts=0)
+        self.wait_first_round(agents, 1)
+        os.kill(agents[0].agent_pid(), signal.SIGKILL)
+        self.assertNotEqual(self.wait_exit(agents[1]), 0, self.dump())
+        self.assertNotIn("job failed", agents[1].output(), self.dump())
+        self.assert_nothing_left()
+
     def test_restarted_first_node_and_another_rejoin_the_regime_never_a_second_one(self):
         # Issue 19 item 14: the host (node 0) is lost, node 1 takes over; node 0 is started
         # again with its own command line, then node 3 is killed and started again. Node 0
