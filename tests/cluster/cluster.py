@@ -243,8 +243,11 @@ class Cluster:
         """Runs a command in the hub namespace (where srun/sbatch/sinfo run) with
         SLURM_CONF set. Captures stdout/stderr as text. On timeout, kills the
         command and raises subprocess.TimeoutExpired (with the output so far)."""
-        r = subprocess.run([str(CLUSTER_SH), "--dir", str(self.dir), "run", *args], timeout=timeout,
-                           env=self._env(env), input=input, cwd=cwd, text=True, capture_output=True)
+        try:
+            r = subprocess.run([str(CLUSTER_SH), "--dir", str(self.dir), "run", *args], timeout=timeout,
+                               env=self._env(env), input=input, cwd=cwd, text=True, capture_output=True)
+        except subprocess.TimeoutExpired as e:
+            raise CommandTimedOut(e.cmd, e.timeout, e.stdout, e.stderr) from None
         if check and r.returncode != 0:
             raise ClusterError(f"{' '.join(args)} failed (rc {r.returncode}):\n{r.stdout}\n{r.stderr}")
         return r
@@ -317,6 +320,17 @@ class Cluster:
     def node_states(self) -> dict[str, str]:
         r = self.run(["sinfo", "-h", "-N", "-o", "%N %T"], timeout=30)
         return dict(line.split(None, 1) for line in r.stdout.splitlines() if line.strip())
+
+
+class CommandTimedOut(subprocess.TimeoutExpired):
+    """A command past its timeout, whose message ends with what it printed so far: a hung
+    srun's agents say what they waited for (the CI log keeps only the message)."""
+    def __str__(self) -> str:
+        def tail(data) -> str:
+            text = data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+            return text[-6000:]
+        return (f"{super().__str__()}\n--- its stdout so far (the end) ---\n{tail(self.stdout)}"
+                f"\n--- its stderr so far (the end) ---\n{tail(self.stderr)}")
 
 
 class ClusterTestCase(unittest.TestCase):
