@@ -243,11 +243,22 @@ class Cluster:
         """Runs a command in the hub namespace (where srun/sbatch/sinfo run) with
         SLURM_CONF set. Captures stdout/stderr as text. On timeout, kills the
         command and raises subprocess.TimeoutExpired (with the output so far)."""
-        try:
-            r = subprocess.run([str(CLUSTER_SH), "--dir", str(self.dir), "run", *args], timeout=timeout,
-                               env=self._env(env), input=input, cwd=cwd, text=True, capture_output=True)
-        except subprocess.TimeoutExpired as e:
-            raise CommandTimedOut(e.cmd, e.timeout, e.stdout, e.stderr) from None
+        cmd = [str(CLUSTER_SH), "--dir", str(self.dir), "run", *args]
+        with subprocess.Popen(cmd, env=self._env(env), cwd=cwd, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE,
+                              stdin=subprocess.PIPE if input is not None else None) as proc:
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # What still runs, before the kill: which agent waits, and for what.
+                processes = process_forest()
+                proc.kill()
+                try:  # a step's process may still hold the pipes: read no longer than 30 s
+                    out, err = proc.communicate(timeout=30)
+                except subprocess.TimeoutExpired as e:
+                    out, err = e.output, e.stderr
+                raise CommandTimedOut(cmd, timeout, out, err, processes) from None
+        r = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         if check and r.returncode != 0:
             raise ClusterError(f"{' '.join(args)} failed (rc {r.returncode}):\n{r.stdout}\n{r.stderr}")
         return r
@@ -322,15 +333,33 @@ class Cluster:
         return dict(line.split(None, 1) for line in r.stdout.splitlines() if line.strip())
 
 
+def process_forest() -> str:
+    """The machine's processes of the test cluster and its jobs (Slurm's daemons and
+    steps, agents, workers), as a forest with their state and kernel wait channel."""
+    try:
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,etimes,wchan:24,args", "--forest"],
+                            capture_output=True, text=True, timeout=30).stdout
+    except (subprocess.TimeoutExpired, OSError) as e:
+        return f"(ps: {e})"
+    keep = ("slurm", "elasticrun", "python", "host-runner", "srun", "runc", "crun", "check.sh", "PID")
+    return "\n".join(line[:300] for line in ps.splitlines() if any(k in line for k in keep))[-12000:]
+
+
 class CommandTimedOut(subprocess.TimeoutExpired):
-    """A command past its timeout, whose message ends with what it printed so far: a hung
-    srun's agents say what they waited for (the CI log keeps only the message)."""
+    """A command past its timeout, whose message ends with what it printed so far and the
+    processes that still ran: a hung srun's agents say what they waited for (the CI log
+    keeps only the message)."""
+    def __init__(self, cmd, timeout, output=None, stderr=None, processes=""):
+        super().__init__(cmd, timeout, output, stderr)
+        self.processes = processes
+
     def __str__(self) -> str:
         def tail(data) -> str:
             text = data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
             return text[-6000:]
         return (f"{super().__str__()}\n--- its stdout so far (the end) ---\n{tail(self.stdout)}"
-                f"\n--- its stderr so far (the end) ---\n{tail(self.stderr)}")
+                f"\n--- its stderr so far (the end) ---\n{tail(self.stderr)}"
+                f"\n--- the processes at the timeout ---\n{self.processes}")
 
 
 class ClusterTestCase(unittest.TestCase):

@@ -42,10 +42,16 @@ class GlooGroup:
     def __init__(self):
         dist.init_process_group("gloo")
         self.world = dist.get_world_size()
+        self.tensors = []
 
     def all_reduce_sum(self, value):
         total = torch.tensor([float(value)])
         dist.all_reduce(total)
+        # Kept until close(): a gloo work thread that ran this collective holds the tensor
+        # until the group's end, and dropping the last reference there needs the GIL that
+        # destroy_process_group() holds while it joins that thread (PyTorch 2.6: the worker
+        # never exited, its step hung to srun's 300 s timeout; seen in the container tests).
+        self.tensors.append(total)
         return int(total.item())
 
     def barrier(self):
