@@ -619,7 +619,9 @@ class TestSpankEndToEnd(JobProcesses, ClusterTestCase):
                    'echo "LOGERR run=$0 rank=$RANK host=$(hostname)" >&2']
 
         def run_files(run):
-            r = self.srun(["-N2", "--elastic", f"--elastic-log-dir={logs}", "--elastic-no-python",
+            # On n1 and n2 by name: with n1 still completing the last job, Slurm chose n3
+            # and n4 for a plain -N2 (2026-12-07), and the test reads the files by node.
+            r = self.srun(["-N2", "-w", "n[1-2]", "--elastic", f"--elastic-log-dir={logs}", "--elastic-no-python",
                            *program, run], timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertEqual(sorted(re.findall(r"LOGOUT run=\S+ rank=\d host=n\d", r.stdout)),
