@@ -104,6 +104,8 @@ class ElasticAgent {
   LogLevel JobEvent(LogLevel level) const;
   // The restart budget's option as the user typed it (--elastic-max-restarts under srun).
   const char* RestartsFlag() const;
+  // The job is at or past its time limit (slurm_stop.h AtJobEnd, this node's wall clock).
+  bool PastJobEnd() const;
   void Dispatch(Event event);
   void Execute(const Action& action);
 

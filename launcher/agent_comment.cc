@@ -1,12 +1,9 @@
 // The job's live Comment under Slurm (comment_updater.h): the agent owns the
 // updater (its scontrol is a process below the agent: spared, reaped through its
 // pidfd) and hands it the record's events while it hosts the rendezvous.
-#include <ctime>
-
 #include <fmt/format.h>
 
 #include "launcher/agent.h"
-#include "launcher/slurm_stop.h"
 
 namespace elastic {
 
@@ -25,7 +22,7 @@ void ElasticAgent::StartComment(EventWriter* events) {
   spec.host = host_;
   comment_ = std::make_unique<CommentUpdater>(
       loop_, job.job_id, Millis(config_.agent.slurm_comment_interval_ms), std::move(spec),
-      [end = config_.agent.job_end_time] { return AtJobEnd(end, static_cast<int64_t>(std::time(nullptr))); });
+      [this] { return PastJobEnd(); });
 }
 
 // The record's events, while this agent hosts, to the live Comment and --grow.
